@@ -1,0 +1,137 @@
+package queue
+
+// state is where a key is in its life cycle. Every key in Queue.index has
+// exactly one state; a free slab slot has stateFree.
+type state uint8
+
+const (
+	// stateFree: the slot is on the free list and belongs to no key.
+	stateFree state = iota
+	// stateReady: the key is linked into exactly one ready list and waits
+	// for Get. It is never in the delay heap.
+	stateReady
+	// stateWaiting: the key is in the delay heap only.
+	stateWaiting
+	// stateProcessing: a worker holds the key. It may also sit in the delay
+	// heap (an AddAfter while processing); when that fires the key becomes
+	// stateDirty.
+	stateProcessing
+	// stateDirty: a worker holds the key and it was added again; Done puts
+	// it straight back into a ready list. It is never in the delay heap.
+	stateDirty
+)
+
+const none int32 = -1
+
+// entry is one key's bookkeeping. Entries live in a slab (Queue.entries) and
+// refer to each other by slab index, not by pointer, so that a million keys
+// cost one allocation and nothing for the garbage collector to chase.
+type entry[K comparable] struct {
+	key K
+	// prev and next link the entry into one list at a time: its ready list
+	// while stateReady; the in-flight list while processing (only when
+	// metrics are on); next alone links the free list.
+	prev, next int32
+	// heapPos is the entry's position in Queue.delays, or none.
+	heapPos int32
+	// prio is the priority of the add that is ready or pending: the ready
+	// list's priority while stateReady, the delayed add's while in the
+	// delay heap, the re-add's while stateDirty.
+	prio  int32
+	state state
+}
+
+// slab hands out entries by index and recycles freed ones, so steady-state
+// traffic allocates nothing.
+type slab[K comparable] struct {
+	entries []entry[K]
+	// times is parallel to entries and exists only when metrics are on: the
+	// time (Queue.nanos) the key became ready while stateReady, the time a
+	// worker took it while processing.
+	times []int64
+	// free heads the free list threaded through entry.next.
+	free int32
+	// used counts entries not on the free list.
+	used int
+}
+
+func (s *slab[K]) alloc(key K) int32 {
+	s.used++
+	if s.free != none {
+		idx := s.free
+		e := &s.entries[idx]
+		s.free = e.next
+		*e = entry[K]{key: key, prev: none, next: none, heapPos: none}
+		return idx
+	}
+	s.entries = append(s.entries, entry[K]{key: key, prev: none, next: none, heapPos: none})
+	if s.times != nil {
+		s.times = append(s.times, 0)
+	}
+	return int32(len(s.entries) - 1)
+}
+
+// shrinkAbove is the slab size above which an emptied queue gives its memory
+// back; below it, keeping the slab avoids allocating again on the next burst.
+const shrinkAbove = 4096
+
+// release frees idx. An emptied slab above shrinkAbove gives its memory back.
+func (s *slab[K]) release(idx int32) {
+	s.used--
+	if s.used == 0 && cap(s.entries) > shrinkAbove {
+		s.entries, s.free = nil, none
+		if s.times != nil {
+			s.times = make([]int64, 0)
+		}
+		return
+	}
+	e := &s.entries[idx]
+	var zero K
+	*e = entry[K]{key: zero, prev: none, next: s.free, heapPos: none} // drop the key so its memory can go
+	s.free = idx
+}
+
+// list is a FIFO of entries linked through entry.prev and entry.next.
+type list struct {
+	head, tail int32
+	n          int
+}
+
+func newList() list { return list{head: none, tail: none} }
+
+// pushBack links idx at the tail of l.
+func pushBack[K comparable](l *list, es []entry[K], idx int32) {
+	e := &es[idx]
+	e.prev, e.next = l.tail, none
+	if l.tail == none {
+		l.head = idx
+	} else {
+		es[l.tail].next = idx
+	}
+	l.tail = idx
+	l.n++
+}
+
+// unlink removes idx, which must be in l, in O(1).
+func unlink[K comparable](l *list, es []entry[K], idx int32) {
+	e := &es[idx]
+	if e.prev == none {
+		l.head = e.next
+	} else {
+		es[e.prev].next = e.next
+	}
+	if e.next == none {
+		l.tail = e.prev
+	} else {
+		es[e.next].prev = e.prev
+	}
+	e.prev, e.next = none, none
+	l.n--
+}
+
+// popFront unlinks and returns the head of l, which must not be empty.
+func popFront[K comparable](l *list, es []entry[K]) int32 {
+	idx := l.head
+	unlink(l, es, idx)
+	return idx
+}

@@ -1,0 +1,420 @@
+package queue_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"k8s.io/client-go/util/workqueue"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/queue"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newTestQueue returns a queue on a fake clock, shut down when the test ends.
+func newTestQueue(t *testing.T, opts ...queue.Option) (*queue.Queue[string], *clocktesting.FakeClock) {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	q := queue.New[string](append([]queue.Option{queue.WithClock(clk)}, opts...)...)
+	t.Cleanup(q.ShutDown)
+	return q, clk
+}
+
+// get is Get that fails the test instead of blocking forever.
+func get(t *testing.T, q *queue.Queue[string]) string {
+	t.Helper()
+	type got struct {
+		key      string
+		shutdown bool
+	}
+	ch := make(chan got, 1)
+	go func() {
+		k, s := q.Get()
+		ch <- got{k, s}
+	}()
+	select {
+	case g := <-ch:
+		require.False(t, g.shutdown, "Get reported shutdown")
+		return g.key
+	case <-time.After(5 * time.Second):
+		q.ShutDown() // unblock the goroutine
+		require.FailNow(t, "Get blocked with nothing ready")
+		return ""
+	}
+}
+
+// drain takes every ready key, marking each done, in the order Get gives.
+func drain(t *testing.T, q *queue.Queue[string]) []string {
+	t.Helper()
+	var keys []string
+	for q.Len() > 0 {
+		k := get(t, q)
+		keys = append(keys, k)
+		q.Done(k)
+	}
+	return keys
+}
+
+func TestQueueShouldSatisfyClientGoRateLimitingInterface(t *testing.T) {
+	var q workqueue.TypedRateLimitingInterface[string] = queue.New[string]()
+	q.ShutDown()
+}
+
+func TestAddingAWaitingKeyShouldBeANoOp(t *testing.T) {
+	q, _ := newTestQueue(t)
+	q.Add("a")
+	q.Add("b")
+	q.Add("a")
+	assert.Equal(t, 2, q.Len())
+	assert.Equal(t, []string{"a", "b"}, drain(t, q))
+}
+
+func TestKeyAddedWhileProcessingShouldRunExactlyOnceMoreAfterDone(t *testing.T) {
+	q, _ := newTestQueue(t)
+	q.Add("a")
+	k := get(t, q)
+	q.Add("a")
+	q.Add("a")
+	assert.Equal(t, 0, q.Len(), "a key being processed must not be ready")
+	q.Done(k)
+	assert.Equal(t, 1, q.Len())
+	assert.Equal(t, []string{"a"}, drain(t, q))
+	assert.Equal(t, 0, q.Len())
+}
+
+func TestDoneOfAKeyThatIsNotProcessingShouldDoNothing(t *testing.T) {
+	q, _ := newTestQueue(t)
+	q.Done("never-added")
+	q.Add("a")
+	q.Done("a") // ready, not processing
+	assert.Equal(t, []string{"a"}, drain(t, q))
+}
+
+func TestShutDownShouldDrainReadyKeysThenReportShutdown(t *testing.T) {
+	q, _ := newTestQueue(t)
+	q.Add("a")
+	q.Add("b")
+	q.AddAfter("later", time.Minute)
+	q.ShutDown()
+	assert.True(t, q.ShuttingDown())
+	q.Add("c") // ignored
+	assert.Equal(t, "a", get(t, q))
+	assert.Equal(t, "b", get(t, q))
+	_, shutdown := q.Get()
+	assert.True(t, shutdown)
+}
+
+func TestDoneAfterShutDownShouldStillHandOutAKeyAddedWhileProcessing(t *testing.T) {
+	q, _ := newTestQueue(t)
+	q.Add("a")
+	k := get(t, q)
+	q.Add("a")
+	q.ShutDown()
+	q.Done(k)
+	assert.Equal(t, "a", get(t, q))
+	q.Done("a")
+	_, shutdown := q.Get()
+	assert.True(t, shutdown)
+}
+
+func TestShutDownWithDrainShouldWaitForKeysInFlight(t *testing.T) {
+	q, _ := newTestQueue(t)
+	q.Add("a")
+	k := get(t, q)
+	drained := make(chan struct{})
+	go func() {
+		q.ShutDownWithDrain()
+		close(drained)
+	}()
+	require.Eventually(t, q.ShuttingDown, 5*time.Second, time.Millisecond)
+	select {
+	case <-drained:
+		t.Fatal("ShutDownWithDrain returned while a key was in flight")
+	case <-time.After(20 * time.Millisecond):
+	}
+	q.Done(k)
+	select {
+	case <-drained:
+	case <-time.After(5 * time.Second):
+		t.Fatal("ShutDownWithDrain did not return after Done")
+	}
+}
+
+func TestShutDownShouldInterruptAWaitingShutDownWithDrain(t *testing.T) {
+	q, _ := newTestQueue(t)
+	q.Add("a")
+	get(t, q)
+	drained := make(chan struct{})
+	go func() {
+		q.ShutDownWithDrain()
+		close(drained)
+	}()
+	require.Eventually(t, q.ShuttingDown, 5*time.Second, time.Millisecond)
+	q.ShutDown()
+	select {
+	case <-drained:
+	case <-time.After(5 * time.Second):
+		t.Fatal("ShutDown did not interrupt ShutDownWithDrain")
+	}
+}
+
+func TestGetShouldBlockUntilAKeyIsAddedAndReportShutdownWhenEmpty(t *testing.T) {
+	q, _ := newTestQueue(t)
+	got := make(chan string)
+	go func() {
+		k, _ := q.Get()
+		got <- k
+	}()
+	select {
+	case <-got:
+		t.Fatal("Get returned from an empty queue")
+	case <-time.After(10 * time.Millisecond):
+	}
+	q.Add("a")
+	assert.Equal(t, "a", <-got)
+	done := make(chan bool)
+	go func() {
+		_, shutdown := q.Get()
+		done <- shutdown
+	}()
+	q.ShutDown()
+	assert.True(t, <-done)
+}
+
+func TestAddAfterShouldWaitForTheClock(t *testing.T) {
+	q, clk := newTestQueue(t)
+	q.AddAfter("a", time.Second)
+	assert.Equal(t, 0, q.Len())
+	clk.Step(999 * time.Millisecond)
+	assert.Equal(t, 0, q.Len())
+	clk.Step(time.Millisecond)
+	assert.Equal(t, 1, q.Len())
+	assert.Equal(t, []string{"a"}, drain(t, q))
+}
+
+func TestTimerShouldWakeABlockedGetWhenADelayComesDue(t *testing.T) {
+	q, clk := newTestQueue(t)
+	q.AddAfter("a", time.Second)
+	got := make(chan string)
+	go func() {
+		k, _ := q.Get()
+		got <- k
+	}()
+	require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond, "the timer goroutine should wait on the clock")
+	clk.Step(time.Second)
+	select {
+	case k := <-got:
+		assert.Equal(t, "a", k)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a due key did not wake Get")
+	}
+}
+
+func TestAddAfterShouldKeepTheEarliestTime(t *testing.T) {
+	q, clk := newTestQueue(t)
+	q.AddAfter("a", 3*time.Second)
+	q.AddAfter("a", time.Second)
+	q.AddAfter("a", 5*time.Second)
+	clk.Step(time.Second)
+	assert.Equal(t, []string{"a"}, drain(t, q))
+	clk.Step(10 * time.Second)
+	assert.Equal(t, 0, q.Len(), "the later times must not fire again")
+}
+
+func TestAddShouldMakeAWaitingKeyReadyNowAndProcessItOnce(t *testing.T) {
+	q, clk := newTestQueue(t)
+	q.AddAfter("a", time.Second)
+	q.Add("a")
+	assert.Equal(t, []string{"a"}, drain(t, q))
+	clk.Step(2 * time.Second)
+	assert.Equal(t, 0, q.Len(), "the delayed add must have merged into the plain one")
+}
+
+func TestKeysDueTogetherShouldComeOutInTheOrderTheirTimesWereSet(t *testing.T) {
+	q, clk := newTestQueue(t)
+	for _, k := range []string{"c", "a", "d", "b"} {
+		q.AddAfter(k, time.Second)
+	}
+	clk.Step(time.Second)
+	assert.Equal(t, []string{"c", "a", "d", "b"}, drain(t, q))
+}
+
+func TestAddAfterWhileProcessingShouldRunAgainOnlyOnceBothDoneAndDue(t *testing.T) {
+	q, clk := newTestQueue(t)
+	q.Add("a")
+	k := get(t, q)
+	q.AddAfter("a", time.Second)
+	q.Done(k)
+	assert.Equal(t, 0, q.Len(), "not due yet")
+	clk.Step(time.Second)
+	assert.Equal(t, []string{"a"}, drain(t, q))
+
+	// Due while still processing: ready at Done.
+	q.Add("a")
+	k = get(t, q)
+	q.AddAfter("a", time.Second)
+	clk.Step(time.Second)
+	assert.Equal(t, 0, q.Len())
+	q.Done(k)
+	assert.Equal(t, []string{"a"}, drain(t, q))
+}
+
+func TestHigherPriorityShouldComeFirstAndFIFOWithinAPriority(t *testing.T) {
+	q, _ := newTestQueue(t)
+	q.AddWithOptions(queue.AddOptions{Priority: queue.PriorityLow}, "low1", "low2")
+	q.Add("n1")
+	q.AddWithOptions(queue.AddOptions{Priority: queue.PriorityHigh}, "high1")
+	q.Add("n2")
+	q.AddWithOptions(queue.AddOptions{Priority: queue.PriorityHigh}, "high2")
+	assert.Equal(t, []string{"high1", "high2", "n1", "n2", "low1", "low2"}, drain(t, q))
+}
+
+func TestMergingShouldKeepTheHigherPriorityAtTheBackOfItsLine(t *testing.T) {
+	q, _ := newTestQueue(t)
+	q.AddWithOptions(queue.AddOptions{Priority: queue.PriorityLow}, "a", "b")
+	q.Add("n")
+	q.Add("b")                                                           // raised to normal, behind n
+	q.AddWithOptions(queue.AddOptions{Priority: queue.PriorityLow}, "n") // never lowered
+	assert.Equal(t, []string{"n", "b", "a"}, drain(t, q))
+}
+
+func TestPriorityOfAReAddWhileProcessingShouldApplyAfterDone(t *testing.T) {
+	q, _ := newTestQueue(t)
+	q.Add("a")
+	k := get(t, q)
+	q.AddWithOptions(queue.AddOptions{Priority: queue.PriorityLow}, "a")
+	q.Add("b")
+	q.Done(k)
+	q.Add("c")
+	assert.Equal(t, []string{"b", "c", "a"}, drain(t, q))
+}
+
+func TestGroupsShouldBeServedRoundRobinWithinAPriority(t *testing.T) {
+	tenant := func(k string) string { return k[:1] }
+	q, _ := newTestQueue(t, queue.WithGroup(tenant))
+	for _, k := range []string{"a1", "a2", "a3", "a4", "b1", "c1", "b2"} {
+		q.Add(k)
+	}
+	q.AddWithOptions(queue.AddOptions{Priority: queue.PriorityHigh}, "z1")
+	assert.Equal(t, []string{"z1", "a1", "b1", "c1", "a2", "b2", "a3", "a4"}, drain(t, q))
+}
+
+func TestAddRateLimitedShouldWaitTheLimitersDelayAndForgetShouldResetIt(t *testing.T) {
+	limiter := backoff.NewPerKey[string](backoff.Exponential{Base: time.Second, Cap: time.Hour})
+	q, clk := newTestQueue(t, queue.WithRateLimiter[string](limiter))
+	q.AddRateLimited("a") // 1s
+	clk.Step(999 * time.Millisecond)
+	assert.Equal(t, 0, q.Len())
+	clk.Step(time.Millisecond)
+	assert.Equal(t, []string{"a"}, drain(t, q))
+	q.AddRateLimited("a") // 2s
+	assert.Equal(t, 2, q.NumRequeues("a"))
+	clk.Step(time.Second)
+	assert.Equal(t, 0, q.Len())
+	clk.Step(time.Second)
+	assert.Equal(t, []string{"a"}, drain(t, q))
+	q.Forget("a")
+	assert.Equal(t, 0, q.NumRequeues("a"))
+	q.AddRateLimited("a") // back to 1s
+	clk.Step(time.Second)
+	assert.Equal(t, []string{"a"}, drain(t, q))
+}
+
+func TestAddWithOptionsRateLimitedShouldWaitTheLongerOfAfterAndTheLimiter(t *testing.T) {
+	limiter := backoff.NewPerKey[string](backoff.Exponential{Base: time.Second})
+	q, clk := newTestQueue(t, queue.WithRateLimiter[string](limiter))
+	q.AddWithOptions(queue.AddOptions{After: 3 * time.Second, RateLimited: true}, "a")
+	clk.Step(2 * time.Second)
+	assert.Equal(t, 0, q.Len())
+	clk.Step(time.Second)
+	assert.Equal(t, 1, q.Len())
+}
+
+func TestNewShouldPanicClearlyOnOptionsThatCannotWork(t *testing.T) {
+	intLimiter := backoff.NewPerKey[int](backoff.Exponential{})
+	assert.PanicsWithValue(t,
+		"queue: WithRateLimiter: got *backoff.PerKey[int], want workqueue.TypedRateLimiter[string]: the option was built for another key type",
+		func() { queue.New[string](queue.WithRateLimiter[int](intLimiter)) })
+	assert.Panics(t, func() { queue.New[string](queue.WithGroup(func(int) string { return "" })) })
+	assert.PanicsWithValue(t, "queue: WithMetrics needs WithName: the name is the metrics' name label",
+		func() { queue.New[string](queue.WithMetrics(prometheus.NewRegistry())) })
+}
+
+func TestPrioritiesBeyondInt32ShouldBeClamped(t *testing.T) {
+	q, _ := newTestQueue(t)
+	q.AddWithOptions(queue.AddOptions{Priority: 1 << 40}, "huge")
+	q.AddWithOptions(queue.AddOptions{Priority: 1 << 31}, "also-max") // same level after clamping: FIFO
+	q.AddWithOptions(queue.AddOptions{Priority: -1 << 40}, "tiny")
+	q.Add("n")
+	assert.Equal(t, []string{"huge", "also-max", "n", "tiny"}, drain(t, q))
+}
+
+func TestQueueShouldNeverHandOneKeyToTwoWorkersAndShouldProcessEveryLastAdd(t *testing.T) {
+	q := queue.New[int](queue.WithGroup(func(k int) string { return string(rune('a' + k%3)) }))
+	const keys, producers, workers, addsEach = 64, 4, 8, 5000
+	var (
+		busy    [keys]sync.Mutex // TryLock fails if another worker holds the key
+		version [keys]int64      // guarded by verMu
+		seen    [keys]int64
+		verMu   sync.Mutex
+		wg      sync.WaitGroup
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				if !busy[k].TryLock() {
+					t.Errorf("key %d handed to two workers", k)
+					q.Done(k)
+					continue
+				}
+				verMu.Lock()
+				seen[k] = version[k]
+				verMu.Unlock()
+				busy[k].Unlock()
+				q.Done(k)
+			}
+		}()
+	}
+	var producersWG sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		producersWG.Add(1)
+		go func(p int) {
+			defer producersWG.Done()
+			for i := 0; i < addsEach; i++ {
+				k := (i*7 + p) % keys
+				verMu.Lock()
+				version[k]++
+				verMu.Unlock()
+				switch i % 4 {
+				case 0:
+					q.AddWithOptions(queue.AddOptions{Priority: queue.PriorityLow}, k)
+				case 1:
+					q.AddAfter(k, time.Duration(i%3)*time.Millisecond)
+				default:
+					q.Add(k)
+				}
+			}
+		}(p)
+	}
+	producersWG.Wait()
+	require.Eventually(t, func() bool {
+		verMu.Lock()
+		defer verMu.Unlock()
+		return seen == version
+	}, 10*time.Second, time.Millisecond, "every key's last add must be processed")
+	q.ShutDownWithDrain()
+	wg.Wait()
+}
