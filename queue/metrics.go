@@ -9,105 +9,116 @@ import (
 // Metrics use the names and labels of client-go's and controller-runtime's
 // workqueue metrics, so existing dashboards and alerts work unchanged.
 //
-// Only the two histograms are touched on the hot path, outside the queue's
-// lock. Depth, the counters and the in-flight gauges are read from the
-// queue's own state when Prometheus scrapes, so keeping them costs nothing
-// per operation (client-go updates them all under its lock).
+// Nothing here uses an atomic or a Prometheus metric on the hot path. The
+// two histograms are plain counters updated under the queue's lock, which
+// Get and Done hold anyway; depth, the counters and the in-flight gauges are
+// read from the queue's own state. A scrape turns it all into constant
+// metrics. (client-go updates its metrics under its lock through Prometheus'
+// atomics and two extra maps, and loses most of its throughput to that.)
 
-// durationBuckets are controller-runtime's workqueue buckets: 10ns to ~3h.
-var durationBuckets = prometheus.ExponentialBuckets(10e-9, 10, 12)
+// bucketBounds are controller-runtime's workqueue buckets, 10ns to 1000s in
+// decades, in nanoseconds; boundSeconds is the same in seconds.
+var (
+	bucketBounds = [...]int64{1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12}
+	boundSeconds = prometheus.ExponentialBuckets(10e-9, 10, len(bucketBounds))
+)
 
-type metrics struct {
-	queueDuration prometheus.Histogram
-	workDuration  prometheus.Histogram
-	state         *stateCollector
-	registerer    prometheus.Registerer
+// histogram counts durations into bucketBounds. The queue's lock guards it.
+type histogram struct {
+	// counts[i] counts observations in (bucketBounds[i-1], bucketBounds[i]];
+	// the last slot counts those above every bound.
+	counts [len(bucketBounds) + 1]uint64
+	sum    float64 // seconds
+	n      uint64
 }
 
-// snapshot is the queue state a scrape reads.
+func (h *histogram) observe(nanos int64) {
+	// The clock is read before locking, so a key made ready by another
+	// goroutine in between can look as if it waited a little less than 0.
+	nanos = max(nanos, 0)
+	i := 0
+	for i < len(bucketBounds) && nanos > bucketBounds[i] {
+		i++
+	}
+	h.counts[i]++
+	h.sum += float64(nanos) / 1e9
+	h.n++
+}
+
+func (h *histogram) metric(d *prometheus.Desc) prometheus.Metric {
+	cumulative := make(map[float64]uint64, len(bucketBounds))
+	var c uint64
+	for i, bound := range boundSeconds {
+		c += h.counts[i]
+		cumulative[bound] = c
+	}
+	return prometheus.MustNewConstHistogram(d, h.n, h.sum, cumulative)
+}
+
+// metrics is the queue's Prometheus collector.
+type metrics struct {
+	queueDuration, workDuration histogram // guarded by the queue's lock
+
+	read       func() snapshot
+	registerer prometheus.Registerer
+
+	depth, adds, retries, unfinished, longest, queued, worked *prometheus.Desc
+}
+
+// snapshot is what a scrape reads from the queue under its lock.
 type snapshot struct {
-	depth, adds, retries float64
-	unfinished, longest  float64 // seconds
+	depth, adds, retries        float64
+	unfinished, longest         float64 // seconds
+	queueDuration, workDuration histogram
 }
 
 func newMetrics(name string, read func() snapshot) *metrics {
-	labels := prometheus.Labels{"name": name}
+	desc := func(metric, help string) *prometheus.Desc {
+		return prometheus.NewDesc("workqueue_"+metric, help, nil, prometheus.Labels{"name": name})
+	}
 	return &metrics{
-		queueDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Subsystem:   "workqueue",
-			Name:        "queue_duration_seconds",
-			Help:        "How long in seconds an item stays in workqueue before being requested",
-			ConstLabels: labels,
-			Buckets:     durationBuckets,
-		}),
-		workDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Subsystem:   "workqueue",
-			Name:        "work_duration_seconds",
-			Help:        "How long in seconds processing an item from workqueue takes.",
-			ConstLabels: labels,
-			Buckets:     durationBuckets,
-		}),
-		state: &stateCollector{
-			read:       read,
-			depth:      desc("depth", "Current depth of workqueue", name),
-			adds:       desc("adds_total", "Total number of adds handled by workqueue", name),
-			retries:    desc("retries_total", "Total number of retries handled by workqueue", name),
-			unfinished: desc("unfinished_work_seconds", "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.", name),
-			longest:    desc("longest_running_processor_seconds", "How many seconds has the longest running processor for workqueue been running.", name),
-		},
+		read:       read,
+		depth:      desc("depth", "Current depth of workqueue"),
+		adds:       desc("adds_total", "Total number of adds handled by workqueue"),
+		retries:    desc("retries_total", "Total number of retries handled by workqueue"),
+		unfinished: desc("unfinished_work_seconds", "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases."),
+		longest:    desc("longest_running_processor_seconds", "How many seconds has the longest running processor for workqueue been running."),
+		queued:     desc("queue_duration_seconds", "How long in seconds an item stays in workqueue before being requested"),
+		worked:     desc("work_duration_seconds", "How long in seconds processing an item from workqueue takes."),
 	}
 }
 
-func desc(name, help, queue string) *prometheus.Desc {
-	return prometheus.NewDesc("workqueue_"+name, help, nil, prometheus.Labels{"name": queue})
-}
-
-// register registers all collectors, or none.
 func (m *metrics) register(reg prometheus.Registerer) error {
-	cs := []prometheus.Collector{m.queueDuration, m.workDuration, m.state}
-	for i, c := range cs {
-		if err := reg.Register(c); err != nil {
-			for _, done := range cs[:i] {
-				reg.Unregister(done)
-			}
-			var dup prometheus.AlreadyRegisteredError
-			if errors.As(err, &dup) {
-				return errors.New("a collector with the same name label is already registered (two live queues with one name?)")
-			}
-			return err
+	if err := reg.Register(m); err != nil {
+		var dup prometheus.AlreadyRegisteredError
+		if errors.As(err, &dup) {
+			return errors.New("a collector with the same name label is already registered (two live queues with one name?)")
 		}
+		return err
 	}
 	m.registerer = reg
 	return nil
 }
 
-func (m *metrics) unregister() {
-	m.registerer.Unregister(m.queueDuration)
-	m.registerer.Unregister(m.workDuration)
-	m.registerer.Unregister(m.state)
+func (m *metrics) unregister() { m.registerer.Unregister(m) }
+
+// Describe implements prometheus.Collector.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.depth, m.adds, m.retries, m.unfinished, m.longest, m.queued, m.worked} {
+		ch <- d
+	}
 }
 
-// stateCollector turns a snapshot of the queue into metrics at scrape time.
-type stateCollector struct {
-	read                                      func() snapshot
-	depth, adds, retries, unfinished, longest *prometheus.Desc
-}
-
-func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.depth
-	ch <- c.adds
-	ch <- c.retries
-	ch <- c.unfinished
-	ch <- c.longest
-}
-
-func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.read()
-	ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, s.depth)
-	ch <- prometheus.MustNewConstMetric(c.adds, prometheus.CounterValue, s.adds)
-	ch <- prometheus.MustNewConstMetric(c.retries, prometheus.CounterValue, s.retries)
-	ch <- prometheus.MustNewConstMetric(c.unfinished, prometheus.GaugeValue, s.unfinished)
-	ch <- prometheus.MustNewConstMetric(c.longest, prometheus.GaugeValue, s.longest)
+// Collect implements prometheus.Collector.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	s := m.read()
+	ch <- prometheus.MustNewConstMetric(m.depth, prometheus.GaugeValue, s.depth)
+	ch <- prometheus.MustNewConstMetric(m.adds, prometheus.CounterValue, s.adds)
+	ch <- prometheus.MustNewConstMetric(m.retries, prometheus.CounterValue, s.retries)
+	ch <- prometheus.MustNewConstMetric(m.unfinished, prometheus.GaugeValue, s.unfinished)
+	ch <- prometheus.MustNewConstMetric(m.longest, prometheus.GaugeValue, s.longest)
+	ch <- s.queueDuration.metric(m.queued)
+	ch <- s.workDuration.metric(m.worked)
 }
 
 // collect reads the queue's metrics state. Walking the in-flight list is
@@ -116,7 +127,13 @@ func (q *Queue[K]) collect() snapshot {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := q.nanos()
-	s := snapshot{depth: float64(q.ready.n), adds: float64(q.adds), retries: float64(q.retries)}
+	s := snapshot{
+		depth:         float64(q.ready.n),
+		adds:          float64(q.adds),
+		retries:       float64(q.retries),
+		queueDuration: q.metrics.queueDuration,
+		workDuration:  q.metrics.workDuration,
+	}
 	var unfinished int64
 	for idx := q.inflight.head; idx != none; idx = q.slab.entries[idx].next {
 		unfinished += now - q.slab.times[idx]

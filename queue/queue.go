@@ -150,8 +150,9 @@ func (q *Queue[K]) metricsNow() int64 {
 // becomes ready now. A key being processed is processed once more after its
 // Done. After ShutDown, Add does nothing.
 func (q *Queue[K]) Add(key K) {
+	now, tag := q.metricsNow(), q.index.tag(key)
 	q.mu.Lock()
-	readied := q.addLocked(key, PriorityNormal, 0)
+	readied := q.addLocked(key, tag, PriorityNormal, 0, now)
 	q.mu.Unlock()
 	q.signal(readied)
 }
@@ -175,7 +176,7 @@ func (q *Queue[K]) AddRateLimited(key K) {
 func (q *Queue[K]) AddWithOptions(o AddOptions, keys ...K) {
 	prio := clampPriority(o.Priority)
 	var now int64
-	if o.After > 0 || o.RateLimited {
+	if o.After > 0 || o.RateLimited || q.metrics != nil {
 		now = q.nanos()
 	}
 	readied := 0
@@ -188,11 +189,12 @@ func (q *Queue[K]) AddWithOptions(o AddOptions, keys ...K) {
 		if delay > 0 {
 			due = now + int64(delay)
 		}
+		tag := q.index.tag(key)
 		q.mu.Lock()
 		if o.RateLimited && !q.shuttingDown {
 			q.retries++
 		}
-		readied += q.addLocked(key, prio, due)
+		readied += q.addLocked(key, tag, prio, due, now)
 		q.mu.Unlock()
 	}
 	q.signal(readied)
@@ -202,20 +204,21 @@ func clampPriority(p int) int32 {
 	return int32(min(max(p, math.MinInt32), math.MaxInt32))
 }
 
-// addLocked merges one add into the key's state; due 0 means now. It
-// returns 1 if a key became ready, for the caller to signal after unlocking.
-func (q *Queue[K]) addLocked(key K, prio int32, due int64) int {
+// addLocked merges one add into the key's state; due 0 means now. The
+// caller computes tag (the index hash) and now (metricsNow) before locking,
+// to keep hashing and the clock out of the critical section. It returns 1 if
+// a key became ready, for the caller to signal after unlocking.
+func (q *Queue[K]) addLocked(key K, tag uint32, prio int32, due, now int64) int {
 	if q.shuttingDown {
 		return 0
 	}
-	tag := q.index.tag(key)
 	idx, pos := q.index.find(q.slab.entries, key, tag)
 	if idx == none {
 		idx = q.slab.alloc(key)
 		q.index.insert(pos, tag, idx)
 		if due == 0 {
 			q.adds++
-			q.makeReady(idx, prio, q.metricsNow())
+			q.makeReady(idx, prio, now)
 			return 1
 		}
 		e := &q.slab.entries[idx]
@@ -234,7 +237,7 @@ func (q *Queue[K]) addLocked(key K, prio int32, due int64) int {
 		if due == 0 {
 			q.heapRemove(idx)
 			q.adds++
-			q.makeReady(idx, prio, q.metricsNow())
+			q.makeReady(idx, prio, now)
 			return 1
 		}
 		e.prio = prio
@@ -301,6 +304,7 @@ func (q *Queue[K]) signal(n int) {
 // that are ready, then returns shutdown true (and the zero key) at once.
 // Every key Get returns must be given back with Done.
 func (q *Queue[K]) Get() (key K, shutdown bool) {
+	now := q.metricsNow()
 	q.mu.Lock()
 	readied := 0
 	for {
@@ -313,6 +317,7 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 			return key, true
 		}
 		q.cond.Wait()
+		now = q.metricsNow()
 	}
 	idx := pop(&q.ready, q.slab.entries)
 	e := &q.slab.entries[idx]
@@ -324,13 +329,11 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 		q.signal(readied - 1) // this Get took one of them
 		return key, false
 	}
-	now := q.nanos()
-	waited := now - q.slab.times[idx]
+	q.metrics.queueDuration.observe(now - q.slab.times[idx])
 	q.slab.times[idx] = now
 	pushBack(&q.inflight, q.slab.entries, idx)
 	q.mu.Unlock()
 	q.signal(readied - 1)
-	q.metrics.queueDuration.Observe(seconds(waited))
 	return key, false
 }
 
@@ -338,8 +341,9 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 // processing, it becomes ready again now; if it was added with a delay, it
 // waits for that. Done of a key that is not processing does nothing.
 func (q *Queue[K]) Done(key K) {
+	now, tag := q.metricsNow(), q.index.tag(key)
 	q.mu.Lock()
-	idx, pos := q.index.find(q.slab.entries, key, q.index.tag(key))
+	idx, pos := q.index.find(q.slab.entries, key, tag)
 	if idx == none {
 		q.mu.Unlock()
 		return
@@ -350,10 +354,8 @@ func (q *Queue[K]) Done(key K) {
 		return
 	}
 	q.processing--
-	var now, worked int64
 	if q.metrics != nil {
-		now = q.nanos()
-		worked = now - q.slab.times[idx]
+		q.metrics.workDuration.observe(now - q.slab.times[idx])
 		unlink(&q.inflight, q.slab.entries, idx)
 	}
 	readied := 0
@@ -372,9 +374,6 @@ func (q *Queue[K]) Done(key K) {
 	}
 	q.mu.Unlock()
 	q.signal(readied)
-	if q.metrics != nil {
-		q.metrics.workDuration.Observe(seconds(worked))
-	}
 }
 
 // Len returns the number of keys ready now; keys waiting for a delay or
