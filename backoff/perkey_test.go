@@ -85,11 +85,9 @@ func TestPerKeyShouldCountEveryConcurrentFailureExactlyOnce(t *testing.T) {
 			var wg sync.WaitGroup
 			for g := range goroutines {
 				wg.Go(func() {
-					var mine []time.Duration
 					for i := range keys * perKey {
 						key := fmt.Sprint((g + i) % keys)
 						d := p.When(key)
-						mine = append(mine, d)
 						mu.Lock()
 						got[key] = append(got[key], d)
 						mu.Unlock()

@@ -87,7 +87,7 @@ func (s *slab[K]) release(idx int32) {
 	}
 	e := &s.entries[idx]
 	var zero K
-	*e = entry[K]{key: zero, prev: none, next: s.free, heapPos: none} // drop the key so its memory can go
+	*e = entry[K]{key: zero, prev: none, next: s.free, heapPos: none, state: stateFree} // drop the key so its memory can go
 	s.free = idx
 }
 
