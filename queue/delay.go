@@ -183,13 +183,7 @@ func (q *Queue[K]) runTimer() {
 
 		var fire <-chan time.Time
 		if armed != never {
-			d := time.Duration(armed - now)
-			if timer == nil {
-				timer = q.clock.NewTimer(d)
-			} else {
-				timer.Reset(d)
-			}
-			fire = timer.C()
+			timer, fire = q.arm(timer, armed, now)
 		}
 		select {
 		case <-fire:
@@ -202,3 +196,41 @@ func (q *Queue[K]) runTimer() {
 		}
 	}
 }
+
+// armSlack is how far the clock may move while the timer is being armed
+// before arm tries again. Timers are relative, so a clock that moves between
+// reading it and arming delays the wake-up by that much: nanoseconds on the
+// real clock, but a whole Step on a fake one, which would leave a test's Get
+// asleep with its key due.
+const armSlack = int64(time.Millisecond)
+
+// arm sets timer to fire at due, given that the clock read now, and returns
+// the channel to wait on; a nil timer is created.
+func (q *Queue[K]) arm(timer clock.Timer, due, now int64) (clock.Timer, <-chan time.Time) {
+	for {
+		d := time.Duration(due - now)
+		if timer == nil {
+			timer = q.clock.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		after := q.nanos()
+		if after >= due {
+			// Due already: don't wait for the timer to say so.
+			timer.Stop()
+			return timer, closedTimeChan
+		}
+		if after-now <= armSlack {
+			return timer, timer.C()
+		}
+		timer.Stop()
+		now = after
+	}
+}
+
+// closedTimeChan is always ready to receive from.
+var closedTimeChan = func() chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()

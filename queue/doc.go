@@ -9,12 +9,16 @@
 //
 //   - A key is never handed to two workers at once: between Get returning it
 //     and Done, no other Get returns it.
-//   - Adding a key that is waiting is a no-op; adding a key that is being
-//     processed makes it run exactly once more, after Done.
+//   - Adding a key that is already ready is a no-op (but for raising its
+//     priority); adding a key that is being processed makes it run exactly
+//     once more, after Done, at the priority of that re-add.
 //   - Delays: AddAfter keeps the earliest requested time. A plain Add of a
 //     key that waits for a delay makes it ready now, once (client-go's
-//     delaying queue would process it twice). Keys due at the same time come
-//     out in the order their times were set.
+//     delaying queue would process it twice). A delayed add of a key that is
+//     ready, or will be ready again after Done, only merges its priority.
+//     Due keys come out earliest first; keys due at the same time, in the
+//     order their times were set. A key is ready from its due time on,
+//     whether or not anything has moved it yet (ShutDown included).
 //   - Priorities: higher first; FIFO within a priority; merging keeps the
 //     higher priority, and a ready key raised to a higher priority goes to
 //     the back of that priority's line. Priorities are strict: a steady
@@ -25,7 +29,7 @@
 //     round-robin, one key per group per turn, so one group's flood cannot
 //     starve another group.
 //   - AddRateLimited waits the rate limiter's When; Forget resets the key's
-//     failure count.
+//     failure count. After ShutDown it neither adds nor counts a failure.
 //   - ShutDown: adds are ignored; Get hands out what is ready, then reports
 //     shutdown. ShutDownWithDrain also waits for keys being processed.
 //

@@ -3,6 +3,7 @@ package queue
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -65,6 +66,8 @@ type Queue[K comparable] struct {
 	inflight list
 
 	shuttingDown bool
+	// closed mirrors shuttingDown for readers that do not hold mu.
+	closed atomic.Bool
 	// drain is true while ShutDownWithDrain waits for processing to reach 0.
 	drain bool
 
@@ -182,7 +185,9 @@ func (q *Queue[K]) AddWithOptions(o AddOptions, keys ...K) {
 	readied := 0
 	for _, key := range keys {
 		delay := o.After
-		if o.RateLimited {
+		if o.RateLimited && !q.closed.Load() {
+			// Checked first so that an add that will be ignored does not
+			// count a failure.
 			delay = max(delay, q.rateLimiter.When(key))
 		}
 		due := int64(0)
@@ -451,7 +456,10 @@ func (q *Queue[K]) shutDownLocked() (first bool) {
 	if q.shuttingDown {
 		return false
 	}
+	// Keys already due are ready, even if nothing has moved them yet.
+	q.promoteIfDue()
 	q.shuttingDown = true
+	q.closed.Store(true)
 	close(q.stop)
 	return true
 }

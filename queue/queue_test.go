@@ -418,3 +418,39 @@ func TestQueueShouldNeverHandOneKeyToTwoWorkersAndShouldProcessEveryLastAdd(t *t
 	q.ShutDownWithDrain()
 	wg.Wait()
 }
+
+// waitForTimer returns once the queue's timer goroutine waits on clk, so a
+// Step is seen by the timer and not only by the next Get or Len.
+func waitForTimer(t *testing.T, clk *clocktesting.FakeClock) {
+	t.Helper()
+	require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+}
+
+func TestShutDownShouldHandOutKeysThatAreDueButNotYetMovedToReady(t *testing.T) {
+	q, clk := newTestQueue(t)
+	q.AddAfter("a", time.Second)
+	waitForTimer(t, clk)
+	clk.Step(time.Second)
+	q.ShutDown()
+	assert.Equal(t, 1, q.Len())
+	assert.Equal(t, "a", get(t, q))
+}
+
+func TestShutDownShouldKeepADelayedReAddThatCameDueWhileProcessing(t *testing.T) {
+	q, clk := newTestQueue(t)
+	q.Add("a")
+	k := get(t, q)
+	q.AddAfter("a", time.Second)
+	waitForTimer(t, clk)
+	clk.Step(time.Second)
+	q.ShutDown()
+	q.Done(k)
+	assert.Equal(t, "a", get(t, q))
+}
+
+func TestAddRateLimitedAfterShutDownShouldNotCountAFailure(t *testing.T) {
+	q, _ := newTestQueue(t, queue.WithRateLimiter[string](backoff.NewPerKey[string](backoff.Exponential{})))
+	q.ShutDown()
+	q.AddRateLimited("a")
+	assert.Equal(t, 0, q.NumRequeues("a"))
+}
