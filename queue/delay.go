@@ -7,21 +7,26 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Delayed keys sit in one min-heap by due time, indexed from the entries
-// (entry.heapPos) so that "the earliest time wins" is a decrease-key and "a
-// plain Add makes a waiting key ready now" is a removal, both O(log n). One
-// goroutine and one timer serve the whole heap: the timer is armed for the
-// head only. Get also promotes due keys itself, so a worker that is already
-// awake never waits for that goroutine to be scheduled.
+// Delayed keys sit in one min-heap by due time. One goroutine and one timer
+// serve the whole heap: the timer is armed for the head only. Get and Len
+// also promote due keys themselves, so a worker that is already awake never
+// waits for that goroutine to be scheduled.
+//
+// The heap deletes lazily. An entry records the seq of its one live heap
+// slot (entry.waitSeq); "the earliest time wins" pushes a new slot and
+// "a plain Add makes a waiting key ready now" clears waitSeq, and slots whose
+// seq no longer matches are skipped when they reach the top. So sifting
+// touches only the heap's own memory, never the entries: with a million
+// delayed keys, writing back heap positions into the entries cost a cache
+// miss per level. Stale slots are compacted away once they are half the heap.
 
-// delayed is one heap slot. The due time is kept in the slot rather than the
-// entry so that sifting touches only the heap's own memory.
+// delayed is one heap slot.
 type delayed struct {
 	due int64 // Queue.nanos at which the key becomes ready
 	idx int32
-	// seq orders keys with equal due times: the one whose time was set
-	// first comes out first. It wraps; compared as a difference it stays
-	// right while fewer than 2^31 times are set between two keys.
+	// seq numbers due times in the order they were set: it orders keys
+	// with equal due times, and the slot is live only while it equals the
+	// entry's waitSeq. Never 0.
 	seq uint32
 }
 
@@ -36,94 +41,129 @@ func (a delayed) before(b delayed) bool {
 // never is the armed time when the timer goroutine waits for nothing.
 const never = math.MaxInt64
 
-func (q *Queue[K]) heapPush(idx int32, due int64) {
-	es := q.slab.entries
-	es[idx].heapPos = int32(len(q.delays))
+// seqEpoch bounds the age of a stale slot: every time delaySeq crosses a
+// multiple of it the heap is compacted, so a stale slot never lives to see
+// its seq handed out again after delaySeq wraps (2^32 > 2*seqEpoch).
+const seqEpoch = 1 << 30
+
+func (q *Queue[K]) nextSeq() uint32 {
 	q.delaySeq++
-	q.delays = append(q.delays, delayed{due: due, idx: idx, seq: q.delaySeq})
-	q.heapUp(len(q.delays) - 1)
+	if q.delaySeq%seqEpoch == 0 {
+		q.compactDelays()
+		if q.delaySeq == 0 {
+			q.delaySeq = 1
+		}
+	}
+	return q.delaySeq
+}
+
+// wait puts idx, which has no live slot, in the heap until due.
+func (q *Queue[K]) wait(idx int32, due int64) {
+	if q.slab.dues == nil {
+		q.slab.dues = make([]int64, len(q.slab.entries), cap(q.slab.entries))
+	}
+	seq := q.nextSeq()
+	q.slab.entries[idx].waitSeq = seq
+	q.slab.dues[idx] = due
+	q.delays = append(q.delays, delayed{due: due, idx: idx, seq: seq})
+	q.siftUp(len(q.delays) - 1)
 	if due < q.armed {
 		q.wakeTimer()
 	}
 }
 
-// heapEarlier moves idx's due time to due if that is earlier.
-func (q *Queue[K]) heapEarlier(idx int32, due int64) {
-	pos := int(q.slab.entries[idx].heapPos)
-	if due >= q.delays[pos].due {
+// waitEarlier moves idx's due time to due if that is earlier.
+func (q *Queue[K]) waitEarlier(idx int32, due int64) {
+	if due >= q.slab.dues[idx] {
 		return
 	}
-	q.delaySeq++
-	q.delays[pos].due, q.delays[pos].seq = due, q.delaySeq
-	q.heapUp(pos)
-	if due < q.armed {
-		q.wakeTimer()
+	q.unwait(idx)
+	q.wait(idx, due)
+}
+
+// unwait takes idx out of the heap.
+func (q *Queue[K]) unwait(idx int32) {
+	q.slab.entries[idx].waitSeq = 0
+	q.stale++
+	q.compactIfStale()
+}
+
+func (q *Queue[K]) compactIfStale() {
+	if q.stale > 64 && q.stale*2 > len(q.delays) {
+		q.compactDelays()
 	}
 }
 
-func (q *Queue[K]) heapRemove(idx int32) {
-	es := q.slab.entries
-	pos := int(es[idx].heapPos)
-	last := len(q.delays) - 1
-	if pos != last {
-		q.heapSwap(pos, last)
+// compactDelays drops the stale slots and re-heapifies, in O(n).
+func (q *Queue[K]) compactDelays() {
+	es, live := q.slab.entries, q.delays[:0]
+	for _, d := range q.delays {
+		if int(d.idx) < len(es) && es[d.idx].waitSeq == d.seq {
+			live = append(live, d)
+		}
 	}
-	q.delays = q.delays[:last]
-	es[idx].heapPos = none
-	if pos != last {
-		q.heapDown(pos)
-		q.heapUp(pos)
+	clear(q.delays[len(live):])
+	q.delays, q.stale = live, 0
+	for i := len(live)/2 - 1; i >= 0; i-- {
+		q.siftDown(i)
 	}
 }
 
-func (q *Queue[K]) heapSwap(i, j int) {
-	h, es := q.delays, q.slab.entries
-	h[i], h[j] = h[j], h[i]
-	es[h[i].idx].heapPos = int32(i)
-	es[h[j].idx].heapPos = int32(j)
-}
-
-func (q *Queue[K]) heapUp(i int) {
+func (q *Queue[K]) siftUp(i int) {
 	h := q.delays
+	d := h[i]
 	for i > 0 {
 		parent := (i - 1) / 2
-		if !h[i].before(h[parent]) {
-			return
+		if !d.before(h[parent]) {
+			break
 		}
-		q.heapSwap(i, parent)
+		h[i] = h[parent]
 		i = parent
 	}
+	h[i] = d
 }
 
-func (q *Queue[K]) heapDown(i int) {
+func (q *Queue[K]) siftDown(i int) {
 	h := q.delays
 	n := len(h)
+	d := h[i]
 	for {
-		top, left, right := i, 2*i+1, 2*i+2
-		if left < n && h[left].before(h[top]) {
-			top = left
+		child := 2*i + 1
+		if child >= n {
+			break
 		}
-		if right < n && h[right].before(h[top]) {
-			top = right
+		if right := child + 1; right < n && h[right].before(h[child]) {
+			child = right
 		}
-		if top == i {
-			return
+		if !h[child].before(d) {
+			break
 		}
-		q.heapSwap(i, top)
-		i = top
+		h[i] = h[child]
+		i = child
 	}
+	h[i] = d
 }
 
 // promoteDue moves every key due at or before now out of the heap and
 // reports how many became ready. The caller holds q.mu and signals waiters.
 func (q *Queue[K]) promoteDue(now int64) (readied int) {
 	for len(q.delays) > 0 && q.delays[0].due <= now {
-		idx := q.delays[0].idx
-		q.heapRemove(idx)
-		e := &q.slab.entries[idx]
+		top := q.delays[0]
+		last := len(q.delays) - 1
+		q.delays[0] = q.delays[last]
+		q.delays = q.delays[:last]
+		if last > 0 {
+			q.siftDown(0)
+		}
+		e := &q.slab.entries[top.idx]
+		if e.waitSeq != top.seq {
+			q.stale--
+			continue
+		}
+		e.waitSeq = 0
 		switch e.state {
 		case stateWaiting:
-			q.makeReady(idx, e.prio, now)
+			q.makeReady(top.idx, e.prio, now)
 			q.adds++
 			readied++
 		case stateProcessing:

@@ -32,8 +32,9 @@ type entry[K comparable] struct {
 	// while stateReady; the in-flight list while processing (only when
 	// metrics are on); next alone links the free list.
 	prev, next int32
-	// heapPos is the entry's position in Queue.delays, or none.
-	heapPos int32
+	// waitSeq is the seq of the entry's live slot in Queue.delays, or 0
+	// when the entry waits for no delay.
+	waitSeq uint32
 	// prio is the priority of the add that is ready or pending: the ready
 	// list's priority while stateReady, the delayed add's while in the
 	// delay heap, the re-add's while stateDirty.
@@ -45,6 +46,9 @@ type entry[K comparable] struct {
 // traffic allocates nothing.
 type slab[K comparable] struct {
 	entries []entry[K]
+	// dues is parallel to entries once any key has been delayed: the due
+	// time of the entry's live slot in Queue.delays, while waitSeq != 0.
+	dues []int64
 	// times is parallel to entries and exists only when metrics are on: the
 	// time (Queue.nanos) the key became ready while stateReady, the time a
 	// worker took it while processing.
@@ -61,12 +65,15 @@ func (s *slab[K]) alloc(key K) int32 {
 		idx := s.free
 		e := &s.entries[idx]
 		s.free = e.next
-		*e = entry[K]{key: key, prev: none, next: none, heapPos: none}
+		*e = entry[K]{key: key, prev: none, next: none}
 		return idx
 	}
-	s.entries = append(s.entries, entry[K]{key: key, prev: none, next: none, heapPos: none})
+	s.entries = append(s.entries, entry[K]{key: key, prev: none, next: none})
 	if s.times != nil {
 		s.times = append(s.times, 0)
+	}
+	if s.dues != nil {
+		s.dues = append(s.dues, 0)
 	}
 	return int32(len(s.entries) - 1)
 }
@@ -75,20 +82,22 @@ func (s *slab[K]) alloc(key K) int32 {
 // back; below it, keeping the slab avoids allocating again on the next burst.
 const shrinkAbove = 4096
 
-// release frees idx. An emptied slab above shrinkAbove gives its memory back.
-func (s *slab[K]) release(idx int32) {
+// release frees idx. An emptied slab above shrinkAbove gives its memory
+// back and reports dropped: every index into it is then invalid.
+func (s *slab[K]) release(idx int32) (dropped bool) {
 	s.used--
 	if s.used == 0 && cap(s.entries) > shrinkAbove {
-		s.entries, s.free = nil, none
+		s.entries, s.free, s.dues = nil, none, nil
 		if s.times != nil {
 			s.times = make([]int64, 0)
 		}
-		return
+		return true
 	}
 	e := &s.entries[idx]
 	var zero K
-	*e = entry[K]{key: zero, prev: none, next: s.free, heapPos: none, state: stateFree} // drop the key so its memory can go
+	*e = entry[K]{key: zero, prev: none, next: s.free, state: stateFree} // drop the key so its memory can go
 	s.free = idx
+	return false
 }
 
 // list is a FIFO of entries linked through entry.prev and entry.next.

@@ -55,8 +55,10 @@ type Queue[K comparable] struct {
 	// ready holds the keys in stateReady; ready.n is Len.
 	ready readySet
 	// delays is a min-heap by due time of the keys waiting for a delay, in
-	// stateWaiting or stateProcessing.
+	// stateWaiting or stateProcessing, plus stale slots (see delay.go).
 	delays []delayed
+	// stale counts the slots in delays that are no longer live.
+	stale int
 	// delaySeq numbers due times as they are set, for delayed.seq.
 	delaySeq uint32
 	// processing counts keys in stateProcessing or stateDirty.
@@ -228,7 +230,7 @@ func (q *Queue[K]) addLocked(key K, tag uint32, prio int32, due, now int64) int 
 		}
 		e := &q.slab.entries[idx]
 		e.state, e.prio = stateWaiting, prio
-		q.heapPush(idx, due)
+		q.wait(idx, due)
 		return 0
 	}
 	e := &q.slab.entries[idx]
@@ -240,19 +242,19 @@ func (q *Queue[K]) addLocked(key K, tag uint32, prio int32, due, now int64) int 
 	case stateWaiting:
 		prio = max(prio, e.prio)
 		if due == 0 {
-			q.heapRemove(idx)
+			q.unwait(idx)
 			q.adds++
 			q.makeReady(idx, prio, now)
 			return 1
 		}
 		e.prio = prio
-		q.heapEarlier(idx, due)
+		q.waitEarlier(idx, due)
 	case stateProcessing:
-		if e.heapPos != none {
+		if e.waitSeq != 0 {
 			// A delayed re-add is pending: merge with it.
 			prio = max(prio, e.prio)
 			if due == 0 {
-				q.heapRemove(idx)
+				q.unwait(idx)
 			}
 		}
 		e.prio = prio
@@ -260,10 +262,10 @@ func (q *Queue[K]) addLocked(key K, tag uint32, prio int32, due, now int64) int 
 		case due == 0:
 			e.state = stateDirty
 			q.adds++
-		case e.heapPos == none:
-			q.heapPush(idx, due)
+		case e.waitSeq == 0:
+			q.wait(idx, due)
 		default:
-			q.heapEarlier(idx, due)
+			q.waitEarlier(idx, due)
 		}
 	case stateDirty:
 		e.prio = max(prio, e.prio)
@@ -368,11 +370,13 @@ func (q *Queue[K]) Done(key K) {
 	case e.state == stateDirty:
 		q.makeReady(idx, e.prio, now)
 		readied = 1
-	case e.heapPos != none:
+	case e.waitSeq != 0:
 		e.state = stateWaiting
 	default:
 		q.index.deleteAt(pos)
-		q.slab.release(idx)
+		if q.slab.release(idx) {
+			q.delays, q.stale = nil, 0 // only stale slots can be left
+		}
 	}
 	if q.processing == 0 && q.drain {
 		readied = 2 // ShutDownWithDrain waits on the same cond: wake everyone
