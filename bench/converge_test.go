@@ -1,0 +1,20 @@
+package bench
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/converge-go/converge/queue"
+)
+
+func init() {
+	impls = append([]impl{{name: "converge", newQueue: newConverge}}, impls...)
+}
+
+// newConverge is the converge queue with its defaults; with a registry it
+// registers its workqueue_* metrics there.
+func newConverge(name string, reg prometheus.Registerer) Queue {
+	if reg == nil {
+		return queue.New[string]()
+	}
+	return queue.New[string](queue.WithName(name), queue.WithMetrics(reg))
+}

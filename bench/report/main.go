@@ -1,0 +1,155 @@
+// Command report runs the queue benchmarks of package bench and prints a
+// markdown table of the median of each metric for converge, client-go's
+// workqueue and controller-runtime's priority queue, the ratios, and whether
+// each of the issue's targets is met.
+//
+//	go run ./bench/report            # BENCH_COUNT=3 runs per benchmark
+//	BENCH_COUNT=1 go run ./bench/report
+//
+// The go test output streams to stderr while it runs; the report goes to
+// stdout and to bench/out/queue.md.
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	count := os.Getenv("BENCH_COUNT")
+	if count == "" {
+		count = "3"
+	}
+	if n, err := strconv.Atoi(count); err != nil || n < 1 {
+		return fmt.Errorf("BENCH_COUNT=%q: want a positive integer", count)
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	args := []string{"test", "-run", "^$", "-bench", ".", "-benchtime=1x", "-count=" + count, "./bench"}
+	command := "go " + strings.Join(quote(args), " ")
+	fmt.Fprintf(os.Stderr, "report: running %s in %s\n", command, root)
+
+	var out bytes.Buffer
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	cmd.Stdout = io.MultiWriter(os.Stderr, &out)
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	runErr := cmd.Run()
+	took := time.Since(start).Round(time.Second)
+
+	res, err := Parse(&out)
+	if err != nil {
+		return err
+	}
+	if len(res.Order) == 0 {
+		return fmt.Errorf("%s: no benchmark results (%v)", command, runErr)
+	}
+	report := render(res, command, count, took, runErr)
+	fmt.Print(report)
+
+	dir := filepath.Join(root, "bench", "out")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "queue.md")
+	if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "report: written to", path)
+	if runErr != nil {
+		return fmt.Errorf("%s: %v", command, runErr)
+	}
+	return nil
+}
+
+func render(res *Results, command, count string, took time.Duration, runErr error) string {
+	var b strings.Builder
+	procs := res.Procs
+	if procs == 0 {
+		procs = runtime.GOMAXPROCS(0)
+	}
+	cpu := res.Header["cpu"]
+	if cpu == "" {
+		cpu = cpuModel()
+	}
+	table, met, total := res.Table()
+	fmt.Fprintf(&b, "# Queue benchmarks: converge vs client-go workqueue vs controller-runtime priority queue\n\n")
+	fmt.Fprintf(&b, "- go: %s\n", goVersion())
+	fmt.Fprintf(&b, "- GOMAXPROCS: %d\n", procs)
+	fmt.Fprintf(&b, "- CPU: %s (%d logical CPUs)\n", cpu, runtime.NumCPU())
+	fmt.Fprintf(&b, "- command: `%s` (took %v)\n", command, took)
+	fmt.Fprintf(&b, "- values: median of %s run(s) per benchmark; ratios are converge ÷ the other queue, from one run on one machine\n", count)
+	fmt.Fprintf(&b, "- date: %s\n\n", time.Now().UTC().Format(time.RFC3339))
+	b.WriteString(table)
+	fmt.Fprintf(&b, "\nTargets met: %d of %d.\n", met, total)
+	if runErr != nil {
+		fmt.Fprintf(&b, "\n**The benchmark run failed (%v); the table holds what completed.**\n", runErr)
+	}
+	return b.String()
+}
+
+// moduleRoot is the directory of the main module's go.mod.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("not inside a Go module: run from the converge repository")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+func goVersion() string {
+	out, err := exec.Command("go", "version").Output()
+	if err != nil {
+		return runtime.Version()
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// cpuModel reads the model name from /proc/cpuinfo (Linux).
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for line := range strings.Lines(string(data)) {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+// quote shell-quotes the arguments that need it, so the printed command can
+// be pasted.
+func quote(args []string) []string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, "^$*?[] '\"|&;<>()") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q[i] = a
+	}
+	return q
+}

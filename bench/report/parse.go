@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Implementations, in table order. The first is the one the ratios are of.
+const (
+	converge      = "converge"
+	clientGo      = "client-go"
+	priorityQueue = "priorityqueue"
+)
+
+// Results holds everything parsed from `go test -bench` output.
+type Results struct {
+	// Header holds the "key: value" lines go test prints before the
+	// benchmarks (goos, goarch, pkg, cpu).
+	Header map[string]string
+	// Procs is the GOMAXPROCS suffix of the benchmark names (0 if absent).
+	Procs int
+	// Samples maps scenario → metric unit → implementation → one value per
+	// run, in the order the runs printed them.
+	Samples map[string]map[string]map[string][]float64
+	// Order lists scenario and metric as first seen.
+	Order []Key
+}
+
+// Key names one row of the table.
+type Key struct{ Scenario, Metric string }
+
+// Parse reads `go test -bench` output. Lines it does not recognise (PASS,
+// ok, test logs) are skipped.
+func Parse(r io.Reader) (*Results, error) {
+	res := &Results{Header: map[string]string{}, Samples: map[string]map[string]map[string][]float64{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "Benchmark") {
+			if k, v, ok := strings.Cut(line, ": "); ok && !strings.ContainsAny(k, " \t") {
+				if _, seen := res.Header[k]; !seen {
+					res.Header[k] = strings.TrimSpace(v)
+				}
+			}
+			continue
+		}
+		if err := res.addLine(line); err != nil {
+			return nil, err
+		}
+	}
+	return res, sc.Err()
+}
+
+// addLine parses one result line:
+//
+//	BenchmarkThroughput/converge/metrics-2   1   2191634 items/s
+func (res *Results) addLine(line string) error {
+	f := strings.Fields(line)
+	if len(f) < 4 || len(f)%2 != 0 {
+		return nil // a name printed alone before logs, or "--- FAIL"
+	}
+	if _, err := strconv.Atoi(f[1]); err != nil {
+		return nil
+	}
+	scenario, impl, procs, ok := splitName(f[0])
+	if !ok {
+		return nil
+	}
+	if procs > 0 {
+		res.Procs = procs
+	}
+	for i := 2; i+1 < len(f); i += 2 {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			return fmt.Errorf("%s: metric %q: %v", f[0], f[i+1], err)
+		}
+		res.add(scenario, f[i+1], impl, v)
+	}
+	return nil
+}
+
+func (res *Results) add(scenario, metric, impl string, v float64) {
+	byMetric := res.Samples[scenario]
+	if byMetric == nil {
+		byMetric = map[string]map[string][]float64{}
+		res.Samples[scenario] = byMetric
+	}
+	byImpl := byMetric[metric]
+	if byImpl == nil {
+		byImpl = map[string][]float64{}
+		byMetric[metric] = byImpl
+		res.Order = append(res.Order, Key{scenario, metric})
+	}
+	byImpl[impl] = append(byImpl[impl], v)
+}
+
+// splitName turns "BenchmarkThroughput/client-go/metrics-2" into scenario
+// "Throughput/metrics", implementation "client-go" and GOMAXPROCS 2.
+func splitName(name string) (scenario, impl string, procs int, ok bool) {
+	name, ok = strings.CutPrefix(name, "Benchmark")
+	if !ok {
+		return "", "", 0, false
+	}
+	if i := strings.LastIndexByte(name, '-'); i >= 0 {
+		if n, err := strconv.Atoi(name[i+1:]); err == nil {
+			name, procs = name[:i], n
+		}
+	}
+	parts := strings.Split(name, "/")
+	if len(parts) < 2 {
+		return "", "", 0, false
+	}
+	scenario = strings.Join(append([]string{parts[0]}, parts[2:]...), "/")
+	return scenario, parts[1], procs, true
+}
+
+// Median returns the median of vs, NaN if empty.
+func Median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return (s[m-1] + s[m]) / 2
+}
+
+// Value is the median of one metric of one implementation, NaN if missing.
+func (res *Results) Value(k Key, impl string) float64 {
+	return Median(res.Samples[k.Scenario][k.Metric][impl])
+}
+
+// Runs is the largest number of samples of any metric.
+func (res *Results) Runs() int {
+	n := 0
+	for _, byMetric := range res.Samples {
+		for _, byImpl := range byMetric {
+			for _, vs := range byImpl {
+				n = max(n, len(vs))
+			}
+		}
+	}
+	return n
+}
+
+// check is one condition of a target: converge's median compared with
+// another implementation's (ratio converge/other op value) or, when other
+// is empty, with an absolute value.
+type check struct {
+	other string
+	op    string // ">=", "<=", "=="
+	value float64
+}
+
+func (c check) met(conv, other float64) (met, known bool) {
+	x := conv
+	if c.other != "" {
+		if other == 0 || math.IsNaN(other) {
+			return false, false
+		}
+		x = conv / other
+	}
+	if math.IsNaN(x) {
+		return false, false
+	}
+	switch c.op {
+	case ">=":
+		return x >= c.value, true
+	case "<=":
+		return x <= c.value, true
+	case "==":
+		return x == c.value, true
+	case ">":
+		return x > c.value, true
+	}
+	panic("unknown op " + c.op)
+}
+
+// Target is the goal for one row, from the issue.
+type Target struct {
+	Text   string
+	checks []check
+}
+
+// Met evaluates the target on res; known is false if a value is missing.
+func (t Target) Met(res *Results, k Key) (met, known bool) {
+	conv := res.Value(k, converge)
+	met = true
+	for _, c := range t.checks {
+		var other float64
+		if c.other != "" {
+			other = res.Value(k, c.other)
+		}
+		m, ok := c.met(conv, other)
+		if !ok {
+			return false, false
+		}
+		met = met && m
+	}
+	return met, true
+}
+
+// Targets are the issue's goals, keyed by row.
+var Targets = map[Key]Target{
+	{"Throughput", "items/s"}: {"≥ 2x client-go, ≥ 10x priorityqueue",
+		[]check{{clientGo, ">=", 2}, {priorityQueue, ">=", 10}}},
+	{"Throughput/metrics", "items/s"}: {"≥ 3x client-go", []check{{clientGo, ">=", 3}}},
+	{"RoundTrip", "ns/op"}:            {"≤ 0.7x client-go", []check{{clientGo, "<=", 0.7}}},
+	{"RoundTrip", "allocs/op"}:        {"= 0", []check{{"", "==", 0}}},
+	{"Memory", "B/key"}:               {"≤ 1x client-go", []check{{clientGo, "<=", 1}}},
+	{"AddAfter", "p99-late-ms"}:       {"≤ 1 ms", []check{{"", "<=", 1}}},
+	{"AddAfter", "addafter-ns"}:       {"≤ 0.25x client-go", []check{{clientGo, "<=", 0.25}}},
+	{"Steady", "p99-µs"}:              {"≤ 1x client-go", []check{{clientGo, "<=", 1}}},
+	{"Storm", "storm-gets"}:           {"> 0 (workers keep receiving)", []check{{"", ">", 0}}},
+}
+
+// Scenarios gives each benchmark function its number and description, in
+// table order.
+var Scenarios = []struct{ Name, Title string }{
+	{"Throughput", "1. throughput, 8 producers / 8 workers, 1M keys"},
+	{"Throughput/metrics", "1. throughput, 8 producers / 8 workers, 1M keys, metrics on"},
+	{"RoundTrip", "2. Add+Get+Done, one goroutine"},
+	{"Memory", "3. memory, 1M keys queued"},
+	{"AddAfter", "4. 1M AddAfter (0-100 ms), 4 workers"},
+	{"Steady", "5. steady 50k adds/s for 2 s, 4 workers"},
+	{"Storm", "6. add storm, 4 producers × 1M adds over 1k keys, 4 workers"},
+}
+
+// Rows returns the rows in scenario order, then metric order as printed.
+func (res *Results) Rows() []Key {
+	rank := func(s string) int {
+		for i, sc := range Scenarios {
+			if sc.Name == s {
+				return i
+			}
+		}
+		return len(Scenarios)
+	}
+	rows := slices.Clone(res.Order)
+	slices.SortStableFunc(rows, func(a, b Key) int { return rank(a.Scenario) - rank(b.Scenario) })
+	return rows
+}
+
+// Table renders the markdown table of medians, ratios and targets, and
+// counts the targets met.
+func (res *Results) Table() (table string, met, total int) {
+	var b strings.Builder
+	b.WriteString("| scenario | metric | converge | client-go | priorityqueue | converge/client-go | converge/priorityqueue | target | met |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|---|---|\n")
+	for _, k := range res.Rows() {
+		title := k.Scenario
+		for _, sc := range Scenarios {
+			if sc.Name == k.Scenario {
+				title = sc.Title
+			}
+		}
+		conv, cg, pq := res.Value(k, converge), res.Value(k, clientGo), res.Value(k, priorityQueue)
+		t, hasTarget := Targets[k]
+		verdict := ""
+		if hasTarget {
+			total++
+			switch m, known := t.Met(res, k); {
+			case !known:
+				verdict = "n/a"
+			case m:
+				verdict = "yes"
+				met++
+			default:
+				verdict = "no"
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			title, k.Metric, num(conv), num(cg), num(pq), ratio(conv, cg), ratio(conv, pq), t.Text, verdict)
+	}
+	return b.String(), met, total
+}
+
+// num formats a median with about four significant digits.
+func num(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case math.IsNaN(v):
+		return "—"
+	case a >= 1000:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case a >= 1 || v == 0:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	default:
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+}
+
+func ratio(a, b float64) string {
+	if math.IsNaN(a) || math.IsNaN(b) || b == 0 {
+		return "—"
+	}
+	r := a / b
+	if r != 0 && math.Abs(r) < 0.1 {
+		return strconv.FormatFloat(r, 'g', 2, 64) + "x"
+	}
+	return strconv.FormatFloat(r, 'f', 2, 64) + "x"
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const sample = `goos: linux
+goarch: amd64
+pkg: github.com/converge-go/converge/bench
+cpu: AMD EPYC
+BenchmarkAddAfter/converge-2         	       1	       960.8 addafter-ns	        59.14 max-late-ms	         4.934 p50-late-ms	        0.85 p99-late-ms
+BenchmarkAddAfter/client-go-2        	       1	      1714 addafter-ns	       513.7 max-late-ms	       212.7 p50-late-ms	       439.4 p99-late-ms
+BenchmarkThroughput/converge-2       	       1	   2617253 items/s
+BenchmarkThroughput/client-go-2      	       1	   1509392 items/s
+BenchmarkThroughput/priorityqueue-2  	       1	    412185 items/s
+BenchmarkThroughput/converge/metrics-2         	       1	   2191634 items/s
+BenchmarkThroughput/client-go/metrics-2        	       1	    557124 items/s
+BenchmarkRoundTrip/converge-2                  	       1	        70.40 ns/op	       0 B/op	       0 allocs/op
+BenchmarkRoundTrip/client-go-2                 	       1	       145.8 ns/op	      16 B/op	       1 allocs/op
+BenchmarkRoundTrip/priorityqueue-2             	       1	      1230 ns/op	     223 B/op	       6 allocs/op
+BenchmarkMemory/converge-2
+    queue_bench_test.go:42: some log line
+BenchmarkMemory/converge-2                     	       1	        60.15 B/key
+BenchmarkMemory/client-go-2                    	       1	        73.63 B/key
+BenchmarkThroughput/converge-2       	       1	   2000000 items/s
+BenchmarkThroughput/client-go-2      	       1	   1000000 items/s
+BenchmarkThroughput/priorityqueue-2  	       1	    400000 items/s
+BenchmarkThroughput/converge-2       	       1	   2400000 items/s
+BenchmarkThroughput/client-go-2      	       1	   1100000 items/s
+BenchmarkThroughput/priorityqueue-2  	       1	    300000 items/s
+--- FAIL: BenchmarkStorm/priorityqueue-2
+BenchmarkStorm/converge-2                      	       1	        45.97 max-gap-ms	     42992 storm-gets	       100.9 storm-ms
+PASS
+ok  	github.com/converge-go/converge/bench	29.243s
+`
+
+func TestParse(t *testing.T) {
+	res, err := Parse(strings.NewReader(sample))
+	require.NoError(t, err)
+	assert.Equal(t, "AMD EPYC", res.Header["cpu"])
+	assert.Equal(t, "linux", res.Header["goos"])
+	assert.Equal(t, 2, res.Procs)
+	assert.Equal(t, 3, res.Runs())
+
+	assert.Equal(t, []float64{2617253, 2000000, 2400000}, res.Samples["Throughput"]["items/s"][converge])
+	assert.Equal(t, 2400000.0, res.Value(Key{"Throughput", "items/s"}, converge))
+	assert.Equal(t, 1100000.0, res.Value(Key{"Throughput", "items/s"}, clientGo))
+	assert.Equal(t, 400000.0, res.Value(Key{"Throughput", "items/s"}, priorityQueue))
+	assert.Equal(t, 557124.0, res.Value(Key{"Throughput/metrics", "items/s"}, clientGo))
+	assert.True(t, math.IsNaN(res.Value(Key{"Throughput/metrics", "items/s"}, priorityQueue)))
+	assert.Equal(t, 0.0, res.Value(Key{"RoundTrip", "allocs/op"}, converge))
+	assert.Equal(t, 145.8, res.Value(Key{"RoundTrip", "ns/op"}, clientGo))
+	assert.Equal(t, []float64{60.15}, res.Samples["Memory"]["B/key"][converge], "the bare name line before a log is skipped")
+	assert.Equal(t, 42992.0, res.Value(Key{"Storm", "storm-gets"}, converge))
+
+	// Rows follow the scenario numbering, metrics in printed order.
+	rows := res.Rows()
+	require.NotEmpty(t, rows)
+	assert.Equal(t, Key{"Throughput", "items/s"}, rows[0])
+	assert.Equal(t, Key{"Throughput/metrics", "items/s"}, rows[1])
+	assert.Equal(t, Key{"Storm", "storm-ms"}, rows[len(rows)-1])
+	assert.Equal(t, Key{"AddAfter", "addafter-ns"}, rows[len(rows)-7])
+}
+
+func TestSplitName(t *testing.T) {
+	for _, c := range []struct {
+		in, scenario, impl string
+		procs              int
+		ok                 bool
+	}{
+		{"BenchmarkThroughput/client-go/metrics-2", "Throughput/metrics", "client-go", 2, true},
+		{"BenchmarkThroughput/client-go-16", "Throughput", "client-go", 16, true},
+		{"BenchmarkThroughput/client-go", "Throughput", "client-go", 0, true}, // GOMAXPROCS=1
+		{"BenchmarkRoundTrip/priorityqueue-2", "RoundTrip", "priorityqueue", 2, true},
+		{"BenchmarkLonely-2", "", "", 0, false},
+		{"Throughput/x", "", "", 0, false},
+	} {
+		s, i, p, ok := splitName(c.in)
+		assert.Equal(t, c.ok, ok, c.in)
+		if ok {
+			assert.Equal(t, []any{c.scenario, c.impl, c.procs}, []any{s, i, p}, c.in)
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	assert.Equal(t, 2.0, Median([]float64{3, 1, 2}))
+	assert.Equal(t, 2.5, Median([]float64{4, 1, 3, 2}))
+	assert.True(t, math.IsNaN(Median(nil)))
+	in := []float64{3, 1, 2}
+	Median(in)
+	assert.Equal(t, []float64{3, 1, 2}, in, "Median must not reorder its input")
+}
+
+func TestTable(t *testing.T) {
+	res, err := Parse(strings.NewReader(sample))
+	require.NoError(t, err)
+	table, met, total := res.Table()
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	require.Len(t, lines, 2+len(res.Order))
+
+	row := func(prefix, metric string) string {
+		for _, l := range lines {
+			if strings.HasPrefix(l, "| "+prefix) && strings.Contains(l, "| "+metric+" |") {
+				return l
+			}
+		}
+		t.Fatalf("no row %q %q in\n%s", prefix, metric, table)
+		return ""
+	}
+	// 2.4M vs 1.1M and 0.4M: ≥ 2x client-go holds, ≥ 10x the priority queue does not.
+	assert.Equal(t, "| 1. throughput, 8 producers / 8 workers, 1M keys | items/s | 2400000 | 1100000 | 400000 | 2.18x | 6.00x | ≥ 2x client-go, ≥ 10x priorityqueue | no |",
+		row("1. throughput, 8 producers / 8 workers, 1M keys |", "items/s"))
+	assert.Contains(t, row("1. throughput, 8 producers / 8 workers, 1M keys, metrics on", "items/s"), "| 3.93x | — | ≥ 3x client-go | yes |")
+	assert.Contains(t, row("2.", "ns/op"), "| 70.40 | 145.8 | 1230 | 0.48x | 0.057x | ≤ 0.7x client-go | yes |")
+	assert.Contains(t, row("2.", "allocs/op"), "| = 0 | yes |")
+	assert.Contains(t, row("2.", "B/op"), "|  |  |", "no target")
+	assert.Contains(t, row("3.", "B/key"), "| 60.15 | 73.63 | — | 0.82x | — | ≤ 1x client-go | yes |")
+	assert.Contains(t, row("4.", "p99-late-ms"), "| 0.85 | 439.4 | — |")
+	assert.Contains(t, row("4.", "p99-late-ms"), "| ≤ 1 ms | yes |")
+	assert.Contains(t, row("4.", "addafter-ns"), "| ≤ 0.25x client-go | no |")
+	assert.Contains(t, row("6.", "storm-gets"), "| yes |")
+	assert.Equal(t, 8, total, "every target but Steady's has a row in the sample")
+	assert.Equal(t, 6, met)
+}
+
+func TestTargetUnknown(t *testing.T) {
+	res, err := Parse(strings.NewReader("BenchmarkSteady/converge-2 1 3.0 p99-µs\n"))
+	require.NoError(t, err)
+	_, known := Targets[Key{"Steady", "p99-µs"}].Met(res, Key{"Steady", "p99-µs"})
+	assert.False(t, known, "client-go missing: the ratio is unknown")
+	table, met, total := res.Table()
+	assert.Contains(t, table, "| n/a |")
+	assert.Equal(t, 0, met)
+	assert.Equal(t, 1, total)
+}
