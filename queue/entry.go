@@ -28,9 +28,9 @@ const none int32 = -1
 // cost one allocation and nothing for the garbage collector to chase.
 type entry[K comparable] struct {
 	key K
-	// prev and next link the entry into one list at a time: its ready list
-	// while stateReady; the in-flight list while processing (only when
-	// metrics are on); next alone links the free list.
+	// prev and next link the entry into its ready list while stateReady;
+	// next alone links the free list. While processing with metrics on,
+	// prev is the entry's slot in Queue.inflight.
 	prev, next int32
 	// waitSeq is the seq of the entry's live slot in Queue.delays, or 0
 	// when the entry waits for no delay.
@@ -49,9 +49,8 @@ type slab[K comparable] struct {
 	// dues is parallel to entries once any key has been delayed: the due
 	// time of the entry's live slot in Queue.delays, while waitSeq != 0.
 	dues []int64
-	// times is parallel to entries and exists only when metrics are on: the
-	// time (Queue.nanos) the key became ready while stateReady, the time a
-	// worker took it while processing.
+	// times is parallel to entries and exists only when metrics are on:
+	// the time (Queue.nanos) the key became ready, while stateReady.
 	times []int64
 	// free heads the free list threaded through entry.next.
 	free int32

@@ -1,7 +1,5 @@
 package queue
 
-import "hash/maphash"
-
 // index maps keys to slab indexes. It is an open-addressing hash table with
 // linear probing rather than a Go map because a map stores each key a second
 // time (the slab already holds it) and pads every slot to the key's
@@ -14,7 +12,6 @@ import "hash/maphash"
 // Deletion shifts later entries of the probe run back instead of leaving
 // tombstones, so lookups never slow down with churn.
 type index[K comparable] struct {
-	seed  maphash.Seed
 	slots []uint64 // len is a power of two
 	mask  uint32   // len(slots)-1
 	n     int      // occupied slots
@@ -23,13 +20,11 @@ type index[K comparable] struct {
 const minIndexSlots = 16
 
 func newIndex[K comparable]() index[K] {
-	return index[K]{seed: maphash.MakeSeed(), slots: make([]uint64, minIndexSlots), mask: minIndexSlots - 1}
+	return index[K]{slots: make([]uint64, minIndexSlots), mask: minIndexSlots - 1}
 }
 
-func (x *index[K]) tag(key K) uint32 { return uint32(maphash.Comparable(x.seed, key)) }
-
 // find returns key's slab index, or none and the empty slot where key would
-// go. tag must be x.tag(key).
+// go. tag must be the key's hash (Queue.tag) truncated to 32 bits.
 func (x *index[K]) find(es []entry[K], key K, tag uint32) (idx int32, pos uint32) {
 	pos = tag & x.mask
 	for {

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"errors"
+	"math"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -121,8 +122,8 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- s.workDuration.metric(m.worked)
 }
 
-// collect reads the queue's metrics state. Walking the in-flight list is
-// O(keys being processed), which is bounded by the number of workers.
+// collect reads the queue's metrics state. Walking the in-flight slots is
+// O(the most keys ever processed at once), about the number of workers.
 func (q *Queue[K]) collect() snapshot {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -134,13 +135,40 @@ func (q *Queue[K]) collect() snapshot {
 		queueDuration: q.metrics.queueDuration,
 		workDuration:  q.metrics.workDuration,
 	}
-	var unfinished int64
-	for idx := q.inflight.head; idx != none; idx = q.slab.entries[idx].next {
-		unfinished += now - q.slab.times[idx]
+	var unfinished, oldest int64 = 0, math.MaxInt64
+	for _, start := range q.inflight {
+		if start != freeSlot {
+			unfinished += now - start
+			oldest = min(oldest, start)
+		}
 	}
 	s.unfinished = seconds(unfinished)
-	if head := q.inflight.head; head != none {
-		s.longest = seconds(now - q.slab.times[head])
+	if oldest != math.MaxInt64 {
+		s.longest = seconds(now - oldest)
 	}
 	return s
+}
+
+// freeSlot marks a free slot in Queue.inflight; start times are never
+// negative.
+const freeSlot = -1
+
+// startInflight records a start time and returns its slot.
+func (q *Queue[K]) startInflight(now int64) int32 {
+	if n := len(q.inflightFree); n > 0 {
+		slot := q.inflightFree[n-1]
+		q.inflightFree = q.inflightFree[:n-1]
+		q.inflight[slot] = now
+		return slot
+	}
+	q.inflight = append(q.inflight, now)
+	return int32(len(q.inflight) - 1)
+}
+
+// endInflight frees slot and returns the start time it held.
+func (q *Queue[K]) endInflight(slot int32) int64 {
+	start := q.inflight[slot]
+	q.inflight[slot] = freeSlot
+	q.inflightFree = append(q.inflightFree, slot)
+	return start
 }

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"hash/maphash"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -44,8 +45,38 @@ type AddOptions struct {
 // Create one with New; the zero value is not usable. All methods are safe for
 // concurrent use. See the package documentation for the contracts.
 type Queue[K comparable] struct {
-	mu   sync.Mutex
-	cond sync.Cond // L is &mu; signalled when a key becomes ready, on shutdown, and when in-flight work drains
+	// The fields are in three groups, each on cache lines of its own:
+	// what is read without the lock, the condition variable, and what the
+	// lock guards. Add and Done hash the key and read the clock before
+	// locking; when those reads shared a line with fields the lock holder
+	// writes on another core, throughput halved or not depending on where
+	// the allocator placed the queue.
+
+	// Set by New and only read afterwards, or (closed) written once.
+	seed        maphash.Seed // for index tags
+	clock       clock.WithTicker
+	epoch       time.Time // nanos are measured from here
+	rateLimiter workqueue.TypedRateLimiter[K]
+	groupOf     func(K) string // nil: no fairness groups
+	metrics     *metrics       // nil: no metrics
+	name        string
+	wake        chan struct{} // buffered(1): re-arm the timer
+	stop        chan struct{} // closed by the first ShutDown
+	timerDone   chan struct{} // closed when the timer goroutine returns
+	// closed mirrors shuttingDown for readers that do not hold mu.
+	closed atomic.Bool
+
+	_ cacheLinePad
+
+	// cond's L is &mu. It is signalled when a key becomes ready, on
+	// shutdown, and when in-flight work drains; Signal reads it after
+	// unlocking.
+	cond sync.Cond
+
+	_ cacheLinePad
+
+	mu yieldingMutex
+	// Everything below is guarded by mu.
 
 	// index holds every key the queue knows: ready, waiting, processing or
 	// dirty. A key absent from it has no state anywhere.
@@ -63,33 +94,32 @@ type Queue[K comparable] struct {
 	delaySeq uint32
 	// processing counts keys in stateProcessing or stateDirty.
 	processing int
-	// inflight links processing keys in the order Get handed them out, so
-	// its head is the longest-running one. Kept only when metrics are on.
-	inflight list
+	// inflight holds the start times of the keys being processed, when
+	// metrics are on; a processing entry's prev field is its slot, and
+	// free slots hold freeSlot. It is as long as the most keys ever in
+	// flight at once (about the number of workers), and a slot array
+	// rather than a list through the entries so that Get and Done touch no
+	// other key's entry.
+	inflight []int64
+	// inflightFree lists the free slots of inflight.
+	inflightFree []int32
 
 	shuttingDown bool
-	// closed mirrors shuttingDown for readers that do not hold mu.
-	closed atomic.Bool
 	// drain is true while ShutDownWithDrain waits for processing to reach 0.
 	drain bool
 
 	// armed is the due time the timer goroutine sleeps until, or never.
 	armed        int64
 	timerStarted bool
-	wake         chan struct{} // buffered(1): re-arm the timer
-	stop         chan struct{} // closed by the first ShutDown
-	timerDone    chan struct{} // closed when the timer goroutine returns
 
 	// adds and retries feed workqueue_adds_total and workqueue_retries_total.
 	adds, retries uint64
 
-	name        string
-	clock       clock.WithTicker
-	epoch       time.Time // nanos are measured from here
-	rateLimiter workqueue.TypedRateLimiter[K]
-	groupOf     func(K) string // nil: no fairness groups
-	metrics     *metrics
+	_ cacheLinePad // keeps the next allocation off the guarded fields' last line
 }
+
+// cacheLinePad is two cache lines: x86 prefetches lines in pairs.
+type cacheLinePad [128]byte
 
 // New returns an empty queue configured by opts.
 //
@@ -103,9 +133,9 @@ func New[K comparable](opts ...Option) *Queue[K] {
 		o(&c)
 	}
 	q := &Queue[K]{
+		seed:      maphash.MakeSeed(),
 		index:     newIndex[K](),
 		slab:      slab[K]{free: none},
-		inflight:  newList(),
 		armed:     never,
 		wake:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -137,6 +167,10 @@ func New[K comparable](opts ...Option) *Queue[K] {
 	return q
 }
 
+// tag hashes key for the index. It reads only fields set by New, so callers
+// compute it before locking.
+func (q *Queue[K]) tag(key K) uint32 { return uint32(maphash.Comparable(q.seed, key)) }
+
 // nanos is the queue's clock as nanoseconds since New.
 func (q *Queue[K]) nanos() int64 { return int64(q.clock.Since(q.epoch)) }
 
@@ -155,9 +189,9 @@ func (q *Queue[K]) metricsNow() int64 {
 // becomes ready now. A key being processed is processed once more after its
 // Done. After ShutDown, Add does nothing.
 func (q *Queue[K]) Add(key K) {
-	now, tag := q.metricsNow(), q.index.tag(key)
+	now, tag := q.metricsNow(), q.tag(key)
 	q.mu.Lock()
-	readied := q.addLocked(key, tag, PriorityNormal, 0, now)
+	readied := q.promoteAt(now) + q.addLocked(key, tag, PriorityNormal, 0, now)
 	q.mu.Unlock()
 	q.signal(readied)
 }
@@ -180,8 +214,8 @@ func (q *Queue[K]) AddRateLimited(key K) {
 // a higher priority goes to the back of that priority's line.
 func (q *Queue[K]) AddWithOptions(o AddOptions, keys ...K) {
 	prio := clampPriority(o.Priority)
-	var now int64
-	if o.After > 0 || o.RateLimited || q.metrics != nil {
+	now := q.metricsNow()
+	if o.After > 0 || o.RateLimited {
 		now = q.nanos()
 	}
 	readied := 0
@@ -196,12 +230,12 @@ func (q *Queue[K]) AddWithOptions(o AddOptions, keys ...K) {
 		if delay > 0 {
 			due = now + int64(delay)
 		}
-		tag := q.index.tag(key)
+		tag := q.tag(key)
 		q.mu.Lock()
 		if o.RateLimited && !q.shuttingDown {
 			q.retries++
 		}
-		readied += q.addLocked(key, tag, prio, due, now)
+		readied += q.promoteAt(now) + q.addLocked(key, tag, prio, due, now)
 		q.mu.Unlock()
 	}
 	q.signal(readied)
@@ -337,8 +371,7 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 		return key, false
 	}
 	q.metrics.queueDuration.observe(now - q.slab.times[idx])
-	q.slab.times[idx] = now
-	pushBack(&q.inflight, q.slab.entries, idx)
+	e.prev = q.startInflight(now)
 	q.mu.Unlock()
 	q.signal(readied - 1)
 	return key, false
@@ -348,28 +381,30 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 // processing, it becomes ready again now; if it was added with a delay, it
 // waits for that. Done of a key that is not processing does nothing.
 func (q *Queue[K]) Done(key K) {
-	now, tag := q.metricsNow(), q.index.tag(key)
+	now, tag := q.metricsNow(), q.tag(key)
 	q.mu.Lock()
+	readied := q.promoteAt(now)
 	idx, pos := q.index.find(q.slab.entries, key, tag)
 	if idx == none {
 		q.mu.Unlock()
+		q.signal(readied)
 		return
 	}
 	e := &q.slab.entries[idx]
 	if e.state != stateProcessing && e.state != stateDirty {
 		q.mu.Unlock()
+		q.signal(readied)
 		return
 	}
 	q.processing--
 	if q.metrics != nil {
-		q.metrics.workDuration.observe(now - q.slab.times[idx])
-		unlink(&q.inflight, q.slab.entries, idx)
+		q.metrics.workDuration.observe(now - q.endInflight(e.prev))
+		e.prev = none
 	}
-	readied := 0
 	switch {
 	case e.state == stateDirty:
 		q.makeReady(idx, e.prio, now)
-		readied = 1
+		readied++
 	case e.waitSeq != 0:
 		e.state = stateWaiting
 	default:
@@ -394,6 +429,17 @@ func (q *Queue[K]) Len() int {
 	q.mu.Unlock()
 	q.signal(readied)
 	return n
+}
+
+// promoteAt is promoteIfDue for callers that have read the clock already
+// (now is 0 when they have not). Every caller that knows the time moves due
+// keys, so that they do not wait for the timer goroutine to be scheduled
+// behind busy goroutines.
+func (q *Queue[K]) promoteAt(now int64) int {
+	if now == 0 || len(q.delays) == 0 || q.shuttingDown || q.delays[0].due > now {
+		return 0
+	}
+	return q.promoteDue(now)
 }
 
 // promoteIfDue makes due keys ready, so that callers that are awake do not
