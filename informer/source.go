@@ -1,0 +1,90 @@
+package informer
+
+import (
+	"context"
+	"errors"
+)
+
+// Revision is a store's version of its data: every change gets a higher
+// one. It is opaque to the informer, which only hands back to Watch the
+// last one it saw. etcd's mod revision, a PostgreSQL sequence and the memory
+// store's counter all fit; a store with no versions of its own (see package
+// poll) counts its lists.
+type Revision uint64
+
+// Entry is one key and its value, as listed.
+type Entry[K comparable, V any] struct {
+	Key   K
+	Value V
+}
+
+// EventType says what an Event is.
+type EventType uint8
+
+const (
+	// Put: Key now has Value (created or changed).
+	Put EventType = iota + 1
+	// Delete: Key is gone. Value is the last value if the store knows it,
+	// else the zero V: the informer delivers its own last known value.
+	Delete
+	// Bookmark: nothing changed up to Revision. It lets a source that
+	// watches a busy store with a narrow filter advance the revision the
+	// informer would resume from, so that a restarted watch does not start
+	// behind compaction.
+	Bookmark
+)
+
+func (t EventType) String() string {
+	switch t {
+	case Put:
+		return "Put"
+	case Delete:
+		return "Delete"
+	case Bookmark:
+		return "Bookmark"
+	}
+	return "EventType(?)"
+}
+
+// Event is one change from Watch.
+type Event[K comparable, V any] struct {
+	Type     EventType
+	Key      K // unset for Bookmark
+	Value    V // unset for Bookmark; see Delete
+	Revision Revision
+}
+
+// ErrRevisionExpired is returned by Source.Watch when the revision it was
+// asked to start after is no longer available (compacted, or from before a
+// restart that lost history). The informer lists again and synthesises
+// deletes for keys that vanished in between.
+var ErrRevisionExpired = errors.New("informer: revision expired")
+
+// Source is a store the informer can follow: a list of everything, then the
+// changes after it. Writing one for a new store is a page of code; see the
+// package example.
+//
+// The contract:
+//
+//   - List returns every entry and the revision they were read at, as one
+//     consistent snapshot: any change after it has a higher revision.
+//   - Watch(ctx, after, emit) calls emit for every change with a revision
+//     greater than after, in revision order, from the goroutine that called
+//     Watch, and blocks until ctx is done (it then returns ctx.Err()) or the
+//     watch fails. Changes sharing a revision (one transaction) may come in
+//     any order among themselves. A source may send the same change twice
+//     (after a reconnect, say), never an older one after a newer one for a
+//     key.
+//   - If after is no longer available, Watch returns an error that
+//     errors.Is ErrRevisionExpired, before or after emitting events.
+//   - Any other error ends the watch; the informer backs off and calls Watch
+//     again after the last revision it saw. So a source need not retry
+//     itself, and should not hide lost changes: returning an error is
+//     always safe.
+//   - If emit returns an error, Watch returns it.
+//   - List and Watch may be called again at any time, also concurrently
+//     with each other (a relist while an old watch is still stopping).
+type Source[K comparable, V any] interface {
+	List(ctx context.Context) (entries []Entry[K, V], rev Revision, err error)
+	Watch(ctx context.Context, after Revision, emit func(Event[K, V]) error) error
+}
