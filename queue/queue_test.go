@@ -1,7 +1,6 @@
 package queue_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -354,69 +353,6 @@ func TestPrioritiesBeyondInt32ShouldBeClamped(t *testing.T) {
 	q.AddWithOptions(queue.AddOptions{Priority: -1 << 40}, "tiny")
 	q.Add("n")
 	assert.Equal(t, []string{"huge", "also-max", "n", "tiny"}, drain(t, q))
-}
-
-func TestQueueShouldNeverHandOneKeyToTwoWorkersAndShouldProcessEveryLastAdd(t *testing.T) {
-	q := queue.New[int](queue.WithGroup(func(k int) string { return string(rune('a' + k%3)) }))
-	const keys, producers, workers, addsEach = 64, 4, 8, 5000
-	var (
-		busy    [keys]sync.Mutex // TryLock fails if another worker holds the key
-		version [keys]int64      // guarded by verMu
-		seen    [keys]int64
-		verMu   sync.Mutex
-		wg      sync.WaitGroup
-	)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				k, shutdown := q.Get()
-				if shutdown {
-					return
-				}
-				if !busy[k].TryLock() {
-					t.Errorf("key %d handed to two workers", k)
-					q.Done(k)
-					continue
-				}
-				verMu.Lock()
-				seen[k] = version[k]
-				verMu.Unlock()
-				busy[k].Unlock()
-				q.Done(k)
-			}
-		}()
-	}
-	var producersWG sync.WaitGroup
-	for p := 0; p < producers; p++ {
-		producersWG.Add(1)
-		go func(p int) {
-			defer producersWG.Done()
-			for i := 0; i < addsEach; i++ {
-				k := (i*7 + p) % keys
-				verMu.Lock()
-				version[k]++
-				verMu.Unlock()
-				switch i % 4 {
-				case 0:
-					q.AddWithOptions(queue.AddOptions{Priority: queue.PriorityLow}, k)
-				case 1:
-					q.AddAfter(k, time.Duration(i%3)*time.Millisecond)
-				default:
-					q.Add(k)
-				}
-			}
-		}(p)
-	}
-	producersWG.Wait()
-	require.Eventually(t, func() bool {
-		verMu.Lock()
-		defer verMu.Unlock()
-		return seen == version
-	}, 10*time.Second, time.Millisecond, "every key's last add must be processed")
-	q.ShutDownWithDrain()
-	wg.Wait()
 }
 
 // waitForTimer returns once the queue's timer goroutine waits on clk, so a
