@@ -1,15 +1,70 @@
-// Package informer will keep a local, indexed cache in step with a backend
-// store: it will define Source[K,V], a store that can List and Watch from a
-// revision; a reflector that lists, watches and relists when a revision has
-// expired; a thread-safe cache with indexes; fan-out of add, update and delete
-// events to handlers, so that a slow handler never blocks another handler or
-// the reflector; and periodic resync. It is level-triggered: after any fault
-// the cache converges to the store and every handler sees every key's latest
-// state, deletes carry the last known object, and HasSynced turns true only
-// after the first full list has been delivered. Backends live in
-// sub-packages (memory, poll, and later etcd, postgres and kube) so that
-// their dependencies are compiled only by programs that use them. The package
-// knows nothing about queues or controllers.
+// Package informer keeps a local, indexed cache in step with a backend store
+// and tells handlers about changes: client-go's Reflector and
+// SharedIndexInformer, generic over key and value types and over the store.
 //
-// Status: not implemented yet; see the project's issues.
+// A store is a [Source]: it can List everything at a revision and Watch the
+// changes after a revision. Backends live in sub-packages (memory, poll,
+// etcd, …) so that their dependencies are compiled only by programs that use
+// them; [Source]'s documentation and the package example show how to write
+// one. Package informer/faults wraps any Source with seeded failures, for
+// testing convergence. The package knows nothing about queues or
+// controllers.
+//
+// # How it runs
+//
+// [Informer.Run] lists the source, replaces the cache with the result, and
+// watches after the list's revision. A failed watch is resumed after the
+// last revision seen, after an exponential backoff with jitter; a failed
+// list is retried the same way. When the revision has expired (compaction,
+// a store restart) it lists again and tells handlers the difference to what
+// the cache held: adds, updates, and deletes carrying the last known value
+// for keys that vanished in between.
+//
+// # Contracts
+//
+//   - Level-triggered: after any fault (watch dropped, revision expired,
+//     list failed, handler slow) the cache converges to the store, and every
+//     handler is eventually told every key's latest state. Intermediate
+//     states may be coalesced.
+//   - Deletes carry the last known value, also when synthesised by a
+//     relist, and also when the store's Delete event has none.
+//   - A slow handler never blocks another handler or the reflector: each
+//     handler has its own goroutine and its own buffer, which holds at most
+//     one pending change per key (so it is bounded by the number of keys,
+//     not of changes) and delivers keys in the order they first became
+//     pending.
+//   - Coalescing per key, for changes a handler has not been given yet: add
+//     then update is an add of the latest value; add then delete is nothing;
+//     update then update is one update from the value the handler had;
+//     update then delete is a delete with the last value; delete then add is
+//     an update from the value the handler had to the new one. So what a
+//     handler is told always takes its view of a key from what it was last
+//     told to the cache's latest state.
+//   - [Informer.HasSynced] turns true once the first full list is in the
+//     cache and every handler added before then has been given all of it
+//     (its methods returned); [Registration.HasSynced] says the same of one
+//     handler, including one added later, whose initial state is a replay of
+//     the cache as OnAdds.
+//   - Duplicate events (which the Source contract allows) are skipped: an
+//     event for a key at or below the revision the cache holds for it
+//     changes nothing.
+//   - A watch resumes after the last revision known to be complete, not
+//     the last one seen: changes sharing a revision may arrive one by one,
+//     and a watch that failed between them must not skip the rest. So a
+//     resumed watch re-sends the last revision's events, which are skipped
+//     as duplicates.
+//   - A resync ([WithResync]) re-delivers every cached key to every handler
+//     as an update with old == new, unless a change to it is already pending.
+//   - Errors from the source are never fatal: they are wrapped with the
+//     informer's name, logged, counted ([Informer.Stats]) and retried.
+//   - Run returns only after every goroutine it started has returned.
+//
+// # Cost
+//
+// One goroutine per handler while running, plus one for resync if enabled.
+// The cache is a map with one revision per entry; an index costs one set
+// entry per (value, key) and nothing per entry otherwise, since old values'
+// index values are recomputed. Every change is pushed to every handler's
+// buffer under the informer's lock: a map update and, unless the key is
+// already pending, an append.
 package informer

@@ -1,0 +1,80 @@
+package informer
+
+// Handler receives an informer's changes. Each handler has a goroutine of
+// its own, which calls its methods one at a time, in the order the changes
+// reached the handler's buffer; different handlers run concurrently, and a
+// slow one delays only itself.
+//
+// Changes to one key that the handler has not yet been given are coalesced
+// (see the package documentation for the exact rules): a handler may miss
+// intermediate values, but it always ends up told the latest state of every
+// key, and the old values it is given are the ones it was last told. A
+// handler should therefore act on the key and current state, as a
+// level-triggered controller does, not count events.
+//
+// A method that blocks stalls this handler's deliveries, and Informer.Run
+// does not return until the call in progress has returned.
+type Handler[K comparable, V any] interface {
+	// OnAdd: key is new to this handler, with value v. initialList is true
+	// when the add comes from the informer's first list, or from the replay
+	// of the cache to a handler added after it, and the key has not changed
+	// since: a controller can queue such keys at a low priority so that
+	// fresh changes go first.
+	OnAdd(key K, v V, initialList bool)
+	// OnUpdate: key changed from old (the value this handler was last
+	// given) to new. A resync, and a relist that finds the key still
+	// present, deliver OnUpdate even if nothing changed; old and new are
+	// then the same value.
+	OnUpdate(key K, old, new V)
+	// OnDelete: key is gone. last is the last value the informer held for
+	// it, which may be newer than the last value this handler was given.
+	OnDelete(key K, last V)
+}
+
+// HandlerFuncs adapts functions to a Handler. A nil field ignores that kind
+// of change.
+type HandlerFuncs[K comparable, V any] struct {
+	AddFunc    func(key K, v V, initialList bool)
+	UpdateFunc func(key K, old, new V)
+	DeleteFunc func(key K, last V)
+}
+
+// OnAdd calls AddFunc if it is set.
+func (f HandlerFuncs[K, V]) OnAdd(key K, v V, initialList bool) {
+	if f.AddFunc != nil {
+		f.AddFunc(key, v, initialList)
+	}
+}
+
+// OnUpdate calls UpdateFunc if it is set.
+func (f HandlerFuncs[K, V]) OnUpdate(key K, old, new V) {
+	if f.UpdateFunc != nil {
+		f.UpdateFunc(key, old, new)
+	}
+}
+
+// OnDelete calls DeleteFunc if it is set.
+func (f HandlerFuncs[K, V]) OnDelete(key K, last V) {
+	if f.DeleteFunc != nil {
+		f.DeleteFunc(key, last)
+	}
+}
+
+// Registration is a handler added with Informer.AddHandler.
+type Registration[K comparable, V any] struct {
+	inf *Informer[K, V]
+	l   *listener[K, V]
+}
+
+// HasSynced reports whether the handler has been given its initial state:
+// every add of the informer's first list (for a handler added before the
+// informer synced) or of the replay of the cache (for one added later) has
+// been delivered, meaning the handler's method returned, or the change was
+// coalesced into a later one that was delivered. It stays true once true.
+// A removed handler counts as synced.
+func (r *Registration[K, V]) HasSynced() bool { return r.l.hasSynced() }
+
+// Remove stops deliveries to the handler: changes not yet delivered are
+// dropped. A call in progress is not interrupted and may return after
+// Remove does. Removing twice is a no-op.
+func (r *Registration[K, V]) Remove() { r.inf.removeListener(r.l) }

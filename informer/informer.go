@@ -1,0 +1,352 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/converge-go/converge/backoff"
+)
+
+// ErrStopped is returned by AddHandler after Run has returned, and by
+// WaitForSync when Run returned before the informer synced.
+var ErrStopped = errors.New("informer: stopped")
+
+// runState is where an Informer is in its one life.
+type runState uint8
+
+const (
+	notStarted runState = iota
+	running
+	stopped
+)
+
+// Informer keeps a local, indexed cache in step with a Source and tells
+// handlers about changes. Create one with New, add handlers, then Run it.
+// All methods are safe for concurrent use. See the package documentation
+// for the contracts.
+type Informer[K comparable, V any] struct {
+	// Set by New and only read afterwards.
+	name      string
+	src       Source[K, V]
+	resync    time.Duration
+	backoff   backoff.Exponential
+	clock     clock.WithTicker
+	log       *slog.Logger
+	transform func(V) V // nil: none
+
+	// cacheSynced is closed when the first list has been stored;
+	// done is closed when Run returns.
+	cacheSynced chan struct{}
+	done        chan struct{}
+	// synced latches HasSynced's answer once it is true.
+	synced atomic.Bool
+
+	stats stats
+
+	// wg counts the goroutines Run started (dispatchers, resync). Add is
+	// only called with mu held and state == running, and Run waits only
+	// after setting state = stopped, so no Add can race with the Wait.
+	wg sync.WaitGroup
+
+	mu sync.RWMutex
+	// Everything below is guarded by mu. Changes are pushed to listeners
+	// with mu held for writing, so that every listener sees the cache's
+	// changes in the order they were made, and a handler added later gets
+	// a replay that is exactly the cache at that point of the sequence.
+
+	cache *cache[K, V]
+	// listeners are the handlers' buffers, in order of AddHandler.
+	listeners []*listener[K, V]
+	// syncListeners are the listeners registered when the first list was
+	// stored: HasSynced waits for them to deliver it.
+	syncListeners []*listener[K, V]
+	// lastRev is the highest revision seen: the last list's, or the
+	// highest of any event since.
+	lastRev Revision
+	// resumeRev is the revision a new watch starts after: the highest one
+	// known to have been received in full. Changes sharing a revision may
+	// arrive one by one, so a watch that fails after some of them must
+	// not skip the rest: an event's revision is complete only once a
+	// higher one arrives (or a bookmark, or a list, says so). Resuming
+	// re-sends what was received of the last revision; those duplicates
+	// are skipped by revision.
+	resumeRev Revision
+	isCached  bool // the first list has been stored
+	state     runState
+}
+
+// New returns an informer named name (for errors and logs) that follows
+// src. It panics on options built for other key or value types, and on
+// duplicate or nil indexes, which are programming errors.
+func New[K comparable, V any](name string, src Source[K, V], opts ...Option) *Informer[K, V] {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	inf := &Informer[K, V]{
+		name:        name,
+		src:         src,
+		resync:      c.resync,
+		backoff:     DefaultWatchBackoff,
+		clock:       c.clock,
+		log:         c.logger,
+		transform:   optionFor[func(V) V]("WithTransform", c.transform),
+		cacheSynced: make(chan struct{}),
+		done:        make(chan struct{}),
+	}
+	if c.backoff != nil {
+		inf.backoff = *c.backoff
+	}
+	if inf.clock == nil {
+		inf.clock = clock.RealClock{}
+	}
+	if inf.log == nil {
+		inf.log = slog.Default()
+	}
+	inf.log = inf.log.With("informer", name)
+	indexFuncs := make(map[string]IndexFunc[K, V], len(c.indexes))
+	for _, ix := range c.indexes {
+		fn := optionFor[IndexFunc[K, V]]("WithIndex", ix.fn)
+		if fn == nil {
+			panic(fmt.Sprintf("informer %q: WithIndex(%q): nil IndexFunc", name, ix.name))
+		}
+		if _, dup := indexFuncs[ix.name]; dup {
+			panic(fmt.Sprintf("informer %q: WithIndex(%q): duplicate index name", name, ix.name))
+		}
+		indexFuncs[ix.name] = fn
+	}
+	inf.cache = newCache(indexFuncs)
+	return inf
+}
+
+// Name returns the informer's name.
+func (inf *Informer[K, V]) Name() string { return inf.name }
+
+// Run lists the source, fills the cache, and then watches it and keeps the
+// cache and the handlers up to date until ctx is done: it resumes a failed
+// watch from the last revision seen, after a backoff, and lists again when
+// that revision has expired. It never gives up on a failing source; see
+// Stats for how it is doing.
+//
+// Run returns nil once ctx is done and every goroutine it started (the
+// handlers' dispatchers, the resync ticker) has returned, so it waits for
+// handler calls in progress. Changes not yet delivered are dropped. An
+// informer runs once: a second call returns an error at once.
+func (inf *Informer[K, V]) Run(ctx context.Context) error {
+	inf.mu.Lock()
+	if inf.state != notStarted {
+		inf.mu.Unlock()
+		return fmt.Errorf("informer %q: Run called twice", inf.name)
+	}
+	inf.state = running
+	for _, l := range inf.listeners {
+		inf.startLocked(l)
+	}
+	if inf.resync > 0 {
+		inf.wg.Add(1)
+		go inf.resyncLoop(ctx)
+	}
+	inf.mu.Unlock()
+
+	inf.reflect(ctx)
+
+	inf.mu.Lock()
+	inf.state = stopped
+	listeners := inf.listeners
+	inf.mu.Unlock()
+	for _, l := range listeners {
+		l.halt(false)
+	}
+	inf.wg.Wait()
+	close(inf.done)
+	return nil
+}
+
+// startLocked starts l's dispatcher. mu must be held, with state running.
+func (inf *Informer[K, V]) startLocked(l *listener[K, V]) {
+	inf.wg.Add(1)
+	go func() {
+		defer inf.wg.Done()
+		l.run()
+	}()
+}
+
+// AddHandler adds a handler, before or during Run. A handler added once
+// the cache holds entries is first given every cached entry as an OnAdd
+// with initialList true (a replay), then the changes after it. It fails
+// with ErrStopped after Run has returned, and on a nil handler.
+func (inf *Informer[K, V]) AddHandler(h Handler[K, V]) (*Registration[K, V], error) {
+	if h == nil {
+		return nil, fmt.Errorf("informer %q: AddHandler: nil handler", inf.name)
+	}
+	l := newListener(h)
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	if inf.state == stopped {
+		return nil, fmt.Errorf("informer %q: AddHandler: %w", inf.name, ErrStopped)
+	}
+	for k, it := range inf.cache.items {
+		l.push(k, change[V]{kind: kindAdd, cur: it.value, initialList: true})
+	}
+	if inf.isCached {
+		l.markSync() // the replay is its initial state
+	} // else marked when the first list is stored
+	inf.listeners = append(inf.listeners, l)
+	if inf.state == running {
+		inf.startLocked(l)
+	}
+	return &Registration[K, V]{inf: inf, l: l}, nil
+}
+
+func (inf *Informer[K, V]) removeListener(l *listener[K, V]) {
+	inf.mu.Lock()
+	inf.listeners = slices.DeleteFunc(inf.listeners, func(x *listener[K, V]) bool { return x == l })
+	inf.mu.Unlock()
+	l.halt(true)
+}
+
+// HasSynced reports whether the first full list has been delivered: the
+// cache holds it, and every handler added before it was stored has been
+// given all of its entries (each handler's Registration.HasSynced is
+// true). Handlers added later do not hold it up; use their Registration's
+// HasSynced. It stays true once true, through relists and restarts of the
+// watch.
+func (inf *Informer[K, V]) HasSynced() bool {
+	if inf.synced.Load() {
+		return true
+	}
+	inf.mu.RLock()
+	ok := inf.isCached
+	listeners := inf.syncListeners
+	inf.mu.RUnlock()
+	if !ok {
+		return false
+	}
+	for _, l := range listeners {
+		if !l.hasSynced() {
+			return false
+		}
+	}
+	inf.synced.Store(true)
+	return true
+}
+
+// WaitForSync blocks until HasSynced is true (it returns nil), ctx is done,
+// or Run returns first (it returns an error wrapping ErrStopped). Unlike
+// client-go's WaitForCacheSync it does not poll.
+func (inf *Informer[K, V]) WaitForSync(ctx context.Context) error {
+	wait := func(ch <-chan struct{}) error {
+		select {
+		case <-ch:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("informer %q: wait for sync: %w", inf.name, ctx.Err())
+		case <-inf.done:
+			select {
+			case <-ch: // both ready: it did sync
+				return nil
+			default:
+				return fmt.Errorf("informer %q: wait for sync: %w", inf.name, ErrStopped)
+			}
+		}
+	}
+	if err := wait(inf.cacheSynced); err != nil {
+		return err
+	}
+	inf.mu.RLock()
+	listeners := inf.syncListeners
+	inf.mu.RUnlock()
+	for _, l := range listeners {
+		if err := wait(l.synced); err != nil {
+			return err
+		}
+	}
+	inf.synced.Store(true)
+	return nil
+}
+
+// Get returns the cached value for key.
+func (inf *Informer[K, V]) Get(key K) (V, bool) {
+	inf.mu.RLock()
+	defer inf.mu.RUnlock()
+	it, ok := inf.cache.get(key)
+	return it.value, ok
+}
+
+// List returns every cached entry, in no particular order. The slice is
+// the caller's; the values are shared with the cache and other readers, so
+// treat them as read-only.
+func (inf *Informer[K, V]) List() []Entry[K, V] {
+	inf.mu.RLock()
+	defer inf.mu.RUnlock()
+	return inf.cache.entries()
+}
+
+// ByIndex returns the cached entries that the index named index files under
+// value, in no particular order; none if there are none. It panics if no
+// index of that name was given to New: index names are fixed, so an
+// unknown one is a typo that an empty answer would hide.
+func (inf *Informer[K, V]) ByIndex(index, value string) []Entry[K, V] {
+	inf.mu.RLock()
+	defer inf.mu.RUnlock()
+	return inf.cache.byIndex(index, value)
+}
+
+// Len returns the number of cached entries.
+func (inf *Informer[K, V]) Len() int {
+	inf.mu.RLock()
+	defer inf.mu.RUnlock()
+	return len(inf.cache.items)
+}
+
+// LastRevision returns the highest revision the informer has seen: the
+// last list's, or the highest revision of any event or bookmark since.
+func (inf *Informer[K, V]) LastRevision() Revision {
+	inf.mu.RLock()
+	defer inf.mu.RUnlock()
+	return inf.lastRev
+}
+
+// notifyLocked pushes a change to every listener. mu must be held for
+// writing.
+func (inf *Informer[K, V]) notifyLocked(key K, c change[V]) {
+	for _, l := range inf.listeners {
+		l.push(key, c)
+	}
+}
+
+// resyncLoop re-delivers the cache every resync period until ctx is done.
+func (inf *Informer[K, V]) resyncLoop(ctx context.Context) {
+	defer inf.wg.Done()
+	t := inf.clock.NewTicker(inf.resync)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			inf.resyncAll()
+		}
+	}
+}
+
+func (inf *Informer[K, V]) resyncAll() {
+	// Read lock suffices: it excludes every writer of the cache, so no
+	// change can slip between a listener's pending check and its push.
+	inf.mu.RLock()
+	defer inf.mu.RUnlock()
+	for _, l := range inf.listeners {
+		for k, it := range inf.cache.items {
+			l.resync(k, it.value)
+		}
+	}
+	inf.stats.resyncs.Add(1)
+}

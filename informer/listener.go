@@ -1,0 +1,248 @@
+package informer
+
+import "sync"
+
+// changeKind is what a pending change will deliver to a handler.
+type changeKind uint8
+
+const (
+	// kindNone delivers nothing: the key was added and deleted again
+	// before the handler was told of it. The entry keeps its place in
+	// line so that a key flapping while the handler is slow cannot grow
+	// the line.
+	kindNone changeKind = iota
+	kindAdd
+	kindUpdate
+	kindDelete
+)
+
+// change is one change to a key, or several coalesced into one.
+type change[V any] struct {
+	kind changeKind
+	// old is the value the handler was last given (kindUpdate and
+	// kindDelete only).
+	old V
+	// cur is the latest value for kindAdd and kindUpdate, and the last
+	// known value for kindDelete.
+	cur V
+	// initialList is set on kindAdd from the first list or a replay.
+	initialList bool
+}
+
+// merge coalesces next, a change the cache made after p, into p, such that
+// delivering the result takes the handler from the state it has to the
+// cache's latest state for the key:
+//
+//	pending          next            result
+//	add v1           update → v2     add v2 (initialList cleared)
+//	add v1           delete          nothing (the handler never had the key)
+//	update o → v1    update → v2     update o → v2
+//	update o → v1    delete v2       delete v2 (the last known value)
+//	delete last      add v2          update o → v2 (o: what the handler had)
+//	nothing          add v2          add v2
+//
+// A delete followed by an add becomes an update, not a delete and an add,
+// so that a key costs one entry however often it flaps; a handler that
+// must notice re-creation can compare identities in old and new. Other
+// combinations cannot come from a consistent cache; they are merged the
+// same way by the kind of the pending change.
+func merge[V any](p, next change[V]) change[V] {
+	switch p.kind {
+	case kindNone:
+		if next.kind == kindDelete {
+			return p
+		}
+		return change[V]{kind: kindAdd, cur: next.cur, initialList: next.kind == kindAdd && next.initialList}
+	case kindAdd:
+		if next.kind == kindDelete {
+			return change[V]{kind: kindNone}
+		}
+		return change[V]{kind: kindAdd, cur: next.cur, initialList: p.initialList && next.kind == kindAdd && next.initialList}
+	default: // kindUpdate, kindDelete: the handler has the key, with p.old
+		if next.kind == kindDelete {
+			return change[V]{kind: kindDelete, old: p.old, cur: next.cur}
+		}
+		return change[V]{kind: kindUpdate, old: p.old, cur: next.cur}
+	}
+}
+
+// listener is one handler's buffer of pending changes and the state of its
+// dispatcher goroutine. The informer pushes changes under its own lock;
+// the dispatcher takes them under the listener's lock only, so that a slow
+// handler never holds up the informer.
+type listener[K comparable, V any] struct {
+	h Handler[K, V]
+
+	// signal (buffered 1) wakes the dispatcher after a push.
+	signal chan struct{}
+	// stop is closed once, by stopLocked.
+	stop chan struct{}
+	// synced is closed once the listener has synced, or is removed.
+	synced chan struct{}
+
+	mu sync.Mutex
+	// Everything below is guarded by mu.
+
+	// pending holds one coalesced change per key the handler has not yet
+	// been given; line holds the same keys, each once, in the order they
+	// first became pending. So the buffer is bounded by the number of
+	// keys, not of changes, and no key waits behind a later one.
+	pending map[K]change[V]
+	line    []K
+	// pushed counts keys ever appended to line; taken counts keys
+	// removed from it whose delivery has finished (or that delivered
+	// nothing). Because line is FIFO, taken >= n means that every key
+	// pushed before the nth push has been delivered.
+	pushed, taken uint64
+	// syncAt is pushed as it was when the listener's initial state had
+	// been pushed; valid when marked. The listener has synced once
+	// marked && taken >= syncAt.
+	syncAt   uint64
+	marked   bool
+	isSynced bool
+	stopped  bool
+}
+
+func newListener[K comparable, V any](h Handler[K, V]) *listener[K, V] {
+	return &listener[K, V]{
+		h:       h,
+		signal:  make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		synced:  make(chan struct{}),
+		pending: make(map[K]change[V]),
+	}
+}
+
+// push records a change to key, coalescing it with a pending one.
+func (l *listener[K, V]) push(key K, c change[V]) {
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return
+	}
+	if p, ok := l.pending[key]; ok {
+		l.pending[key] = merge(p, c)
+		l.mu.Unlock()
+		return
+	}
+	l.pending[key] = c
+	l.line = append(l.line, key)
+	l.pushed++
+	l.mu.Unlock()
+	select {
+	case l.signal <- struct{}{}:
+	default:
+	}
+}
+
+// resync pushes an update with old == new unless key is already pending:
+// then the handler will be given the latest value anyway.
+func (l *listener[K, V]) resync(key K, v V) {
+	l.mu.Lock()
+	_, ok := l.pending[key]
+	l.mu.Unlock()
+	if !ok {
+		// The informer holds its lock, so nothing can make key pending
+		// between the check and the push.
+		l.push(key, change[V]{kind: kindUpdate, old: v, cur: v})
+	}
+}
+
+// markSync records that the listener's initial state has been pushed.
+func (l *listener[K, V]) markSync() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.syncAt, l.marked = l.pushed, true
+	l.checkSyncLocked()
+}
+
+func (l *listener[K, V]) checkSyncLocked() {
+	if !l.isSynced && l.marked && l.taken >= l.syncAt {
+		l.isSynced = true
+		close(l.synced)
+	}
+}
+
+func (l *listener[K, V]) hasSynced() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.isSynced
+}
+
+// halt stops the dispatcher and drops what is pending. If removed, the
+// listener also counts as synced, so that nobody waits for it.
+func (l *listener[K, V]) halt(removed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.stopped {
+		l.stopped = true
+		l.pending, l.line = nil, nil
+		close(l.stop)
+	}
+	if removed && !l.isSynced {
+		l.isSynced = true
+		close(l.synced)
+	}
+}
+
+// run is the dispatcher: it delivers pending changes until halted.
+func (l *listener[K, V]) run() {
+	for {
+		key, c, ok := l.next()
+		if !ok {
+			return
+		}
+		switch c.kind {
+		case kindAdd:
+			l.h.OnAdd(key, c.cur, c.initialList)
+		case kindUpdate:
+			l.h.OnUpdate(key, c.old, c.cur)
+		case kindDelete:
+			l.h.OnDelete(key, c.cur)
+		}
+		l.mu.Lock()
+		l.taken++
+		l.checkSyncLocked()
+		l.mu.Unlock()
+	}
+}
+
+// next waits for the oldest pending key and takes it, or reports false
+// once the listener is halted.
+func (l *listener[K, V]) next() (K, change[V], bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		if l.stopped {
+			var zero K
+			return zero, change[V]{}, false
+		}
+		for len(l.line) > 0 {
+			key := l.line[0]
+			var zero K
+			l.line[0] = zero // let the key be collected
+			l.line = l.line[1:]
+			c := l.pending[key]
+			delete(l.pending, key)
+			if c.kind == kindNone {
+				l.taken++
+				l.checkSyncLocked()
+				continue
+			}
+			return key, c, true
+		}
+		l.mu.Unlock()
+		select {
+		case <-l.signal:
+		case <-l.stop:
+		}
+		l.mu.Lock()
+	}
+}
+
+// pendingLen is the number of keys waiting for delivery.
+func (l *listener[K, V]) pendingLen() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pending)
+}

@@ -1,0 +1,84 @@
+package informer
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func add(v int, initial bool) change[int] {
+	return change[int]{kind: kindAdd, cur: v, initialList: initial}
+}
+func update(old, v int) change[int] { return change[int]{kind: kindUpdate, old: old, cur: v} }
+func del(last int) change[int]      { return change[int]{kind: kindDelete, old: last, cur: last} }
+
+func TestMergeTakesTheHandlerFromWhatItHadToTheLatestState(t *testing.T) {
+	none := change[int]{kind: kindNone}
+	for _, tc := range []struct {
+		name          string
+		pending, next change[int]
+		want          change[int]
+	}{
+		{"add then update is an add of the latest", add(1, true), update(1, 2), add(2, false)},
+		{"add then delete is nothing", add(1, false), del(1), none},
+		{"update then update keeps the handler's old", update(1, 2), update(2, 3), update(1, 3)},
+		{"update then delete is a delete with the last", update(1, 2), del(2), change[int]{kind: kindDelete, old: 1, cur: 2}},
+		{"delete then add is an update from the handler's old", change[int]{kind: kindDelete, old: 1, cur: 2}, add(3, false), update(1, 3)},
+		{"nothing then add is an add", none, add(4, false), add(4, false)},
+		{"nothing then delete stays nothing", none, del(4), none},
+		{"delete then delete keeps the latest last", del(1), del(2), change[int]{kind: kindDelete, old: 1, cur: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, merge(tc.pending, tc.next))
+		})
+	}
+}
+
+func TestListenerKeepsOneEntryPerKeyInFirstChangeOrder(t *testing.T) {
+	l := newListener[string, int](HandlerFuncs[string, int]{})
+	l.push("a", add(1, false))
+	l.push("b", add(1, false))
+	for i := range 100 {
+		l.push("a", update(i, i+1))
+		l.push("a", del(i+1))
+		l.push("a", add(i+2, false))
+	}
+	l.push("c", add(1, false))
+	l.push("b", del(1))
+	assert.Equal(t, 3, l.pendingLen())
+	assert.Len(t, l.line, 3)
+
+	k, c, ok := l.next() // does not wait: keys are pending
+	assert.True(t, ok)
+	assert.Equal(t, "a", k)
+	assert.Equal(t, add(101, false), c)
+	k, c, ok = l.next() // b was added and deleted: skipped
+	assert.True(t, ok)
+	assert.Equal(t, "c", k)
+	assert.Equal(t, add(1, false), c)
+	assert.Equal(t, uint64(1), l.taken, "the skipped key counts as taken")
+}
+
+func TestListenerResyncSkipsKeysAlreadyPending(t *testing.T) {
+	l := newListener[string, int](HandlerFuncs[string, int]{})
+	l.push("a", update(1, 2))
+	l.resync("a", 2)
+	l.resync("b", 5)
+	assert.Equal(t, update(1, 2), l.pending["a"])
+	assert.Equal(t, update(5, 5), l.pending["b"])
+}
+
+func TestListenerSyncsWhenEverythingPushedBeforeTheMarkIsDelivered(t *testing.T) {
+	l := newListener[string, int](HandlerFuncs[string, int]{})
+	l.push("a", add(1, true))
+	l.push("b", add(1, true))
+	l.markSync()
+	l.push("c", add(1, false))
+	assert.False(t, l.hasSynced())
+	l.taken = 1
+	l.checkSyncLocked()
+	assert.False(t, l.hasSynced())
+	l.taken = 2
+	l.checkSyncLocked()
+	assert.True(t, l.hasSynced(), "c, pushed after the mark, does not hold it up")
+}
