@@ -1,0 +1,203 @@
+package poll
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/converge-go/converge/informer"
+)
+
+// Compile-time proof that a Source is an informer.Source.
+var _ informer.Source[string, int] = (*Source[string, int])(nil)
+
+// Source is an informer.Source over a list function. Create one with New;
+// the zero value is not usable. All methods are safe for concurrent use; see
+// the package documentation for what concurrent use means for revisions.
+type Source[K comparable, V any] struct {
+	// Set by New and only read afterwards.
+	list     func(ctx context.Context) ([]V, error)
+	key      func(V) K
+	equal    func(a, b V) bool
+	interval time.Duration
+	jitter   float64
+	clock    clock.WithTicker
+
+	mu sync.Mutex
+	// Guarded by mu.
+
+	// rev counts the changes found so far; it is the revision of last.
+	rev informer.Revision
+	// last is the latest list, which the next one is diffed against. A
+	// snapshot is never modified once built, only replaced.
+	last snapshot[K, V]
+}
+
+// snapshot is one list, deduplicated by key.
+type snapshot[K comparable, V any] struct {
+	// entries are in list order, each key once.
+	entries []informer.Entry[K, V]
+	// index maps each key to its position in entries.
+	index map[K]int
+}
+
+// New returns a Source that lists with list and keys each listed value with
+// key, configured by opts. list is called by List and on every poll of
+// Watch, with their context; key must return the same key for the same
+// object on every list. New panics if list or key is nil, or on options
+// that cannot work, with a message naming the option.
+func New[K comparable, V any](list func(ctx context.Context) ([]V, error), key func(V) K, opts ...Option[V]) *Source[K, V] {
+	if list == nil || key == nil {
+		panic("poll: New: list and key must not be nil")
+	}
+	c, equal := newConfig(opts)
+	return &Source[K, V]{
+		list:     list,
+		key:      key,
+		equal:    equal,
+		interval: c.interval,
+		jitter:   c.jitter,
+		clock:    c.clock,
+	}
+}
+
+// List calls the list function and returns its values, deduplicated by key
+// (the last value wins, at the first position), and the Source's revision
+// after counting the changes since its previous list. A running Watch then
+// expires at its next poll. The entries are the caller's to modify.
+func (s *Source[K, V]) List(ctx context.Context) ([]informer.Entry[K, V], informer.Revision, error) {
+	values, err := s.list(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("poll: list: %w", err)
+	}
+	next := s.snapshot(values)
+	s.mu.Lock()
+	rev := s.rev + informer.Revision(len(s.diff(s.last, next, s.rev)))
+	s.rev, s.last = rev, next
+	s.mu.Unlock()
+	return slices.Clone(next.entries), rev, nil
+}
+
+// Watch polls: it waits one jittered interval, lists, diffs the list
+// against the previous one and emits the changes, each with the next
+// revision, and repeats until ctx is done (it returns ctx.Err()), emit
+// returns an error (it returns that error), or the list function fails (it
+// returns that error, wrapped).
+//
+// after must be the revision of the Source's latest list: what List
+// returned, or the revision of the last event a Watch emitted, if nothing
+// has listed since. Otherwise Watch returns an error that errors.Is
+// informer.ErrRevisionExpired, at once, or at the poll that finds that
+// another List or Watch has listed meanwhile.
+func (s *Source[K, V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[K, V]) error) error {
+	s.mu.Lock()
+	err := s.expired(after)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for {
+		if err := s.wait(ctx); err != nil {
+			return err
+		}
+		values, err := s.list(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("poll: watch after revision %d: list: %w", after, err)
+		}
+		next := s.snapshot(values)
+
+		s.mu.Lock()
+		if err := s.expired(after); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		events := s.diff(s.last, next, after)
+		s.rev += informer.Revision(len(events))
+		s.last = next
+		s.mu.Unlock()
+
+		for _, e := range events {
+			if err := emit(e); err != nil {
+				return err
+			}
+		}
+		after += informer.Revision(len(events))
+	}
+}
+
+// expired returns an ErrRevisionExpired error unless after is the revision
+// of the latest list. s.mu must be held.
+func (s *Source[K, V]) expired(after informer.Revision) error {
+	if after == s.rev {
+		return nil
+	}
+	return fmt.Errorf("poll: watch after revision %d: the latest list is at revision %d: %w", after, s.rev, informer.ErrRevisionExpired)
+}
+
+// wait waits one jittered interval, or until ctx is done.
+func (s *Source[K, V]) wait(ctx context.Context) error {
+	t := s.clock.NewTimer(jittered(s.interval, s.jitter, rand.Float64()))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C():
+		return nil
+	}
+}
+
+// jittered spreads d by the fraction f: u in [0, 1) maps linearly onto
+// [d*(1-f), d*(1+f)).
+func jittered(d time.Duration, f, u float64) time.Duration {
+	return d + time.Duration(float64(d)*f*(2*u-1))
+}
+
+// snapshot deduplicates values by key: the last value wins, at the position
+// of the first.
+func (s *Source[K, V]) snapshot(values []V) snapshot[K, V] {
+	snap := snapshot[K, V]{
+		entries: make([]informer.Entry[K, V], 0, len(values)),
+		index:   make(map[K]int, len(values)),
+	}
+	for _, v := range values {
+		k := s.key(v)
+		if i, dup := snap.index[k]; dup {
+			snap.entries[i].Value = v
+			continue
+		}
+		snap.index[k] = len(snap.entries)
+		snap.entries = append(snap.entries, informer.Entry[K, V]{Key: k, Value: v})
+	}
+	return snap
+}
+
+// diff returns the changes from prev to next, numbered from after+1: Puts
+// for new and changed keys in next's order, then Deletes with the previous
+// value for vanished keys in prev's order.
+func (s *Source[K, V]) diff(prev, next snapshot[K, V], after informer.Revision) []informer.Event[K, V] {
+	var events []informer.Event[K, V]
+	add := func(typ informer.EventType, e informer.Entry[K, V]) {
+		after++
+		events = append(events, informer.Event[K, V]{Type: typ, Key: e.Key, Value: e.Value, Revision: after})
+	}
+	for _, e := range next.entries {
+		i, ok := prev.index[e.Key]
+		if !ok || !s.equal(prev.entries[i].Value, e.Value) {
+			add(informer.Put, e)
+		}
+	}
+	for _, e := range prev.entries {
+		if _, ok := next.index[e.Key]; !ok {
+			add(informer.Delete, e)
+		}
+	}
+	return events
+}
