@@ -50,6 +50,14 @@ func newCache[K comparable, V any](indexFuncs map[string]IndexFunc[K, V]) *cache
 	return c
 }
 
+// grow makes room for n more items in an empty cache, so that filling it
+// does not rehash as it grows.
+func (c *cache[K, V]) grow(n int) {
+	if len(c.items) == 0 {
+		c.items = make(map[K]item[V], n)
+	}
+}
+
 // get returns the cached item for key.
 func (c *cache[K, V]) get(key K) (item[V], bool) {
 	it, ok := c.items[key]

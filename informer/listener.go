@@ -116,19 +116,28 @@ func newListener[K comparable, V any](h Handler[K, V]) *listener[K, V] {
 // push records a change to key, coalescing it with a pending one.
 func (l *listener[K, V]) push(key K, c change[V]) {
 	l.mu.Lock()
+	l.pushLocked(key, c)
+	l.mu.Unlock()
+	l.wake()
+}
+
+// pushLocked is push for a caller that holds l.mu and calls wake after
+// unlocking.
+func (l *listener[K, V]) pushLocked(key K, c change[V]) {
 	if l.stopped {
-		l.mu.Unlock()
 		return
 	}
 	if p, ok := l.pending[key]; ok {
 		l.pending[key] = merge(p, c)
-		l.mu.Unlock()
 		return
 	}
 	l.pending[key] = c
 	l.line = append(l.line, key)
 	l.pushed++
-	l.mu.Unlock()
+}
+
+// wake tells the dispatcher that there may be changes to deliver.
+func (l *listener[K, V]) wake() {
 	select {
 	case l.signal <- struct{}{}:
 	default:

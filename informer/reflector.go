@@ -130,21 +130,10 @@ func (inf *Informer[K, V]) replace(entries []Entry[K, V], rev Revision) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	first := !inf.isCached
-	listed := make(map[K]struct{}, len(entries))
-	for _, e := range entries {
-		listed[e.Key] = struct{}{}
-		v := inf.ingest(e.Value)
-		if old, existed := inf.cache.set(e.Key, v, rev); existed {
-			inf.notifyLocked(e.Key, change[V]{kind: kindUpdate, old: old, cur: v})
-		} else {
-			inf.notifyLocked(e.Key, change[V]{kind: kindAdd, cur: v, initialList: first})
-		}
-	}
-	for k := range inf.cache.items {
-		if _, ok := listed[k]; !ok {
-			last, _ := inf.cache.remove(k)
-			inf.notifyLocked(k, change[V]{kind: kindDelete, old: last, cur: last})
-		}
+	if len(inf.cache.items) == 0 {
+		inf.fill(entries, rev, first)
+	} else {
+		inf.relist(entries, rev)
 	}
 	inf.lastRev, inf.resumeRev = rev, rev
 	if first {
@@ -154,6 +143,63 @@ func (inf *Informer[K, V]) replace(entries []Entry[K, V], rev Revision) {
 			l.markSync()
 		}
 		close(inf.cacheSynced)
+	}
+}
+
+// fillChunk is how many keys fill pushes to a handler's buffer per lock
+// hold: large enough that the lock is not contended per key, small enough
+// that the handler's dispatcher starts on the first keys while the rest are
+// still being cached.
+const fillChunk = 1024
+
+// fill puts entries into the empty cache: all adds, no sweep for vanished
+// keys. It is the initial list's path, and the one that has to be fast.
+func (inf *Informer[K, V]) fill(entries []Entry[K, V], rev Revision, initialList bool) {
+	inf.cache.grow(len(entries))
+	for start := 0; start < len(entries); start += fillChunk {
+		chunk := entries[start:min(start+fillChunk, len(entries))]
+		for _, l := range inf.listeners {
+			l.mu.Lock()
+		}
+		for _, e := range chunk {
+			v := inf.ingest(e.Value)
+			c := change[V]{kind: kindAdd, cur: v, initialList: initialList}
+			if old, existed := inf.cache.set(e.Key, v, rev); existed {
+				// A source listed the key twice: the later value wins.
+				c = change[V]{kind: kindUpdate, old: old, cur: v}
+			}
+			for _, l := range inf.listeners {
+				l.pushLocked(e.Key, c)
+			}
+		}
+		for _, l := range inf.listeners {
+			l.mu.Unlock()
+			l.wake()
+		}
+	}
+}
+
+// relist replaces a non-empty cache with entries and tells the handlers
+// the difference.
+func (inf *Informer[K, V]) relist(entries []Entry[K, V], rev Revision) {
+	listed := make(map[K]struct{}, len(entries))
+	for _, e := range entries {
+		listed[e.Key] = struct{}{}
+		v := inf.ingest(e.Value)
+		if old, existed := inf.cache.set(e.Key, v, rev); existed {
+			inf.notifyLocked(e.Key, change[V]{kind: kindUpdate, old: old, cur: v})
+		} else {
+			inf.notifyLocked(e.Key, change[V]{kind: kindAdd, cur: v})
+		}
+	}
+	// A revision mark instead of the listed set would save a map, but a
+	// store that restarted can hand out a revision again, and a vanished
+	// key that happened to carry it would then survive.
+	for k := range inf.cache.items {
+		if _, ok := listed[k]; !ok {
+			last, _ := inf.cache.remove(k)
+			inf.notifyLocked(k, change[V]{kind: kindDelete, old: last, cur: last})
+		}
 	}
 }
 
