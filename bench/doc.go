@@ -1,8 +1,10 @@
 // Package bench compares converge's work queue (package queue) with
 // client-go's workqueue (workqueue.NewTypedRateLimitingQueueWithConfig) and
-// controller-runtime's priority queue (priorityqueue.New) side by side: the
-// same pre-generated keys, the same workload code and the same machine, in
-// one `go test -bench` run. Absolute numbers vary by up to 2x between runs
+// controller-runtime's priority queue (priorityqueue.New), and converge's
+// informer (package informer, fed by informer/memory) with client-go's
+// SharedIndexInformer, side by side: the same pre-generated keys and
+// objects, the same workload code and the same machine, in one
+// `go test -bench` run. Absolute numbers vary by up to 2x between runs
 // on a shared machine; the ratios measured within one run are what the
 // report compares.
 //
@@ -20,7 +22,9 @@
 // median of each metric per queue, the ratios converge/client-go and
 // converge/priorityqueue, and whether each target is met, with the Go
 // version, GOMAXPROCS, CPU model and the command. It also writes the table
-// to bench/out/queue.md (not committed). A run takes a few minutes.
+// to bench/out/queue.md (not committed). A run takes about 4 minutes at
+// BENCH_COUNT=3 and 1.5 at BENCH_COUNT=1, about 60% of it the informer
+// scenarios.
 //
 // # What is measured
 //
@@ -57,6 +61,50 @@
 //     workers Get+Done; the keys the workers received during the storm, the
 //     longest any worker waited between two keys (from the storm's start to
 //     its end), and the storm's duration.
+//
+// Scenarios 7-9 compare informers, with one sub-benchmark per informer and
+// size: BenchmarkInformerSync/converge/100k. The sizes are 10k, 100k and 1M
+// objects (the whole suite stays well under 10 minutes at BENCH_COUNT=3).
+// Each informer has one handler, which only counts: converge's
+// informer.New with default options over a memory.Store keyed by
+// "namespace/name"; client-go's NewSharedIndexInformer (no indexers, no
+// resync, feature gates at their defaults) over a cache.ListWatch whose list
+// returns the same object pointers and whose watch is a
+// watch.NewFakeWithChanSize with room for every update, wrapped to report
+// IsWatchListSemanticsUnSupported (without that the v0.37 reflector never
+// calls the list). The objects are a typed struct (TypeMeta, ObjectMeta and
+// a spec of strings, ~560 B of heap each), built before any timing and
+// shared by both informers, so no decoding is measured on either side.
+//
+//  7. InformerSync: time from creating and starting the informer until its
+//     handler has been given all N adds (counted; the wait ends on the Nth,
+//     not on a quiet period) and the informer and the handler's
+//     registration report synced, waited for on channels (WaitForSync,
+//     HasSyncedChecker().Done()), not by polling; sync-ms and objects/s,
+//     the mean over max(1, 200k/N) syncs per run (20 at 10k, 2 at 100k),
+//     each on a fresh source and informer, since a 10k sync takes only a
+//     few ms.
+//  8. InformerMemory: HeapAlloc after GC before creating the informer (the
+//     source and its objects already exist) and after it synced, divided by
+//     N: the informer's own overhead per cached object, not the objects.
+//     For client-go that includes the namespace/name key it computes per
+//     object; converge caches the keys the memory store hands it.
+//  9. InformerFanout: after the sync (not timed), 100k updates (new object
+//     versions, cycling over the keys: 10 per key at 10k, 1 per key at
+//     100k, the first 100k keys at 1M) are pushed through the source
+//     (memory.Store.Put; FakeWatcher.Modify, a channel send) on the
+//     benchmark's goroutine, and timed until the handler has been given the
+//     final version of every updated key; events/s is 100k over that time.
+//     converge may coalesce updates its handler has not been given yet (its
+//     contract allows it), so callbacks reports how many OnUpdate calls each
+//     handler received; client-go delivers all 100k. converge's time
+//     includes its store's writes; client-go's fake watch costs a channel
+//     send.
+//
+// The objects of one size are built once and reused by the consecutive
+// runs of one sub-benchmark; only one size is kept alive at a time. Each
+// run builds a fresh source and informer and stops them after; a run fails
+// if either informer relisted or rewatched.
 //
 // Keys look like "namespace-17/object-123456" and are generated once, before
 // any timing. Workers do nothing but Get, Done and, where a latency is

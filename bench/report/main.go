@@ -1,7 +1,8 @@
-// Command report runs the queue benchmarks of package bench and prints a
-// markdown table of the median of each metric for converge, client-go's
-// workqueue and controller-runtime's priority queue, the ratios, and whether
-// each of the issue's targets is met.
+// Command report runs the benchmarks of package bench and prints a markdown
+// table of the median of each metric for converge, client-go's workqueue and
+// controller-runtime's priority queue (scenarios 1-6), converge's informer
+// and client-go's SharedIndexInformer (scenarios 7-9), the ratios, and
+// whether each of the issues' targets is met.
 //
 //	go run ./bench/report            # BENCH_COUNT=3 runs per benchmark
 //	BENCH_COUNT=1 go run ./bench/report
@@ -91,12 +92,12 @@ func render(res *Results, command, count string, took time.Duration, runErr erro
 		cpu = cpuModel()
 	}
 	table, met, total := res.Table()
-	fmt.Fprintf(&b, "# Queue benchmarks: converge vs client-go workqueue vs controller-runtime priority queue\n\n")
+	fmt.Fprintf(&b, "# Benchmarks: converge vs client-go (workqueue, SharedIndexInformer) vs controller-runtime priority queue\n\n")
 	fmt.Fprintf(&b, "- go: %s\n", goVersion())
 	fmt.Fprintf(&b, "- GOMAXPROCS: %d\n", procs)
 	fmt.Fprintf(&b, "- CPU: %s (%d logical CPUs)\n", cpu, runtime.NumCPU())
 	fmt.Fprintf(&b, "- command: `%s` (took %v)\n", command, took)
-	fmt.Fprintf(&b, "- values: median of %s run(s) per benchmark; ratios are converge ÷ the other queue, from one run on one machine\n", count)
+	fmt.Fprintf(&b, "- values: median of %s run(s) per benchmark; ratios are converge ÷ the other implementation, from one run on one machine\n", count)
 	fmt.Fprintf(&b, "- date: %s\n\n", time.Now().UTC().Format(time.RFC3339))
 	b.WriteString(table)
 	fmt.Fprintf(&b, "\nTargets met: %d of %d.\n", met, total)

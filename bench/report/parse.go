@@ -223,6 +223,27 @@ var Targets = map[Key]Target{
 	{"Storm", "storm-gets"}:           {"> 0 (workers keep receiving)", []check{{"", ">", 0}}},
 }
 
+// informerSizes are the object counts of the informer scenarios, as their
+// sub-benchmarks name them (BenchmarkInformerSync/converge/10k).
+var informerSizes = []string{"10k", "100k", "1M"}
+
+func init() {
+	for _, n := range informerSizes {
+		Targets[Key{"InformerSync/" + n, "objects/s"}] = Target{"≥ 2x client-go", []check{{clientGo, ">=", 2}}}
+		Targets[Key{"InformerMemory/" + n, "B/object"}] = Target{"≤ 1x client-go", []check{{clientGo, "<=", 1}}}
+		Targets[Key{"InformerFanout/" + n, "events/s"}] = Target{"≥ 2x client-go", []check{{clientGo, ">=", 2}}}
+	}
+	for _, sc := range []struct{ name, title string }{
+		{"InformerSync", "7. informer initial sync, %s objects"},
+		{"InformerMemory", "8. informer heap per cached object, %s objects"},
+		{"InformerFanout", "9. informer fan-out of 100k updates, %s objects"},
+	} {
+		for _, n := range informerSizes {
+			Scenarios = append(Scenarios, struct{ Name, Title string }{sc.name + "/" + n, fmt.Sprintf(sc.title, n)})
+		}
+	}
+}
+
 // Scenarios gives each benchmark function its number and description, in
 // table order.
 var Scenarios = []struct{ Name, Title string }{

@@ -139,3 +139,40 @@ func TestTargetUnknown(t *testing.T) {
 	assert.Equal(t, 0, met)
 	assert.Equal(t, 1, total)
 }
+
+const informerSample = `BenchmarkInformerSync/converge/10k-2      	       1	   2198983 objects/s	         4.550 sync-ms
+BenchmarkInformerSync/converge/1M-2       	       1	    531491 objects/s	      1881 sync-ms
+BenchmarkInformerSync/client-go/10k-2     	       1	    879929 objects/s	        11.36 sync-ms
+BenchmarkInformerSync/client-go/1M-2      	       1	    360733 objects/s	      2772 sync-ms
+BenchmarkInformerMemory/converge/10k-2    	       1	       114.1 B/object
+BenchmarkInformerMemory/client-go/10k-2   	       1	       124.8 B/object
+BenchmarkInformerFanout/converge/10k-2    	       1	     90000 callbacks	   4021061 events/s
+BenchmarkInformerFanout/client-go/10k-2   	       1	    100000 callbacks	    704298 events/s
+BenchmarkThroughput/converge-2       	       1	   2617253 items/s
+`
+
+func TestInformerRows(t *testing.T) {
+	res, err := Parse(strings.NewReader(informerSample))
+	require.NoError(t, err)
+	assert.Equal(t, 531491.0, res.Value(Key{"InformerSync/1M", "objects/s"}, converge))
+	assert.Equal(t, 124.8, res.Value(Key{"InformerMemory/10k", "B/object"}, clientGo))
+
+	// Queue scenarios first, then 7-9, each by size in the order 10k, 100k, 1M.
+	assert.Equal(t, []Key{
+		{"Throughput", "items/s"},
+		{"InformerSync/10k", "objects/s"}, {"InformerSync/10k", "sync-ms"},
+		{"InformerSync/1M", "objects/s"}, {"InformerSync/1M", "sync-ms"},
+		{"InformerMemory/10k", "B/object"},
+		{"InformerFanout/10k", "callbacks"}, {"InformerFanout/10k", "events/s"},
+	}, res.Rows())
+
+	table, met, total := res.Table()
+	assert.Contains(t, table, "| 7. informer initial sync, 10k objects | objects/s | 2198983 | 879929 | — | 2.50x | — | ≥ 2x client-go | yes |")
+	assert.Contains(t, table, "| 7. informer initial sync, 1M objects | objects/s | 531491 | 360733 | — | 1.47x | — | ≥ 2x client-go | no |")
+	assert.Contains(t, table, "| 7. informer initial sync, 1M objects | sync-ms | 1881 | 2772 | — | 0.68x | — |  |  |")
+	assert.Contains(t, table, "| 8. informer heap per cached object, 10k objects | B/object | 114.1 | 124.8 | — | 0.91x | — | ≤ 1x client-go | yes |")
+	assert.Contains(t, table, "| 9. informer fan-out of 100k updates, 10k objects | events/s | 4021061 | 704298 | — | 5.71x | — | ≥ 2x client-go | yes |")
+	assert.Contains(t, table, "| 9. informer fan-out of 100k updates, 10k objects | callbacks | 90000 | 100000 | — | 0.90x | — |  |  |")
+	assert.Equal(t, 5, total, "Throughput, 2 syncs, 1 memory, 1 fan-out")
+	assert.Equal(t, 3, met, "Throughput is n/a (no client-go value), the 1M sync misses its target")
+}
