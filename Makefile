@@ -17,20 +17,21 @@ PKGS ?= ./...
 
 # --- test -------------------------------------------------------------------
 #
+# `make test` starts the integration servers with scripts/servers.sh (installing
+# etcd with apt-get if it is missing), stops them on exit whatever happens (the
+# trap keeps go test's exit code), and runs go test with their addresses in the
+# environment (CONVERGE_ETCD_ENDPOINTS, CONVERGE_ETCD_CLUSTER_ENDPOINTS, ...;
+# see the script's header). servers.sh prints only to stderr and `stop` prints
+# nothing, so go test's ok/FAIL lines stay the last ones.
+#
 # TEST_ENV is the environment `go test` runs in. CONVERGE_INTEGRATION=1 makes a
 # missing integration server (etcd, PostgreSQL) a failure instead of a skip.
+# To run one package against the servers by hand:
 #
-# Hook for the real servers (not built yet): scripts/servers.sh start|stop will
-# start etcd and PostgreSQL on loopback ports and print their addresses. When it
-# exists, the test recipe becomes
-#
-#	$(SERVERS) start; trap '$(SERVERS) stop' EXIT; \
-#	$(TEST_ENV) $(GO) test $(TEST_FLAGS) $(PKGS)
-#
-# with SERVERS := scripts/servers.sh and the addresses appended to TEST_ENV
-# (e.g. CONVERGE_ETCD_ENDPOINTS=... CONVERGE_POSTGRES_DSN=...). The trap stops
-# the servers on failure too and keeps go's exit code; `servers.sh stop` must
-# print nothing on stdout so go test's ok/FAIL lines stay the last ones.
+#	scripts/servers.sh start; eval "`scripts/servers.sh env`"
+#	CONVERGE_INTEGRATION=1 go test -race ./informer/etcd/
+#	scripts/servers.sh stop
+SERVERS := bash scripts/servers.sh
 TEST_ENV ?= CONVERGE_INTEGRATION=1
 TEST_FLAGS ?= -race -count=1 -timeout 12m
 
@@ -52,7 +53,10 @@ help: ## List the targets.
 	@echo
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-zA-Z0-9_-]*:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-test: ## Run all tests with -race, integration tests required (CONVERGE_INTEGRATION=1).
+test: ## Start etcd (installing it if missing), run all tests with -race, integration tests required.
+	trap '$(SERVERS) stop' EXIT; \
+	$(SERVERS) start; \
+	eval "$$($(SERVERS) env)"; \
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) $(PKGS)
 
 bench: ## Run the benchmarks against client-go/controller-runtime and print the table (BENCH_COUNT=3).

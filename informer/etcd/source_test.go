@@ -1,0 +1,270 @@
+package etcd_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/informer/etcd"
+)
+
+// These tests compact the shared etcd, which expires every older revision,
+// so they do not run in parallel (Go starts the parallel tests only after
+// every sequential one has finished).
+
+func TestWatchFromACompactedRevisionShouldReturnErrRevisionExpired(t *testing.T) {
+	cli := etcdClient(t)
+	ctx := ctxFor(t, 20*time.Second)
+	prefix := uniquePrefix(t)
+	c := etcd.NewClient[item](cli, prefix, nil)
+	src := etcd.NewSource[item](cli, prefix)
+
+	old, err := c.Put(ctx, "a", item{N: 1})
+	require.NoError(t, err)
+	_, err = c.Put(ctx, "a", item{N: 2})
+	require.NoError(t, err)
+	compactAt, err := c.Put(ctx, "a", item{N: 3})
+	require.NoError(t, err)
+	_, err = cli.Compact(ctx, int64(compactAt))
+	require.NoError(t, err)
+
+	err = src.Watch(ctx, old, func(informer.Event[string, item]) error { return nil })
+	require.ErrorIs(t, err, informer.ErrRevisionExpired)
+
+	// Watching from exactly the compaction revision still works.
+	r := startWatch(t, src, compactAt-1)
+	require.Eventually(t, func() bool { return r.lastRevision() >= compactAt }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, r.stop())
+	first := r.snapshot()[0]
+	assert.Equal(t, informer.Event[string, item]{Type: informer.Put, Key: "a", Value: item{N: 3}, Revision: compactAt}, first)
+}
+
+func TestListAndWatchShouldReconstructThePrefixUnderConcurrentWriters(t *testing.T) {
+	t.Parallel()
+	cli := etcdClient(t)
+	ctx := ctxFor(t, 40*time.Second)
+	prefix := uniquePrefix(t)
+	c := etcd.NewClient[item](cli, prefix, nil)
+	src := etcd.NewSource[item](cli, prefix)
+	// A sibling prefix that shares the first bytes must stay invisible.
+	other := etcd.NewClient[item](cli, prefix[:len(prefix)-1]+"-other/", nil)
+
+	const writers, ops, keys = 4, 150, 40
+	var wg sync.WaitGroup
+	listed := make(chan struct{})
+	for w := range writers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for i := range ops {
+				if i == ops/3 && w == 0 {
+					close(listed) // let the lister start mid-stream
+				}
+				key := fmt.Sprintf("k%02d", rng.IntN(keys))
+				var err error
+				switch rng.IntN(4) {
+				case 0:
+					_, err = c.Delete(ctx, key)
+				case 1:
+					_, err = other.Put(ctx, key, item{N: i})
+				default:
+					_, err = c.Put(ctx, key, item{N: w*ops + i, S: key})
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+			}
+		})
+	}
+
+	<-listed
+	entries, rev, err := src.List(ctx)
+	require.NoError(t, err)
+	r := startWatch(t, src, rev)
+	wg.Wait()
+
+	final, err := cli.Get(ctx, prefix, clientv3.WithPrefix())
+	require.NoError(t, err)
+	want := make(map[string]item)
+	for _, kv := range final.Kvs {
+		v, err := etcd.JSON[item]{}.Unmarshal(kv.Value)
+		require.NoError(t, err)
+		want[string(kv.Key[len(prefix):])] = v
+	}
+	// Wait for the last change under the prefix (or a bookmark past it).
+	var lastChange int64
+	for _, kv := range final.Kvs {
+		lastChange = max(lastChange, kv.ModRevision)
+	}
+	require.Eventually(t, func() bool {
+		return r.lastRevision() >= informer.Revision(lastChange) && assert.ObjectsAreEqual(want, apply(entries, r.snapshot()))
+	}, 20*time.Second, 10*time.Millisecond)
+	require.NoError(t, r.stop())
+
+	events := r.snapshot()
+	for i, e := range events {
+		assert.Greater(t, e.Revision, rev, "event %d is not after the list", i)
+		if i > 0 {
+			assert.GreaterOrEqual(t, e.Revision, events[i-1].Revision, "event %d goes back", i)
+		}
+		if e.Type == informer.Delete {
+			assert.Zero(t, e.Value, "deletes carry no value")
+		}
+	}
+	assert.Equal(t, want, apply(entries, events))
+}
+
+func TestProgressNotificationShouldBecomeABookmark(t *testing.T) {
+	t.Parallel()
+	cli := etcdClient(t)
+	ctx := ctxFor(t, 20*time.Second)
+	prefix := uniquePrefix(t)
+	src := etcd.NewSource[item](cli, prefix)
+
+	_, rev, err := src.List(ctx)
+	require.NoError(t, err)
+	r := startWatch(t, src, rev)
+	// A write elsewhere moves the store's revision past the list's.
+	resp, err := cli.Put(ctx, prefix[:len(prefix)-1]+"-elsewhere", "x")
+	require.NoError(t, err)
+	elsewhere := informer.Revision(resp.Header.Revision)
+
+	// The test servers notify progress every second; asking speeds it up and
+	// makes the test work against any etcd. The watch's stream is the one
+	// with the require-leader metadata.
+	require.Eventually(t, func() bool {
+		_ = cli.RequestProgress(clientv3.WithRequireLeader(ctx))
+		return r.lastRevision() >= elsewhere
+	}, 15*time.Second, 100*time.Millisecond)
+	require.NoError(t, r.stop())
+
+	var prev informer.Revision
+	for _, e := range r.snapshot() {
+		assert.Equal(t, informer.Bookmark, e.Type)
+		assert.Greater(t, e.Revision, prev, "bookmarks only move forward")
+		prev = e.Revision
+	}
+}
+
+func TestUndecodableValueShouldBeCountedLoggedAndSkipped(t *testing.T) {
+	t.Parallel()
+	cli := etcdClient(t)
+	ctx := ctxFor(t, 20*time.Second)
+	prefix := uniquePrefix(t)
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	var badKeys []string
+	src := etcd.NewSource(cli, prefix,
+		etcd.WithLogger[item](slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))),
+		etcd.WithDecodeErrorHandler[item](func(key string, err error) {
+			logMu.Lock()
+			badKeys = append(badKeys, key)
+			logMu.Unlock()
+		}))
+	c := etcd.NewClient[item](cli, prefix, nil)
+
+	_, err := cli.Put(ctx, prefix+"bad1", "not json")
+	require.NoError(t, err)
+	_, err = c.Put(ctx, "good1", item{N: 1})
+	require.NoError(t, err)
+
+	entries, rev, err := src.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []informer.Entry[string, item]{{Key: "good1", Value: item{N: 1}}}, entries)
+	assert.EqualValues(t, 1, src.DecodeErrors())
+
+	r := startWatch(t, src, rev)
+	_, err = cli.Put(ctx, prefix+"bad2", "{")
+	require.NoError(t, err)
+	good2, err := c.Put(ctx, "good2", item{N: 2})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return r.lastRevision() >= good2 }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, r.stop())
+
+	var puts []informer.Event[string, item]
+	for _, e := range r.snapshot() {
+		if e.Type != informer.Bookmark {
+			puts = append(puts, e)
+		}
+	}
+	assert.Equal(t, []informer.Event[string, item]{{Type: informer.Put, Key: "good2", Value: item{N: 2}, Revision: good2}}, puts)
+	assert.EqualValues(t, 2, src.DecodeErrors())
+	logMu.Lock()
+	defer logMu.Unlock()
+	assert.Equal(t, []string{"bad1", "bad2"}, badKeys)
+	assert.Contains(t, logs.String(), "key=bad1")
+	assert.Contains(t, logs.String(), "key=bad2")
+}
+
+func TestWatchShouldEmitDeletesWithoutValueAtTheirRevision(t *testing.T) {
+	t.Parallel()
+	cli := etcdClient(t)
+	ctx := ctxFor(t, 20*time.Second)
+	prefix := uniquePrefix(t)
+	src := etcd.NewSource[item](cli, prefix)
+	c := etcd.NewClient[item](cli, prefix, nil)
+
+	put, err := c.Put(ctx, "a", item{N: 1})
+	require.NoError(t, err)
+	r := startWatch(t, src, put-1)
+	_, err = c.Delete(ctx, "a")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return r.lastRevision() > put }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, r.stop())
+
+	events := r.snapshot()
+	require.GreaterOrEqual(t, len(events), 2)
+	assert.Equal(t, informer.Event[string, item]{Type: informer.Put, Key: "a", Value: item{N: 1}, Revision: put}, events[0])
+	assert.Equal(t, informer.Delete, events[1].Type)
+	assert.Equal(t, "a", events[1].Key)
+	assert.Zero(t, events[1].Value)
+	assert.Greater(t, events[1].Revision, put)
+}
+
+func TestWatchShouldReturnTheEmitError(t *testing.T) {
+	t.Parallel()
+	cli := etcdClient(t)
+	ctx := ctxFor(t, 20*time.Second)
+	prefix := uniquePrefix(t)
+	src := etcd.NewSource[item](cli, prefix)
+	put, err := etcd.NewClient[item](cli, prefix, nil).Put(ctx, "a", item{N: 1})
+	require.NoError(t, err)
+
+	stop := errors.New("stop")
+	err = src.Watch(ctx, put-1, func(informer.Event[string, item]) error { return stop })
+	assert.ErrorIs(t, err, stop)
+}
+
+func TestWatchShouldReturnTheContextErrorWhenCanceled(t *testing.T) {
+	t.Parallel()
+	cli := etcdClient(t)
+	_, rev, err := etcd.NewSource[item](cli, uniquePrefix(t)).List(ctxFor(t, 10*time.Second))
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err = etcd.NewSource[item](cli, uniquePrefix(t)).Watch(ctx, rev, func(informer.Event[string, item]) error { return nil })
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// lockedWriter serialises writes to w, shared with a reader holding mu.
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,363 @@
+#!/usr/bin/env bash
+# Throwaway test servers on loopback for converge's integration tests.
+#
+#   scripts/servers.sh start   install what is missing, start every server, wait until healthy
+#   scripts/servers.sh stop    stop every server and remove its data; prints nothing on stdout
+#   scripts/servers.sh env     print `export NAME=value` lines for the running servers (eval them)
+#   scripts/servers.sh envfile print the path of the env file (KEY=value lines, shell-quoted)
+#
+# `make test` runs start, traps stop, and evals env. Everything the script says
+# goes to stderr, so stdout stays clean for env/envfile and for go test's
+# ok/FAIL lines.
+#
+# State lives in $CONVERGE_SERVERS_DIR (default ${TMPDIR:-/tmp}/converge-servers-$UID):
+#
+#   env                        the env file (see below)
+#   etcd/single/s0/            the single-node etcd
+#   etcd/cluster/c0 c1 c2/     the 3-node etcd cluster
+#
+# Each etcd member directory holds
+#
+#   data/      its data dir (kept across kills and restarts of the member)
+#   endpoint   host:port of its client URL
+#   cmd        the exact etcd command line (shell-quoted) that starts it from data/
+#   pid        the etcd process id (written by start)
+#   log        etcd's stdout and stderr
+#   start      executable: start the member from data/ unless it runs, wait until
+#              healthy (tests run it to restart a member they killed with SIGKILL)
+#
+# Environment written to the env file:
+#
+#   CONVERGE_ETCD_ENDPOINTS            127.0.0.1:P of the single-node etcd
+#   CONVERGE_ETCD_STATE_DIR            its etcd/single directory (member dirs inside)
+#   CONVERGE_ETCD_CLUSTER_ENDPOINTS    127.0.0.1:A,127.0.0.1:B,127.0.0.1:C
+#   CONVERGE_ETCD_CLUSTER_STATE_DIR    the etcd/cluster directory (member dirs inside)
+#
+# Adding a server kind (PostgreSQL next): write <kind>_install, <kind>_start
+# (which appends to the env file), <kind>_healthy and <kind>_stop, and list the
+# kind in KINDS.
+#
+# start is idempotent: if every server in the state dir is alive and healthy it
+# does nothing; otherwise it stops whatever is left (a half-failed start) and
+# starts afresh. stop is safe to run at any time.
+set -euo pipefail
+
+KINDS=(etcd)
+
+STATE_DIR=${CONVERGE_SERVERS_DIR:-${TMPDIR:-/tmp}/converge-servers-$(id -u)}
+ENV_FILE=$STATE_DIR/env
+SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
+
+# Seconds to wait for a server to become healthy, and for one to exit after TERM
+# before KILL (short: the data is thrown away, and a 3-node member that lost
+# quorum takes ~6 s to honour TERM).
+HEALTH_TIMEOUT=${CONVERGE_SERVERS_HEALTH_TIMEOUT:-30}
+STOP_TIMEOUT=${CONVERGE_SERVERS_STOP_TIMEOUT:-3}
+
+log() { printf 'servers.sh: %s\n' "$*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
+
+# --- processes and ports -----------------------------------------------------
+
+# alive PID: true if PID runs (a zombie, whose parent has not reaped it, is dead).
+alive() {
+	local pid=$1 state
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+	[[ -n $state && $state != Z && $state != X ]]
+}
+
+# stop_pids SECONDS PID...: TERM every PID, wait up to SECONDS, then KILL the rest.
+stop_pids() {
+	local timeout=$1 pid deadline
+	shift
+	local pids=()
+	for pid in "$@"; do alive "$pid" && pids+=("$pid"); done
+	((${#pids[@]})) || return 0
+	kill -TERM "${pids[@]}" 2>/dev/null || true
+	deadline=$((SECONDS + timeout))
+	while ((SECONDS < deadline)); do
+		local left=()
+		for pid in "${pids[@]}"; do alive "$pid" && left+=("$pid"); done
+		((${#left[@]})) || return 0
+		sleep 0.1
+	done
+	# Quietly: a 3-node member whose peers left first routinely needs this.
+	for pid in "${pids[@]}"; do
+		alive "$pid" && kill -KILL "$pid" 2>/dev/null
+	done
+	for _ in $(seq 50); do
+		local any=
+		for pid in "${pids[@]}"; do alive "$pid" && any=1; done
+		[[ -z $any ]] && return 0
+		sleep 0.1
+	done
+}
+
+# listening PORT: true if something listens on TCP PORT (any address).
+listening() {
+	local hex
+	hex=$(printf ':%04X ' "$1")
+	# Column 2 is local_address, column 4 the state (0A = LISTEN).
+	awk -v p="$hex" '$4 == "0A" && index($2 " ", p) { found = 1 } END { exit !found }' \
+		/proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+# Ports handed out by free_port in this run, so two calls never pick the same.
+TAKEN_PORTS=" "
+
+# free_port: print a TCP port nothing listens on, below the kernel's ephemeral
+# range (so outgoing connections cannot take it between now and the bind).
+free_port() {
+	local lo=20000 hi=32000 p
+	for _ in $(seq 200); do
+		p=$((lo + RANDOM % (hi - lo)))
+		[[ $TAKEN_PORTS == *" $p "* ]] && continue
+		listening "$p" && continue
+		TAKEN_PORTS+="$p "
+		echo "$p"
+		return 0
+	done
+	die "no free TCP port found in $lo-$hi"
+}
+
+# http_ok URL: true if URL answers 200 with a body containing "true" within 2 s.
+http_ok() {
+	local url=$1 body
+	if command -v curl >/dev/null; then
+		body=$(curl -fsS --max-time 2 "$url" 2>/dev/null) || return 1
+	else
+		local hostport=${url#http://}
+		hostport=${hostport%%/*}
+		body=$(timeout 2 bash -c '
+			exec 3<>"/dev/tcp/${1%:*}/${1##*:}" || exit 1
+			printf "GET /%s HTTP/1.0\r\nHost: %s\r\n\r\n" "$2" "$1" >&3
+			cat <&3' _ "$hostport" "${url#http://"$hostport"/}" 2>/dev/null) || return 1
+		[[ $body == "HTTP/1."?" 200"* ]] || return 1
+	fi
+	[[ $body == *true* ]]
+}
+
+# apt_install PACKAGE...: install Debian packages without prompts or service starts.
+apt_install() {
+	local sudo=() aptlog
+	if (($(id -u) != 0)); then
+		command -v sudo >/dev/null || die "need root or sudo to install $*"
+		sudo=(sudo -n)
+	fi
+	command -v apt-get >/dev/null || die "$* missing and no apt-get to install it; install it by hand"
+	aptlog=$(mktemp "${TMPDIR:-/tmp}/converge-apt.XXXXXX")
+	log "installing $* with apt-get (log: $aptlog)"
+	# Keep the packages' init scripts from starting a default server on :2379.
+	local policy=/usr/sbin/policy-rc.d made_policy=
+	if [[ ! -e $policy ]]; then
+		"${sudo[@]}" sh -c "printf '#!/bin/sh\nexit 101\n' >$policy && chmod +x $policy" && made_policy=1
+	fi
+	local rc=0
+	{
+		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q update &&
+			"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q -y \
+				-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+				--no-install-recommends install "$@"
+	} </dev/null >"$aptlog" 2>&1 || rc=$?
+	[[ -n $made_policy ]] && "${sudo[@]}" rm -f "$policy"
+	if ((rc != 0)); then
+		tail -n 30 "$aptlog" >&2
+		die "apt-get install $* failed (exit $rc)"
+	fi
+	rm -f "$aptlog"
+}
+
+# write_env NAME VALUE: append one shell-quoted assignment to the env file.
+write_env() { printf "%s='%s'\n" "$1" "${2//\'/\'\\\'\'}" >>"$ENV_FILE"; }
+
+# --- etcd --------------------------------------------------------------------
+
+etcd_install() {
+	if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
+		apt_install etcd-server etcd-client
+	fi
+	command -v etcd >/dev/null || die "etcd is still not on PATH after installing etcd-server"
+}
+
+# etcd_members: print every etcd member directory.
+etcd_members() {
+	local d
+	for d in "$STATE_DIR"/etcd/*/*/; do
+		[[ -f ${d}cmd ]] && echo "${d%/}"
+	done
+	return 0
+}
+
+# etcd_prepare DIR NAME CLIENT_PORT PEER_PORT INITIAL_CLUSTER TOKEN: write a member's files.
+etcd_prepare() {
+	local dir=$1 name=$2 cport=$3 pport=$4 cluster=$5 token=$6
+	mkdir -p "$dir/data"
+	chmod 700 "$dir/data"
+	echo "127.0.0.1:$cport" >"$dir/endpoint"
+	local cmd=(
+		"$(command -v etcd)" --name "$name" --data-dir "$dir/data"
+		--listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport"
+		--listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport"
+		--initial-cluster "$cluster" --initial-cluster-state new --initial-cluster-token "$token"
+		# Bookmarks (progress notifications) every second, so tests see them.
+		--experimental-watch-progress-notify-interval 1s
+	)
+	printf '%q ' "${cmd[@]}" >"$dir/cmd"
+	echo >>"$dir/cmd"
+	printf '#!/usr/bin/env bash\n# Start this etcd member from its data dir (no-op if it runs) and wait until healthy.\nexec %q etcd-member-start %q\n' \
+		"$SELF" "$dir" >"$dir/start"
+	chmod +x "$dir/start"
+}
+
+# etcd_spawn DIR: start the member in DIR unless it runs; do not wait.
+etcd_spawn() {
+	local dir=$1 pid args
+	pid=$(cat "$dir/pid" 2>/dev/null || true)
+	alive "$pid" && return 0
+	eval "args=($(<"$dir/cmd"))"
+	# Background the etcd command itself (not eval or a subshell), so that $!
+	# is etcd's pid.
+	"${args[@]}" >>"$dir/log" 2>&1 </dev/null &
+	echo $! >"$dir/pid"
+}
+
+# etcd_wait DIR...: wait until every member answers GET /health, or fail.
+etcd_wait() {
+	local deadline=$((SECONDS + HEALTH_TIMEOUT)) dir pending
+	while :; do
+		pending=()
+		for dir in "$@"; do
+			if ! alive "$(cat "$dir/pid" 2>/dev/null)"; then
+				tail -n 20 "$dir/log" >&2 || true
+				die "etcd member $dir exited during start (its log above)"
+			fi
+			http_ok "http://$(<"$dir/endpoint")/health" || pending+=("$dir")
+		done
+		((${#pending[@]})) || return 0
+		if ((SECONDS >= deadline)); then
+			tail -n 20 "${pending[0]}/log" >&2 || true
+			die "etcd not healthy after ${HEALTH_TIMEOUT}s: ${pending[*]}"
+		fi
+		sleep 0.05
+	done
+}
+
+etcd_healthy() {
+	local dir any=
+	for dir in $(etcd_members); do
+		any=1
+		alive "$(cat "$dir/pid" 2>/dev/null)" || return 1
+		http_ok "http://$(<"$dir/endpoint")/health" || return 1
+	done
+	[[ -n $any ]]
+}
+
+etcd_start() {
+	etcd_install
+	local token="converge-$$-$RANDOM"
+	local single=$STATE_DIR/etcd/single cluster=$STATE_DIR/etcd/cluster
+
+	local sc sp
+	sc=$(free_port)
+	sp=$(free_port)
+	etcd_prepare "$single/s0" s0 "$sc" "$sp" "s0=http://127.0.0.1:$sp" "$token-single"
+
+	local i cports=() pports=() initial=()
+	for i in 0 1 2; do
+		cports+=("$(free_port)")
+		pports+=("$(free_port)")
+		initial+=("c$i=http://127.0.0.1:${pports[i]}")
+	done
+	local joined endpoints=()
+	joined=$(
+		IFS=,
+		echo "${initial[*]}"
+	)
+	for i in 0 1 2; do
+		etcd_prepare "$cluster/c$i" "c$i" "${cports[i]}" "${pports[i]}" "$joined" "$token-cluster"
+		endpoints+=("127.0.0.1:${cports[i]}")
+	done
+
+	local members=("$single/s0" "$cluster/c0" "$cluster/c1" "$cluster/c2") dir
+	for dir in "${members[@]}"; do etcd_spawn "$dir"; done
+	etcd_wait "${members[@]}"
+
+	write_env CONVERGE_ETCD_ENDPOINTS "127.0.0.1:$sc"
+	write_env CONVERGE_ETCD_STATE_DIR "$single"
+	write_env CONVERGE_ETCD_CLUSTER_ENDPOINTS "$(
+		IFS=,
+		echo "${endpoints[*]}"
+	)"
+	write_env CONVERGE_ETCD_CLUSTER_STATE_DIR "$cluster"
+}
+
+etcd_stop() {
+	local dir pids=()
+	for dir in $(etcd_members); do
+		pids+=("$(cat "$dir/pid" 2>/dev/null || true)")
+	done
+	((${#pids[@]})) && stop_pids "$STOP_TIMEOUT" "${pids[@]}"
+	rm -rf "$STATE_DIR/etcd"
+}
+
+# --- commands ----------------------------------------------------------------
+
+all_healthy() {
+	[[ -s $ENV_FILE ]] || return 1
+	local kind
+	for kind in "${KINDS[@]}"; do "${kind}_healthy" || return 1; done
+}
+
+cmd_start() {
+	local t0=$SECONDS
+	if all_healthy; then
+		log "servers already running (state: $STATE_DIR)"
+		return 0
+	fi
+	cmd_stop
+	mkdir -p "$STATE_DIR"
+	chmod 700 "$STATE_DIR"
+	: >"$ENV_FILE.tmp"
+	ENV_FILE=$ENV_FILE.tmp
+	local kind
+	for kind in "${KINDS[@]}"; do "${kind}_start"; done
+	mv "$ENV_FILE" "${ENV_FILE%.tmp}"
+	ENV_FILE=${ENV_FILE%.tmp}
+	log "servers up in $((SECONDS - t0))s (env: $ENV_FILE)"
+}
+
+cmd_stop() {
+	local kind
+	for kind in "${KINDS[@]}"; do "${kind}_stop"; done
+	rm -f "$ENV_FILE" "$ENV_FILE.tmp"
+	rmdir "$STATE_DIR" 2>/dev/null || true
+}
+
+cmd_env() {
+	[[ -s $ENV_FILE ]] || die "no servers running (no $ENV_FILE); run: $0 start"
+	sed 's/^/export /' "$ENV_FILE"
+}
+
+case ${1:-} in
+start) cmd_start ;;
+stop) cmd_stop >/dev/null ;;
+env) cmd_env ;;
+envfile)
+	[[ -s $ENV_FILE ]] || die "no servers running (no $ENV_FILE); run: $0 start"
+	echo "$ENV_FILE"
+	;;
+etcd-member-start)
+	# Internal: the per-member start script (restart a member from its data dir).
+	[[ -f ${2:-}/cmd ]] || die "etcd-member-start: ${2:-} is not an etcd member directory"
+	etcd_spawn "$2"
+	etcd_wait "$2"
+	;;
+*)
+	echo "usage: $0 start|stop|env|envfile" >&2
+	exit 2
+	;;
+esac
