@@ -89,6 +89,11 @@ type listener[K comparable, V any] struct {
 	// keys, not of changes, and no key waits behind a later one.
 	pending map[K]change[V]
 	line    []K
+	// peak is the most keys pending since the buffer was last emptied and
+	// dropped. Maps never shrink, so after a burst (an initial list the
+	// handler could not keep up with) an emptied buffer is replaced, or it
+	// would hold memory for every key for good.
+	peak int
 	// pushed counts keys ever appended to line; taken counts keys
 	// removed from it whose delivery has finished (or that delivered
 	// nothing). Because line is FIFO, taken >= n means that every key
@@ -133,6 +138,7 @@ func (l *listener[K, V]) pushLocked(key K, c change[V]) {
 	}
 	l.pending[key] = c
 	l.line = append(l.line, key)
+	l.peak = max(l.peak, len(l.line))
 	l.pushed++
 }
 
@@ -233,6 +239,9 @@ func (l *listener[K, V]) next() (K, change[V], bool) {
 			l.line = l.line[1:]
 			c := l.pending[key]
 			delete(l.pending, key)
+			if len(l.line) == 0 && l.peak > dropBufferAbove {
+				l.pending, l.line, l.peak = make(map[K]change[V]), nil, 0
+			}
 			if c.kind == kindNone {
 				l.taken++
 				l.checkSyncLocked()
@@ -248,6 +257,10 @@ func (l *listener[K, V]) next() (K, change[V], bool) {
 		l.mu.Lock()
 	}
 }
+
+// dropBufferAbove is the peak size above which an emptied buffer gives its
+// memory back; below it, keeping the map saves reallocating it.
+const dropBufferAbove = 1024
 
 // pendingLen is the number of keys waiting for delivery.
 func (l *listener[K, V]) pendingLen() int {

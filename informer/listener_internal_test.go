@@ -82,3 +82,27 @@ func TestListenerSyncsWhenEverythingPushedBeforeTheMarkIsDelivered(t *testing.T)
 	l.checkSyncLocked()
 	assert.True(t, l.hasSynced(), "c, pushed after the mark, does not hold it up")
 }
+
+func TestListenerShouldDropItsBufferOnceABurstHasDrained(t *testing.T) {
+	l := newListener[int, int](HandlerFuncs[int, int]{})
+	const burst = 3 * dropBufferAbove
+	for k := range burst {
+		l.push(k, add(k, true))
+	}
+	for range burst - 1 {
+		_, _, ok := l.next()
+		assert.True(t, ok)
+	}
+	assert.Equal(t, burst, l.peak, "the buffer is kept while keys are pending")
+	_, _, ok := l.next()
+	assert.True(t, ok)
+	assert.Zero(t, l.peak)
+	assert.Nil(t, l.line, "the drained line's array is released")
+	assert.Empty(t, l.pending)
+
+	l.push(1, add(1, false)) // still usable
+	k, c, ok := l.next()
+	assert.True(t, ok)
+	assert.Equal(t, 1, k)
+	assert.Equal(t, add(1, false), c)
+}
