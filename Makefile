@@ -53,7 +53,7 @@ help: ## List the targets.
 	@echo
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-zA-Z0-9_-]*:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-test: ## Start etcd (installing it if missing), run all tests with -race, integration tests required.
+test: ## Start etcd and PostgreSQL (installing them if missing), run all tests with -race, integration tests required.
 	trap '$(SERVERS) stop' EXIT; \
 	$(SERVERS) start; \
 	eval "$$($(SERVERS) env)"; \

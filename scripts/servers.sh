@@ -15,6 +15,7 @@
 #   env                        the env file (see below)
 #   etcd/single/s0/            the single-node etcd
 #   etcd/cluster/c0 c1 c2/     the 3-node etcd cluster
+#   postgres/                  the PostgreSQL server (see the PostgreSQL section)
 #
 # Each etcd member directory holds
 #
@@ -32,8 +33,10 @@
 #   CONVERGE_ETCD_STATE_DIR            its etcd/single directory (member dirs inside)
 #   CONVERGE_ETCD_CLUSTER_ENDPOINTS    127.0.0.1:A,127.0.0.1:B,127.0.0.1:C
 #   CONVERGE_ETCD_CLUSTER_STATE_DIR    the etcd/cluster directory (member dirs inside)
+#   CONVERGE_POSTGRES_DSN              postgres://postgres@127.0.0.1:P/converge?sslmode=disable
+#   CONVERGE_POSTGRES_STATE_DIR        the postgres directory (port, dsn, cmd, pid, start, ...)
 #
-# Adding a server kind (PostgreSQL next): write <kind>_install, <kind>_start
+# Adding a server kind: write <kind>_install, <kind>_start
 # (which appends to the env file), <kind>_healthy and <kind>_stop, and list the
 # kind in KINDS.
 #
@@ -42,7 +45,7 @@
 # starts afresh. stop is safe to run at any time.
 set -euo pipefail
 
-KINDS=(etcd)
+KINDS=(etcd postgres)
 
 STATE_DIR=${CONVERGE_SERVERS_DIR:-${TMPDIR:-/tmp}/converge-servers-$(id -u)}
 ENV_FILE=$STATE_DIR/env
@@ -304,6 +307,190 @@ etcd_stop() {
 	rm -rf "$STATE_DIR/etcd"
 }
 
+# --- PostgreSQL --------------------------------------------------------------
+#
+# One throwaway cluster. initdb, pg_ctl and postgres refuse to run as root, so
+# as root they run as the postgres user (runuser), on a data dir in a temp
+# directory that user owns (the state dir is mode 700, root's). The state dir's
+# postgres/ directory holds
+#
+#   root       the temp directory (owned by the server's user): data/, sock/, log
+#   port       the TCP port on 127.0.0.1
+#   dsn        the connection string (user postgres, trust auth, database converge)
+#   cmd        the exact pg_ctl command line (shell-quoted) that starts it from data/
+#   pid        the postmaster's process id (written by start)
+#   log        symlink to root/log (the server's log)
+#   start      executable: start the server from data/ unless it runs, wait until
+#              it accepts connections (tests run it after killing the server)
+
+PG_BIN=
+
+# postgres_bindir: set PG_BIN to the directory of the newest installed
+# PostgreSQL's server binaries (Debian: /usr/lib/postgresql/MAJOR/bin), or fail.
+postgres_bindir() {
+	local d best=
+	for d in /usr/lib/postgresql/*/bin; do
+		[[ -x $d/initdb && -x $d/pg_ctl && -x $d/postgres ]] || continue
+		if [[ -z $best ]] || [[ $(printf '%s\n%s\n' "$best" "$d" | sort -V | tail -n 1) == "$d" ]]; then best=$d; fi
+	done
+	if [[ -z $best ]] && command -v initdb >/dev/null && command -v pg_ctl >/dev/null; then
+		best=$(dirname "$(command -v initdb)")
+	fi
+	[[ -n $best ]] || return 1
+	PG_BIN=$best
+}
+
+# postgres_as CMD...: run CMD as the user the server runs as.
+postgres_as() {
+	if (($(id -u) == 0)); then
+		runuser -u postgres -- "$@"
+	else
+		"$@"
+	fi
+}
+
+postgres_install() {
+	if ! postgres_bindir || ! command -v psql >/dev/null || ! command -v pg_isready >/dev/null; then
+		apt_install postgresql postgresql-client
+		# The package creates a default cluster (15/main on :5432); policy-rc.d
+		# kept it from starting, but stop any that runs all the same.
+		if command -v pg_lsclusters >/dev/null; then
+			local ver name _port status
+			while read -r ver name _port status _; do
+				[[ $status == online* ]] || continue
+				log "stopping the distro's PostgreSQL cluster $ver/$name"
+				pg_ctlcluster "$ver" "$name" stop >&2 || true
+			done < <(pg_lsclusters -h 2>/dev/null || true)
+		fi
+		postgres_bindir || die "no initdb under /usr/lib/postgresql/*/bin after installing postgresql"
+	fi
+	if (($(id -u) == 0)); then
+		id postgres >/dev/null 2>&1 || die "no postgres user to run PostgreSQL as (initdb refuses root)"
+	fi
+}
+
+# postgres_spawn DIR: start the server in DIR unless it runs; wait until it
+# accepts connections (pg_ctl -w), record its pid.
+postgres_spawn() {
+	local dir=$1 pid args root deadline rc out
+	pid=$(cat "$dir/pid" 2>/dev/null || true)
+	alive "$pid" && return 0
+	root=$(<"$dir/root")
+	eval "args=($(<"$dir/cmd"))"
+	deadline=$((SECONDS + HEALTH_TIMEOUT))
+	# A killed postmaster leaves postmaster.pid behind, and a killed process
+	# whose parent does not reap it stays a zombie that the postmaster's lock
+	# check takes for a running server. Once no live process (a backend of the
+	# dead postmaster) works in the data dir, the file is stale: remove it.
+	local lock=$root/data/postmaster.pid
+	if [[ -f $lock ]] && ! alive "$(head -n 1 "$lock")"; then
+		while postgres_in_datadir "$root/data"; do
+			((SECONDS < deadline)) || die "processes of a killed PostgreSQL still run in $root/data"
+			sleep 0.05
+		done
+		rm -f "$lock" "$root"/sock/.s.PGSQL.*.lock
+	fi
+	while :; do
+		rc=0
+		out=$("${args[@]}" </dev/null 2>&1) || rc=$?
+		((rc == 0)) && break
+		if ((SECONDS >= deadline)); then
+			printf '%s\n' "$out" >&2
+			tail -n 20 "$root/log" >&2 || true
+			die "PostgreSQL in $dir did not start (exit $rc; its log above)"
+		fi
+		sleep 0.1
+	done
+	head -n 1 "$lock" >"$dir/pid"
+}
+
+# postgres_in_datadir DIR: true if a live process has DIR as its working
+# directory (every PostgreSQL server process does).
+postgres_in_datadir() {
+	local f
+	for f in /proc/[0-9]*/cwd; do
+		[[ $(readlink "$f" 2>/dev/null) == "$1" ]] && alive "$(basename "$(dirname "$f")")" && return 0
+	done
+	return 1
+}
+
+postgres_healthy() {
+	local dir=$STATE_DIR/postgres
+	[[ -f $dir/port ]] || return 1
+	alive "$(cat "$dir/pid" 2>/dev/null)" || return 1
+	pg_isready -q -t 2 -h 127.0.0.1 -p "$(<"$dir/port")" -d converge -U postgres >/dev/null 2>&1
+}
+
+postgres_start() {
+	postgres_install
+	local dir=$STATE_DIR/postgres port root base=${TMPDIR:-/tmp}
+	# The postgres user must reach the temp dir: as root use /tmp, not a TMPDIR
+	# that may sit in root's home.
+	(($(id -u) == 0)) && base=/tmp
+	mkdir -p "$dir"
+	root=$(mktemp -d "$base/converge-pg.XXXXXX")
+	echo "$root" >"$dir/root"
+	mkdir -p "$root/sock"
+	(($(id -u) == 0)) && chown -R postgres: "$root"
+	chmod 700 "$root"
+	ln -sfn "$root/log" "$dir/log"
+	port=$(free_port)
+	echo "$port" >"$dir/port"
+
+	# Trust auth: a throwaway cluster listening on 127.0.0.1 only.
+	postgres_as "$PG_BIN/initdb" -D "$root/data" -U postgres -A trust -E UTF8 --locale=C \
+		--no-sync --no-instructions >"$dir/initdb.log" 2>&1 || {
+		cat "$dir/initdb.log" >&2
+		die "initdb failed"
+	}
+	local opts="-p $port -k $root/sock -c listen_addresses=127.0.0.1 -c fsync=off"
+	opts+=" -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+	# A killed client's session (and its advisory locks) ends within 0.5 s.
+	opts+=" -c client_connection_check_interval=500ms"
+	local cmd=("$PG_BIN/pg_ctl" -D "$root/data" -l "$root/log" -s -w -t "$HEALTH_TIMEOUT" -o "$opts" start)
+	(($(id -u) == 0)) && cmd=(runuser -u postgres -- "${cmd[@]}")
+	printf '%q ' "${cmd[@]}" >"$dir/cmd"
+	echo >>"$dir/cmd"
+	printf '#!/usr/bin/env bash\n# Start this PostgreSQL server from its data dir (no-op if it runs) and wait until it accepts connections.\nexec %q postgres-start %q\n' \
+		"$SELF" "$dir" >"$dir/start"
+	chmod +x "$dir/start"
+
+	postgres_spawn "$dir"
+	psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d postgres \
+		-c 'CREATE DATABASE converge' >&2 || die "CREATE DATABASE converge failed"
+	local dsn="postgres://postgres@127.0.0.1:$port/converge?sslmode=disable"
+	echo "$dsn" >"$dir/dsn"
+	write_env CONVERGE_POSTGRES_DSN "$dsn"
+	write_env CONVERGE_POSTGRES_STATE_DIR "$dir"
+}
+
+# postgres_children PID: print the pids of PID's child processes.
+postgres_children() {
+	awk -v p="$1" 'FNR == 1 { sub(/.*\) /, ""); if ($2 == p) { split(FILENAME, a, "/"); print a[3] } }' \
+		/proc/[0-9]*/stat 2>/dev/null || true
+}
+
+postgres_stop() {
+	local dir=$STATE_DIR/postgres root pid
+	[[ -d $dir ]] || return 0
+	root=$(cat "$dir/root" 2>/dev/null || true)
+	pid=$(cat "$dir/pid" 2>/dev/null || true)
+	if [[ -n $root && -f $root/data/postmaster.pid ]]; then
+		pid=$(head -n 1 "$root/data/postmaster.pid")
+	fi
+	if alive "$pid"; then
+		local kids
+		kids=$(postgres_children "$pid")
+		if [[ -n $root ]] && postgres_bindir; then
+			postgres_as "$PG_BIN/pg_ctl" -D "$root/data" -m fast -w -t "$STOP_TIMEOUT" stop >/dev/null 2>&1 || true
+		fi
+		# shellcheck disable=SC2086 # word-split the pid list
+		stop_pids "$STOP_TIMEOUT" "$pid" $kids
+	fi
+	[[ -n $root && $root == */converge-pg.* ]] && rm -rf "$root"
+	rm -rf "$dir"
+}
+
 # --- commands ----------------------------------------------------------------
 
 all_healthy() {
@@ -355,6 +542,12 @@ etcd-member-start)
 	[[ -f ${2:-}/cmd ]] || die "etcd-member-start: ${2:-} is not an etcd member directory"
 	etcd_spawn "$2"
 	etcd_wait "$2"
+	;;
+postgres-start)
+	# Internal: the start script in the postgres state dir (restart the server).
+	[[ -f ${2:-}/cmd && -f ${2:-}/root ]] || die "postgres-start: ${2:-} is not a postgres state directory"
+	postgres_bindir || true
+	postgres_spawn "$2"
 	;;
 *)
 	echo "usage: $0 start|stop|env|envfile" >&2

@@ -1,5 +1,5 @@
 // Package testserver finds the real servers that integration tests run
-// against: the throwaway etcd (and later PostgreSQL) servers that
+// against: the throwaway etcd and PostgreSQL servers that
 // scripts/servers.sh starts on loopback ports and describes in environment
 // variables. `make test` starts them, exports the variables and sets
 // CONVERGE_INTEGRATION=1.
