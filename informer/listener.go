@@ -89,6 +89,14 @@ type listener[K comparable, V any] struct {
 	// keys, not of changes, and no key waits behind a later one.
 	pending map[K]change[V]
 	line    []K
+	// bulk holds an initial list's adds, delivered before line: filling
+	// an empty buffer needs no coalescing, and skipping the pending map
+	// saves two map operations per key on the largest burst there is. A
+	// later change to a key still in bulk goes to pending and is delivered
+	// after it, so the handler sees the add first. bulk[:bulkAt] is
+	// delivered.
+	bulk   []keyed[K, V]
+	bulkAt int
 	// peak is the most keys pending since the buffer was last emptied and
 	// dropped. Maps never shrink, so after a burst (an initial list the
 	// handler could not keep up with) an emptied buffer is replaced, or it
@@ -116,6 +124,31 @@ func newListener[K comparable, V any](h Handler[K, V]) *listener[K, V] {
 		synced:  make(chan struct{}),
 		pending: make(map[K]change[V]),
 	}
+}
+
+// keyed is a change to a key, as kept in bulk.
+type keyed[K comparable, V any] struct {
+	key K
+	c   change[V]
+}
+
+// startBulkLocked reports whether the buffer is empty, so that a fill may
+// use pushBulkLocked, and makes room for n changes.
+func (l *listener[K, V]) startBulkLocked(n int) bool {
+	if l.stopped || len(l.line) > 0 || l.bulkAt < len(l.bulk) {
+		return false
+	}
+	l.bulk, l.bulkAt = make([]keyed[K, V], 0, n), 0
+	return true
+}
+
+// pushBulkLocked appends to bulk; see startBulkLocked.
+func (l *listener[K, V]) pushBulkLocked(key K, c change[V]) {
+	if l.stopped {
+		return
+	}
+	l.bulk = append(l.bulk, keyed[K, V]{key, c})
+	l.pushed++
 }
 
 // push records a change to key, coalescing it with a pending one.
@@ -191,7 +224,7 @@ func (l *listener[K, V]) halt(removed bool) {
 	defer l.mu.Unlock()
 	if !l.stopped {
 		l.stopped = true
-		l.pending, l.line = nil, nil
+		l.pending, l.line, l.bulk = nil, nil, nil
 		close(l.stop)
 	}
 	if removed && !l.isSynced {
@@ -231,6 +264,14 @@ func (l *listener[K, V]) next() (K, change[V], bool) {
 		if l.stopped {
 			var zero K
 			return zero, change[V]{}, false
+		}
+		if l.bulkAt < len(l.bulk) {
+			kc := l.bulk[l.bulkAt]
+			l.bulk[l.bulkAt] = keyed[K, V]{} // let the key and values be collected
+			if l.bulkAt++; l.bulkAt == len(l.bulk) {
+				l.bulk, l.bulkAt = nil, 0
+			}
+			return kc.key, kc.c, true
 		}
 		for len(l.line) > 0 {
 			key := l.line[0]

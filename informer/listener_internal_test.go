@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -105,4 +106,38 @@ func TestListenerShouldDropItsBufferOnceABurstHasDrained(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, 1, k)
 	assert.Equal(t, add(1, false), c)
+}
+
+func TestListenerShouldDeliverAChangeToAKeyStillInBulkAfterItsAdd(t *testing.T) {
+	l := newListener[string, int](HandlerFuncs[string, int]{})
+	l.mu.Lock()
+	assert.True(t, l.startBulkLocked(2))
+	l.pushBulkLocked("a", add(1, true))
+	l.pushBulkLocked("b", add(1, true))
+	l.mu.Unlock()
+	l.push("a", update(1, 2)) // a watch event while the initial list is undelivered
+	l.markSync()
+
+	var got []string
+	for range 3 {
+		k, c, ok := l.next()
+		assert.True(t, ok)
+		got = append(got, fmt.Sprintf("%s %v %d->%d", k, c.kind, c.old, c.cur))
+		l.mu.Lock()
+		l.taken++
+		l.checkSyncLocked()
+		l.mu.Unlock()
+	}
+	assert.Equal(t, []string{
+		fmt.Sprintf("a %v 0->1", kindAdd),
+		fmt.Sprintf("b %v 0->1", kindAdd),
+		fmt.Sprintf("a %v 1->2", kindUpdate),
+	}, got)
+	assert.True(t, l.hasSynced())
+	assert.Nil(t, l.bulk, "a delivered bulk is released")
+
+	l.mu.Lock()
+	l.pushLocked("c", add(3, false))
+	assert.False(t, l.startBulkLocked(1), "a buffer with pending keys is not filled in bulk")
+	l.mu.Unlock()
 }

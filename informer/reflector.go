@@ -156,6 +156,12 @@ const fillChunk = 1024
 // keys. It is the initial list's path, and the one that has to be fast.
 func (inf *Informer[K, V]) fill(entries []Entry[K, V], rev Revision, initialList bool) {
 	inf.cache.grow(len(entries))
+	bulk := make([]bool, len(inf.listeners)) // whether listener i fills its bulk
+	for i, l := range inf.listeners {
+		l.mu.Lock()
+		bulk[i] = l.startBulkLocked(len(entries))
+		l.mu.Unlock()
+	}
 	for start := 0; start < len(entries); start += fillChunk {
 		chunk := entries[start:min(start+fillChunk, len(entries))]
 		for _, l := range inf.listeners {
@@ -168,8 +174,12 @@ func (inf *Informer[K, V]) fill(entries []Entry[K, V], rev Revision, initialList
 				// A source listed the key twice: the later value wins.
 				c = change[V]{kind: kindUpdate, old: old, cur: v}
 			}
-			for _, l := range inf.listeners {
-				l.pushLocked(e.Key, c)
+			for i, l := range inf.listeners {
+				if bulk[i] {
+					l.pushBulkLocked(e.Key, c)
+				} else {
+					l.pushLocked(e.Key, c)
+				}
 			}
 		}
 		for _, l := range inf.listeners {
