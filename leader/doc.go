@@ -1,14 +1,75 @@
-// Package leader will elect one leader among replicas: an elector that
-// acquires, renews and releases a lease through a small Lock interface, calls
-// back on gaining and losing leadership, and puts a monotonically increasing
-// fencing token for the current term into the leader's context so that writes
-// can be made conditional on it. It will guarantee at most one holder at any
-// instant given bounded clock drift, cancel the leader's context before its
-// lease can expire anywhere else, and reject invalid timings (such as a renew
-// deadline not shorter than the lease duration) with a clear error. Locks for
-// each backend live in sub-packages (memory, etcd, postgres, kube). The
-// package is independent of the rest of the module and never depends on
-// reconcile.
+// Package leader elects one leader among replicas. An Elector campaigns for
+// a Lock (a single record with compare-and-swap), leads while it renews the
+// lease, and steps down when it cannot; the leader's work runs in
+// Config.OnStartedLeading with a context that is cancelled when leadership
+// ends and that carries the term's fencing token (TermFromContext). Locks
+// for each backend live in sub-packages: leader/memory for tests and single
+// processes; etcd, PostgreSQL and Kubernetes locks implement the same small
+// Lock interface. The package depends on no other package of the module.
 //
-// Status: not implemented yet; see the project's issues.
+// # Terms and fencing
+//
+// Each acquisition writes a Term one greater than the record's previous
+// Term; renewals keep it. A Term is therefore never handed out twice, and
+// later terms are larger. Leadership by lease can only promise that a
+// deposed leader is told to stop, not that it has stopped: a write already
+// in flight when its context is cancelled may still land. A reconciler that
+// must never be overwritten by an old leader stores the Term with each
+// write and makes the write conditional on it (an etcd transaction
+// comparing a fence key, "UPDATE … WHERE fence <= $term" in SQL). That
+// check does not depend on clocks at all.
+//
+// # Safety argument
+//
+// Claim: given clocks whose rates differ from real time by at most a
+// fraction ρ, with RenewDeadline×(1+ρ) + ε < LeaseDuration×(1−ρ), where ε is
+// the time the leader's work needs to notice its cancelled context, no
+// candidate acquires the lock while a leader's context is still live.
+//
+//  1. The leader's lease is counted from the local time at which it started
+//     its last successful acquisition or renewal, t_s. The write landed at
+//     some real time t_w ≥ t_s, because the request was sent after t_s.
+//  2. A watchdog cancels the leader's context at t_s + RenewDeadline on the
+//     leader's clock, independently of any call to the Lock that may be
+//     blocked: at most RenewDeadline×(1+ρ) of real time after t_s. Check
+//     reports the case where the leader's work keeps running beyond it.
+//  3. A candidate judges expiry only by its own clock: it remembers the
+//     local time t_o at which it first saw the record's current Version and
+//     takes over no earlier than LeaseDuration after t_o by its clock, that
+//     is at least LeaseDuration×(1−ρ) of real time after t_o. It decides
+//     right after reading the record, and takes over by a compare-and-swap
+//     on the Version it read, so the version it timed is the leader's latest
+//     write, and it saw it after it was written: t_o ≥ t_w ≥ t_s. A record that was
+//     released (empty holder) is taken at once: its holder released it only
+//     after its work returned.
+//  4. Any later write by the leader has a later t_s' and a new Version, so it
+//     only pushes both bounds later; a renewal the leader thought failed but
+//     that landed only makes candidates wait longer.
+//  5. Hence the leader's context is cancelled at most t_s + RenewDeadline×(1+ρ)
+//     and a candidate acquires at least t_s + LeaseDuration×(1−ρ), and the
+//     inequality in the claim orders them with ε to spare. With the defaults
+//     (15s, 10s) the margin is 5s, which tolerates drift ρ up to 20% with
+//     ε = 0; real clocks drift by far less than 0.1%.
+//
+// Only elapsed time on each machine's own clock is used, so the argument
+// needs bounded clock rates, not synchronised clocks. The record's
+// AcquireTime and RenewTime are the holder's wall clock: comparing them with
+// a candidate's wall clock would make safety depend on the offset between
+// two machines' clocks, which NTP steps, VM pauses and misconfiguration can
+// make arbitrarily large. They are kept for people reading the record, never
+// used in a decision. This is also why a candidate that starts after the
+// leader crashed waits a full LeaseDuration: it cannot know how long ago the
+// record was written.
+//
+// The argument also assumes the Lock's compare and swap is linearisable
+// (etcd's transactions and a PostgreSQL row update are) and that Identity is
+// unique per process: an elector that sees its own identity in the record
+// while not leading takes it at once, as a restarted process would.
+//
+// # Timings
+//
+// LeaseDuration > RenewDeadline > JitterFactor×RetryPeriod > 0, checked by
+// New. The leader renews every RetryPeriod; candidates retry every
+// RetryPeriod to JitterFactor×RetryPeriod. The defaults are client-go's:
+// 15s, 10s, 2s, 1.2.
 package leader

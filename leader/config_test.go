@@ -1,0 +1,48 @@
+package leader_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-go/converge/leader"
+	"github.com/converge-go/converge/leader/memory"
+)
+
+func TestNewShouldRejectInvalidTimingsWithAClearError(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  leader.Config
+		want string // "" means valid
+	}{
+		{"defaults", leader.Config{Identity: "a"}, ""},
+		{"explicit client-go timings", leader.Config{Identity: "a", LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}, ""},
+		{"no jitter", leader.Config{Identity: "a", JitterFactor: 1, RenewDeadline: 3 * time.Second, RetryPeriod: 2 * time.Second}, ""},
+		{"empty identity", leader.Config{}, "Identity must not be empty"},
+		{"negative lease", leader.Config{Identity: "a", LeaseDuration: -time.Second}, "LeaseDuration -1s must be positive"},
+		{"negative renew deadline", leader.Config{Identity: "a", RenewDeadline: -time.Second}, "RenewDeadline -1s must be positive"},
+		{"negative retry period", leader.Config{Identity: "a", RetryPeriod: -time.Second}, "RetryPeriod -1s must be positive"},
+		{"jitter below one", leader.Config{Identity: "a", JitterFactor: 0.5}, "JitterFactor 0.5 must be at least 1"},
+		{"renew deadline equal to lease", leader.Config{Identity: "a", LeaseDuration: 10 * time.Second}, "RenewDeadline 10s must be shorter than LeaseDuration 10s"},
+		{"renew deadline longer than lease", leader.Config{Identity: "a", RenewDeadline: 20 * time.Second}, "RenewDeadline 20s must be shorter than LeaseDuration 15s"},
+		{"renew deadline within jittered retry", leader.Config{Identity: "a", RetryPeriod: 9 * time.Second}, "RenewDeadline 10s must be longer than JitterFactor 1.2 × RetryPeriod 9s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := leader.New(memory.NewLock(), tc.cfg)
+			if tc.want == "" {
+				require.NoError(t, err)
+				assert.NotNil(t, e)
+				return
+			}
+			require.ErrorIs(t, err, leader.ErrInvalidConfig)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestNewShouldRejectANilLock(t *testing.T) {
+	_, err := leader.New(nil, leader.Config{Identity: "a"})
+	assert.ErrorIs(t, err, leader.ErrInvalidConfig)
+}

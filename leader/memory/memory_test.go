@@ -1,0 +1,40 @@
+package memory_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-go/converge/leader"
+	"github.com/converge-go/converge/leader/locktest"
+	"github.com/converge-go/converge/leader/memory"
+)
+
+func TestLockShouldSatisfyTheLockContract(t *testing.T) {
+	locktest.Run(t, func(*testing.T) leader.Lock { return memory.NewLock() })
+}
+
+func TestVersionsShouldOnlyGrowAndIgnoreTheCallersVersion(t *testing.T) {
+	l := memory.NewLock()
+	v1, err := l.Create(t.Context(), leader.Record{Version: 99})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), v1.Version)
+	v2, err := l.Update(t.Context(), v1, leader.Record{Version: 0})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), v2.Version)
+}
+
+func TestUpdateShouldFailOnADoneContextWithoutWriting(t *testing.T) {
+	l := memory.NewLock()
+	v1, err := l.Create(t.Context(), leader.Record{HolderIdentity: "a"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err = l.Update(ctx, v1, leader.Record{HolderIdentity: "b"})
+	assert.ErrorIs(t, err, context.Canceled)
+	got, err := l.Get(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, v1, got)
+}
