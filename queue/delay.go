@@ -252,7 +252,7 @@ func (q *Queue[K]) arm(timer clock.Timer, due, now int64) (clock.Timer, <-chan t
 		if timer == nil {
 			timer = q.clock.NewTimer(d)
 		} else {
-			timer.Reset(d)
+			rearm(timer, d)
 		}
 		after := q.nanos()
 		if after >= due {
@@ -266,6 +266,20 @@ func (q *Queue[K]) arm(timer clock.Timer, due, now int64) (clock.Timer, <-chan t
 		timer.Stop()
 		now = after
 	}
+}
+
+// rearm resets a timer that may have fired unread. Real timers drop a
+// stale tick on Reset since Go 1.23, but a fake clock's do not, and its Step
+// blocks, holding the clock's lock, to send a second tick into a full
+// channel: the timer goroutine then deadlocks on the clock. So: stop, drain,
+// then reset, and the channel is empty whenever the timer is armed.
+func rearm(timer clock.Timer, d time.Duration) {
+	timer.Stop()
+	select {
+	case <-timer.C():
+	default:
+	}
+	timer.Reset(d)
 }
 
 // closedTimeChan is always ready to receive from.
