@@ -1,0 +1,197 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/converge-go/converge/internal/testserver"
+	"github.com/converge-go/converge/leader"
+	"github.com/converge-go/converge/leader/locktest"
+	"github.com/converge-go/converge/leader/postgres"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newPool connects to the test server and closes the pool when t ends.
+func newPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(t.Context(), testserver.Postgres(t))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// lockName is unique to t and to this run, since the server is shared
+// across tests, packages and runs.
+func lockName(t *testing.T) string {
+	return fmt.Sprintf("%s-%d", strings.ReplaceAll(t.Name(), "/", "."), time.Now().UnixNano())
+}
+
+// newLock returns a lock on the default table, created if needed.
+func newLock(t *testing.T, pool *pgxpool.Pool, opts ...postgres.Option) *postgres.Lock {
+	t.Helper()
+	l := postgres.NewLock(pool, lockName(t), opts...)
+	require.NoError(t, l.EnsureSchema(t.Context()))
+	return l
+}
+
+func TestLockShouldSatisfyTheLockContract(t *testing.T) {
+	pool := newPool(t)
+	locktest.Run(t, func(t *testing.T) leader.Lock { return newLock(t, pool) })
+}
+
+func TestLockShouldWorkInAnotherTableWithTheSimpleProtocol(t *testing.T) {
+	pool := newPool(t)
+	table := fmt.Sprintf("converge_leases_test_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		_, err := pool.Exec(context.Background(), "DROP TABLE IF EXISTS "+table)
+		assert.NoError(t, err)
+	})
+	opts := []postgres.Option{postgres.WithTable(table), postgres.WithQueryExecMode(pgx.QueryExecModeSimpleProtocol)}
+	// Several processes ensuring the schema at once must all succeed.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { assert.NoError(t, postgres.NewLock(pool, "x", opts...).EnsureSchema(t.Context())) })
+	}
+	wg.Wait()
+	locktest.Run(t, func(t *testing.T) leader.Lock { return newLock(t, pool, opts...) })
+}
+
+func TestOperationsShouldReportAMissingTable(t *testing.T) {
+	l := postgres.NewLock(newPool(t), "x", postgres.WithTable("converge_no_such_table"))
+	_, err := l.Get(t.Context())
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, leader.ErrNotFound)
+	assert.Contains(t, err.Error(), "EnsureSchema")
+}
+
+func TestVersionsShouldGrowAndConflictingCreateShouldReturnTheStoredRecord(t *testing.T) {
+	l := newLock(t, newPool(t))
+	v1, err := l.Create(t.Context(), leader.Record{HolderIdentity: "a", Term: 1, Version: 99})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), v1.Version)
+	v2, err := l.Update(t.Context(), v1, leader.Record{HolderIdentity: "b", Term: 2})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), v2.Version)
+
+	cur, err := l.Create(t.Context(), leader.Record{HolderIdentity: "c", Term: 1})
+	require.ErrorIs(t, err, leader.ErrConflict)
+	assert.Equal(t, v2, cur)
+	got, err := l.Get(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, v2, got, "Update returns the record as Get reads it back")
+}
+
+func TestUpdateShouldHonourADoneContextWithoutWriting(t *testing.T) {
+	l := newLock(t, newPool(t))
+	v1, err := l.Create(t.Context(), leader.Record{HolderIdentity: "a", Term: 1})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err = l.Update(ctx, v1, leader.Record{HolderIdentity: "b", Term: 2})
+	assert.ErrorIs(t, err, context.Canceled)
+	got, err := l.Get(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, v1, got)
+}
+
+type elector struct {
+	*leader.Elector
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	terms  []leader.Term
+}
+
+func (e *elector) lastTerm() leader.Term {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.terms) == 0 {
+		return 0
+	}
+	return e.terms[len(e.terms)-1]
+}
+
+// Timings for the real-clock election test.
+const (
+	lease = 2 * time.Second
+	renew = 1500 * time.Millisecond
+	retry = 200 * time.Millisecond
+)
+
+// startElector runs an elector with its own pool, as a separate process
+// would, with ReleaseOnCancel.
+func startElector(t *testing.T, name, id string) *elector {
+	e := &elector{done: make(chan struct{})}
+	l := postgres.NewLock(newPool(t), name)
+	el, err := leader.New(l, leader.Config{
+		Identity: id, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
+		ReleaseOnCancel: true,
+		OnStartedLeading: func(ctx context.Context) {
+			tok, ok := leader.TermFromContext(ctx)
+			assert.True(t, ok)
+			e.mu.Lock()
+			e.terms = append(e.terms, tok)
+			e.mu.Unlock()
+			<-ctx.Done()
+		},
+	})
+	require.NoError(t, err)
+	e.Elector = el
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	go func() {
+		defer close(e.done)
+		assert.NoError(t, el.Run(ctx))
+	}()
+	t.Cleanup(func() { e.cancel(); <-e.done })
+	return e
+}
+
+func TestTwoElectorsShouldHaveOneLeaderAndHandOverOnRelease(t *testing.T) {
+	pool := newPool(t)
+	name := lockName(t)
+	require.NoError(t, postgres.NewLock(pool, name).EnsureSchema(t.Context()))
+	a, b := startElector(t, name, "a"), startElector(t, name, "b")
+
+	require.Eventually(t, func() bool { return a.IsLeader() || b.IsLeader() }, 5*time.Second, 10*time.Millisecond)
+	// Watch for a few renewal periods: never two leaders, never none.
+	both := 0
+	deadline := time.Now().Add(5 * retry)
+	for time.Now().Before(deadline) {
+		if a.IsLeader() == b.IsLeader() {
+			both++
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.Zero(t, both, "samples with other than exactly one leader")
+
+	lead, other := a, b
+	if b.IsLeader() {
+		lead, other = b, a
+	}
+	first := lead.lastTerm()
+	require.NotZero(t, first)
+
+	cancelledAt := time.Now()
+	lead.cancel()
+	<-lead.done
+	assert.False(t, lead.IsLeader())
+	// The release is written before Run returns; the other sees it at its
+	// next attempt, within JitterFactor×RetryPeriod.
+	require.Eventually(t, other.IsLeader, 2*time.Second, 5*time.Millisecond)
+	took := time.Since(cancelledAt)
+	t.Logf("handover took %v", took)
+	assert.Less(t, took, time.Duration(leader.DefaultJitterFactor*float64(retry))+500*time.Millisecond)
+	assert.Greater(t, other.lastTerm(), first, "the new term is higher")
+}
