@@ -31,9 +31,15 @@ PKGS ?= ./...
 #	scripts/servers.sh start; eval "`scripts/servers.sh env`"
 #	CONVERGE_INTEGRATION=1 go test -race ./informer/etcd/
 #	scripts/servers.sh stop
+#
+# The packages that use the servers run one at a time (-p 1), after the rest
+# (which run in parallel): some of their tests kill and restart the shared
+# servers, which must not happen under another package's test.
 SERVERS := bash scripts/servers.sh
 TEST_ENV ?= CONVERGE_INTEGRATION=1
 TEST_FLAGS ?= -race -count=1 -timeout 12m
+SERVER_PKGS := ./informer/etcd/... ./leader/etcd/... ./leader/postgres/... ./internal/testserver/...
+SERVER_PKG_PATTERN := /(informer/etcd|leader/etcd|leader/postgres|internal/testserver)(/|$$)
 
 # --- bench ------------------------------------------------------------------
 # Passed to bench/report in its environment.
@@ -57,7 +63,8 @@ test: ## Start etcd and PostgreSQL (installing them if missing), run all tests w
 	trap '$(SERVERS) stop' EXIT; \
 	$(SERVERS) start; \
 	eval "$$($(SERVERS) env)"; \
-	$(TEST_ENV) $(GO) test $(TEST_FLAGS) $(PKGS)
+	$(TEST_ENV) $(GO) test $(TEST_FLAGS) $$($(GO) list $(PKGS) | grep -Ev '$(SERVER_PKG_PATTERN)'); \
+	$(TEST_ENV) $(GO) test $(TEST_FLAGS) -p 1 $(SERVER_PKGS)
 
 bench: ## Run the benchmarks against client-go/controller-runtime and print the table (BENCH_COUNT=3).
 	BENCH_COUNT=$(BENCH_COUNT) $(GO) run ./bench/report
