@@ -2,7 +2,6 @@ package etcd_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -77,93 +76,8 @@ func TestUpdateShouldFailOnADoneContextWithoutWriting(t *testing.T) {
 	assert.Equal(t, v1, got)
 }
 
-// candidate is an Elector on its own etcd client, running until stop.
-type candidate struct {
-	e      *leader.Elector
-	cancel context.CancelFunc
-	done   chan struct{}
-
-	mu    sync.Mutex
-	terms []leader.Term // terms it started leading, in order
-}
-
-func startCandidate(t *testing.T, key, id string) *candidate {
-	t.Helper()
-	c := &candidate{done: make(chan struct{})}
-	e, err := leader.New(etcd.NewLock(newClient(t), key), leader.Config{
-		Identity:        id,
-		LeaseDuration:   2 * time.Second,
-		RenewDeadline:   1500 * time.Millisecond,
-		RetryPeriod:     200 * time.Millisecond,
-		ReleaseOnCancel: true,
-		OnStartedLeading: func(ctx context.Context) {
-			term, _ := leader.TermFromContext(ctx)
-			c.mu.Lock()
-			c.terms = append(c.terms, term)
-			c.mu.Unlock()
-			<-ctx.Done()
-		},
-	})
-	require.NoError(t, err)
-	c.e = e
-	ctx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
-	go func() {
-		defer close(c.done)
-		_ = e.Run(ctx)
-	}()
-	t.Cleanup(c.stop) // before the client's Close, which was registered earlier
-	return c
-}
-
-// stop cancels Run and waits for it to return (after releasing the lock).
-func (c *candidate) stop() {
-	c.cancel()
-	<-c.done
-}
-
-func (c *candidate) lastTerm() leader.Term {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.terms) == 0 {
-		return 0
-	}
-	return c.terms[len(c.terms)-1]
-}
-
 func TestTwoElectorsShouldHaveOneLeaderAndHandOverOnRelease(t *testing.T) {
 	t.Parallel()
 	key := uniqueKey(t)
-	a := startCandidate(t, key, "a")
-	b := startCandidate(t, key, "b")
-
-	require.Eventually(t, func() bool { return a.e.IsLeader() || b.e.IsLeader() },
-		5*time.Second, 10*time.Millisecond, "someone leads")
-	// For more than a lease duration (renewals keep it), exactly one leads.
-	for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		require.NotEqual(t, a.e.IsLeader(), b.e.IsLeader(), "exactly one leader at any time")
-	}
-	first, other := a, b
-	if b.e.IsLeader() {
-		first, other = b, a
-	}
-	firstTerm := first.lastTerm()
-	require.NotZero(t, firstTerm)
-	require.Equal(t, first.e.Leader(), other.e.Leader(), "both see the same holder")
-
-	first.stop() // ReleaseOnCancel: writes an empty holder before returning
-	released := time.Now()
-	require.Eventually(t, other.e.IsLeader, 1500*time.Millisecond, 5*time.Millisecond,
-		"the other takes over within a retry period (200ms, jittered to 240ms) plus margin, not a lease duration")
-	took := time.Since(released)
-	t.Logf("take-over after release: %v", took)
-	assert.Less(t, took, time.Second)
-	assert.False(t, first.e.IsLeader())
-	assert.Greater(t, other.lastTerm(), firstTerm, "the new term is higher")
-
-	other.stop()
-	rec, err := etcd.NewLock(newClient(t), key).Get(t.Context())
-	require.NoError(t, err)
-	assert.Empty(t, rec.HolderIdentity, "released again")
-	assert.Equal(t, other.lastTerm(), rec.Term)
+	locktest.Handover(t, func(t *testing.T) leader.Lock { return etcd.NewLock(newClient(t), key) })
 }

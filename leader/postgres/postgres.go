@@ -155,12 +155,19 @@ WHERE name = $1 AND version = $2 RETURNING version`
 // idempotent and safe to call concurrently; it needs the CREATE privilege on
 // the schema. It does not create the lock's row (Create does).
 func (l *Lock) EnsureSchema(ctx context.Context) error {
-	_, err := l.pool.Exec(ctx, l.createTable, l.mode)
-	var pgErr *pgconn.PgError
-	// Two concurrent CREATE TABLE IF NOT EXISTS can both pass the existence
-	// check; the loser fails on the catalog's unique index.
-	if errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "42P07") {
-		err = nil
+	var err error
+	for range 3 {
+		_, err = l.pool.Exec(ctx, l.createTable, l.mode)
+		// Two concurrent CREATE TABLE IF NOT EXISTS can both pass the
+		// existence check; the loser fails on a catalog unique index: the
+		// table's name (42P07), its row type's name (42710) or the index
+		// itself (23505). Once the winner commits, the statement sees the
+		// table and succeeds, so try again; a real clash (an unrelated type
+		// of that name) fails every time and is reported.
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || (pgErr.Code != "23505" && pgErr.Code != "42P07" && pgErr.Code != "42710") {
+			break
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("%s: create table: %w", l.Describe(), err)
