@@ -1,7 +1,6 @@
 package etcd_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -60,20 +59,6 @@ func TestUpdateShouldNeverCreateTheKey(t *testing.T) {
 	require.ErrorIs(t, err, leader.ErrConflict, "the record was deleted")
 	_, err = l.Get(t.Context())
 	require.ErrorIs(t, err, leader.ErrNotFound)
-}
-
-func TestUpdateShouldFailOnADoneContextWithoutWriting(t *testing.T) {
-	t.Parallel()
-	l := etcd.NewLock(newClient(t), uniqueKey(t))
-	v1, err := l.Create(t.Context(), leader.Record{HolderIdentity: "a"})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	_, err = l.Update(ctx, v1, leader.Record{HolderIdentity: "b"})
-	assert.ErrorIs(t, err, context.Canceled)
-	got, err := l.Get(t.Context())
-	require.NoError(t, err)
-	assert.Equal(t, v1, got)
 }
 
 func TestTwoElectorsShouldHaveOneLeaderAndHandOverOnRelease(t *testing.T) {

@@ -19,7 +19,8 @@ import (
 // reports ErrNotFound before the first Create; Create conflicts once a
 // record exists; Update succeeds only against the stored Version, assigns a
 // new Version, and writes nothing on conflict; every field round-trips;
-// exactly one of many concurrent Updates from the same old record wins.
+// exactly one of many concurrent Updates from the same old record wins; a
+// done context fails every operation, and an Update on one writes nothing.
 func Run(t *testing.T, newLock func(t *testing.T) leader.Lock) {
 	t.Run("GetOnAnEmptyLockShouldReportNotFound", func(t *testing.T) {
 		_, err := newLock(t).Get(t.Context())
@@ -93,6 +94,20 @@ func Run(t *testing.T, newLock func(t *testing.T) leader.Lock) {
 		assert.Error(t, err)
 		_, err = l.Create(ctx, sample("a", 1))
 		assert.Error(t, err)
+	})
+
+	t.Run("UpdateOnADoneContextShouldFailWithoutWriting", func(t *testing.T) {
+		l := newLock(t)
+		v1, err := l.Create(t.Context(), sample("a", 1))
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err = l.Update(ctx, v1, sample("b", 2))
+		assert.ErrorIs(t, err, context.Canceled)
+		got, err := l.Get(t.Context())
+		require.NoError(t, err)
+		assertSame(t, v1, got)
+		assert.Equal(t, v1.Version, got.Version, "nothing written")
 	})
 }
 

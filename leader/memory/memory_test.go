@@ -1,7 +1,6 @@
 package memory_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,17 +23,4 @@ func TestVersionsShouldOnlyGrowAndIgnoreTheCallersVersion(t *testing.T) {
 	v2, err := l.Update(t.Context(), v1, leader.Record{Version: 0})
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), v2.Version)
-}
-
-func TestUpdateShouldFailOnADoneContextWithoutWriting(t *testing.T) {
-	l := memory.NewLock()
-	v1, err := l.Create(t.Context(), leader.Record{HolderIdentity: "a"})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	_, err = l.Update(ctx, v1, leader.Record{HolderIdentity: "b"})
-	assert.ErrorIs(t, err, context.Canceled)
-	got, err := l.Get(t.Context())
-	require.NoError(t, err)
-	assert.Equal(t, v1, got)
 }

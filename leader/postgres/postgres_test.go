@@ -92,19 +92,6 @@ func TestVersionsShouldGrowAndConflictingCreateShouldReturnTheStoredRecord(t *te
 	assert.Equal(t, v2, got, "Update returns the record as Get reads it back")
 }
 
-func TestUpdateShouldHonourADoneContextWithoutWriting(t *testing.T) {
-	l := newLock(t, newPool(t))
-	v1, err := l.Create(t.Context(), leader.Record{HolderIdentity: "a", Term: 1})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	_, err = l.Update(ctx, v1, leader.Record{HolderIdentity: "b", Term: 2})
-	assert.ErrorIs(t, err, context.Canceled)
-	got, err := l.Get(t.Context())
-	require.NoError(t, err)
-	assert.Equal(t, v1, got)
-}
-
 func TestTwoElectorsShouldHaveOneLeaderAndHandOverOnRelease(t *testing.T) {
 	name := lockName(t)
 	require.NoError(t, postgres.NewLock(newPool(t), name).EnsureSchema(t.Context()))
