@@ -78,3 +78,11 @@ func (r *Registration[K, V]) HasSynced() bool { return r.l.hasSynced() }
 // dropped. A call in progress is not interrupted and may return after
 // Remove does. Removing twice is a no-op.
 func (r *Registration[K, V]) Remove() { r.inf.removeListener(r.l) }
+
+// Idle reports whether the handler has been given every change the informer
+// has applied so far: nothing is waiting in its buffer and no call is in
+// progress. Together with LastRevision it tells a test harness that a write
+// to the store has reached the handler: once LastRevision is at or past the
+// write's revision and Idle is true, the handler's method for it has returned.
+// A removed handler is idle.
+func (r *Registration[K, V]) Idle() bool { return r.l.idle() }

@@ -411,3 +411,25 @@ func TestRemovedHandlerGetsNothingMore(t *testing.T) {
 	assert.Len(t, h.Calls(), 1)
 	assert.True(t, reg.HasSynced())
 }
+
+func TestARegistrationIsIdleOnceItsHandlerReturnedForEveryChange(t *testing.T) {
+	src := newScript()
+	inf := informer.New("t", src, quiet)
+	gate := make(chan struct{})
+	reg, err := inf.AddHandler(informer.HandlerFuncs[string, int]{
+		UpdateFunc: func(string, int, int) { <-gate },
+	})
+	require.NoError(t, err)
+	src.list(1, map[string]int{"a": 1})
+	start(t, inf)
+	w := src.nextWatch(t)
+	require.Eventually(t, reg.Idle, 5*time.Second, time.Millisecond, "the initial add was delivered")
+
+	w.put(t, "a", 2, 2)
+	require.Equal(t, informer.Revision(2), inf.LastRevision())
+	assert.False(t, reg.Idle(), "the update is applied, and its delivery blocks")
+	close(gate)
+	require.Eventually(t, reg.Idle, 5*time.Second, time.Millisecond)
+	reg.Remove()
+	assert.True(t, reg.Idle())
+}

@@ -303,6 +303,14 @@ func (l *listener[K, V]) next() (K, change[V], bool) {
 // memory back; below it, keeping the map saves reallocating it.
 const dropBufferAbove = 1024
 
+// idle reports whether every pushed change has been delivered, or the
+// listener is halted.
+func (l *listener[K, V]) idle() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stopped || l.taken >= l.pushed
+}
+
 // pendingLen is the number of keys waiting for delivery.
 func (l *listener[K, V]) pendingLen() int {
 	l.mu.Lock()

@@ -431,6 +431,19 @@ func (q *Queue[K]) Len() int {
 	return n
 }
 
+// Idle reports whether no key is ready and none is being processed (handed
+// out by Get and not yet given back with Done), read at one instant. Keys
+// waiting for a delay do not count: a queue whose only keys are due later is
+// idle until they are due.
+func (q *Queue[K]) Idle() bool {
+	q.mu.Lock()
+	readied := q.promoteIfDue()
+	idle := q.ready.n == 0 && q.processing == 0
+	q.mu.Unlock()
+	q.signal(readied)
+	return idle
+}
+
 // promoteAt is promoteIfDue for callers that have read the clock already
 // (now is 0 when they have not). Every caller that knows the time moves due
 // keys, so that they do not wait for the timer goroutine to be scheduled

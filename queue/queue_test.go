@@ -390,3 +390,18 @@ func TestAddRateLimitedAfterShutDownShouldNotCountAFailure(t *testing.T) {
 	q.AddRateLimited("a")
 	assert.Equal(t, 0, q.NumRequeues("a"))
 }
+
+func TestIdleShouldMeanNothingReadyAndNothingProcessing(t *testing.T) {
+	q, clk := newTestQueue(t)
+	assert.True(t, q.Idle())
+	q.Add("a")
+	assert.False(t, q.Idle(), "a ready key")
+	k := get(t, q)
+	assert.False(t, q.Idle(), "a key being processed")
+	q.Done(k)
+	assert.True(t, q.Idle())
+	q.AddAfter("b", time.Second)
+	assert.True(t, q.Idle(), "a key waiting for its delay does not count")
+	clk.Step(time.Second)
+	assert.False(t, q.Idle(), "a key is ready from its due time on")
+}

@@ -1,0 +1,187 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/converge-go/converge/backoff"
+)
+
+// ErrLeadershipLost is the cause (context.Cause) of a controller's context
+// when the Manager cancels it because this replica lost leadership. Run then
+// cancels the reconciles in progress at once, without a shutdown grace.
+var ErrLeadershipLost = errors.New("leadership lost")
+
+// Controller reconciles the keys its watches deliver: it queues them
+// (deduplicated, prioritised, with per-key backoff), and runs the Reconciler
+// on up to the configured number of workers, never two on one key. Create
+// one with New; run it with Run, or add it to a Manager. See the package
+// documentation for the contracts.
+type Controller[K comparable] struct {
+	name    string
+	rec     Reconciler[K]
+	s       settings
+	limiter workqueue.TypedRateLimiter[K]
+	watches []watch[K]
+	metrics *metrics // nil without WithMetrics
+	keys    keyStates[K]
+	ids     atomic.Uint64 // reconcile IDs
+
+	mu sync.Mutex
+	// cur is the Run in progress, nil between Runs; guarded by mu.
+	cur *run[K]
+}
+
+// New returns a controller named name (unique per Manager and per metrics
+// registry: it labels logs and metrics) that calls rec for the keys its
+// watches deliver. opts must include at least one watch (For, Watch,
+// FromFunc, FromChannel). New reports bad input as an error: an empty name,
+// a nil reconciler, an invalid option, a watch or rate limiter for another key
+// type, metrics already registered under this name.
+func New[K comparable](name string, rec Reconciler[K], opts ...Option) (*Controller[K], error) {
+	if name == "" {
+		return nil, errors.New("reconcile.New: empty controller name")
+	}
+	if rec == nil || isNilFunc(rec) {
+		return nil, fmt.Errorf("reconcile.New(%q): nil reconciler", name)
+	}
+	s := defaults()
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("reconcile.New(%q): nil option", name)
+		}
+		if err := o(&s); err != nil {
+			return nil, fmt.Errorf("reconcile.New(%q): %w", name, err)
+		}
+	}
+	c := &Controller[K]{name: name, rec: rec, s: s}
+	if c.s.logger == nil {
+		c.s.logger = slog.Default()
+	}
+	c.s.logger = c.s.logger.With("controller", name)
+	if len(s.watches) == 0 {
+		return nil, fmt.Errorf("reconcile.New(%q): nothing to watch: give For, Watch, FromFunc or FromChannel", name)
+	}
+	for _, w := range s.watches {
+		ww, err := checkWatch[K](w)
+		if err != nil {
+			return nil, fmt.Errorf("reconcile.New(%q): %w", name, err)
+		}
+		c.watches = append(c.watches, ww)
+	}
+	switch l := s.limiter.(type) {
+	case nil:
+		c.limiter = backoff.DefaultController[K]()
+	case workqueue.TypedRateLimiter[K]:
+		c.limiter = l
+	default:
+		return nil, fmt.Errorf("reconcile.New(%q): WithRateLimiter: %T does not limit keys of type %v", name, l, reflect.TypeFor[K]())
+	}
+	if s.registerer != nil {
+		m, err := newMetrics(name, s.workers, s.registerer)
+		if err != nil {
+			return nil, fmt.Errorf("reconcile.New(%q): metrics: %w", name, err)
+		}
+		c.metrics = m
+	}
+	c.keys.init()
+	return c, nil
+}
+
+// isNilFunc catches a nil Func[K] (or any nil func) passed as a Reconciler.
+func isNilFunc(rec any) bool {
+	v := reflect.ValueOf(rec)
+	switch v.Kind() {
+	case reflect.Func, reflect.Pointer, reflect.Map, reflect.Chan, reflect.Interface, reflect.Slice:
+		return v.IsNil()
+	}
+	return false
+}
+
+// Name returns the controller's name.
+func (c *Controller[K]) Name() string { return c.name }
+
+// Caches returns the informers the controller watches, for a Manager to
+// check that it runs them.
+func (c *Controller[K]) Caches() []Cache {
+	var out []Cache
+	for _, w := range c.watches {
+		if cache := w.cache(); cache != nil {
+			out = append(out, cache)
+		}
+	}
+	return out
+}
+
+// Status returns what the controller knows about a key that is failing or
+// parked: its consecutive failed attempts, the last error, when it is retried
+// next, whether it is parked. The second result is false for a key with no
+// failures since its last success (or that the controller has never seen).
+func (c *Controller[K]) Status(key K) (KeyStatus, bool) { return c.keys.status(key) }
+
+// Parked returns the keys parked after WithMaxAttempts failed attempts, in
+// no particular order.
+func (c *Controller[K]) Parked() []K { return c.keys.parked() }
+
+// Idle reports whether the controller is running and has nothing to do right
+// now: every watched informer has delivered every change it applied to the
+// controller, no key is ready in the queue, and no reconcile is in progress.
+// Keys waiting for a requeue delay or a backoff do not count. Sources added
+// with FromFunc or FromChannel are not tracked. The reconciletest package
+// uses it to wait for a controller to settle without sleeping.
+func (c *Controller[K]) Idle() bool {
+	c.mu.Lock()
+	r := c.cur
+	c.mu.Unlock()
+	return r != nil && r.idle()
+}
+
+// Run starts the watches, waits for every watched informer to sync (at most
+// the sync timeout, then it returns an error naming those that did not),
+// and reconciles keys on the configured number of workers until ctx is done.
+// Every key of every watched informer is reconciled at least once per Run:
+// the informers' current contents are queued first, at low priority, behind
+// fresh changes.
+//
+// Run does not run the informers themselves: a Manager does, or the caller.
+//
+// When ctx is done, the workers stop taking keys, the reconciles in progress
+// get the shutdown grace to finish, then their contexts are cancelled, and Run
+// returns nil once all of them, and everything Run started, have returned.
+// If ctx's cause is ErrLeadershipLost there is no grace. Run may be called
+// again after it returned (the Manager does on every new term), never twice
+// at once.
+func (c *Controller[K]) Run(ctx context.Context) error {
+	r, err := c.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.end(r)
+	return r.serve(ctx)
+}
+
+func (c *Controller[K]) begin(ctx context.Context) (*run[K], error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur != nil {
+		return nil, fmt.Errorf("controller %q: already running", c.name)
+	}
+	c.keys.reset()
+	c.cur = newRun(ctx, c)
+	return c.cur, nil
+}
+
+func (c *Controller[K]) end(r *run[K]) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == r {
+		c.cur = nil
+	}
+}

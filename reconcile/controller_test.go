@@ -1,0 +1,479 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/reconcile"
+	"github.com/converge-go/converge/reconcile/reconciletest"
+)
+
+// quiet is a logger that discards, for tests that provoke errors on purpose.
+var quiet = reconcile.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+// recorder is a reconciler that records what it saw: the value each key had
+// in the store when it was reconciled, and how often.
+type recorder struct {
+	store *memory.Store[string, int]
+
+	mu    sync.Mutex
+	seen  map[string][]int // values read per key; -1 when the key was gone
+	calls int
+	// outcome, if set, decides each call's result.
+	outcome func(key string, n int) (reconcile.Result, error)
+}
+
+func newRecorder(store *memory.Store[string, int]) *recorder {
+	return &recorder{store: store, seen: map[string][]int{}}
+}
+
+func (r *recorder) Reconcile(_ context.Context, key string) (reconcile.Result, error) {
+	v, _, ok := r.store.Get(key)
+	if !ok {
+		v = -1
+	}
+	r.mu.Lock()
+	r.seen[key] = append(r.seen[key], v)
+	r.calls++
+	n := len(r.seen[key])
+	out := r.outcome
+	r.mu.Unlock()
+	if out != nil {
+		return out(key, n)
+	}
+	return reconcile.Result{}, nil
+}
+
+// last returns the last value each key was reconciled with.
+func (r *recorder) last() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int{}
+	for k, vs := range r.seen {
+		out[k] = vs[len(vs)-1]
+	}
+	return out
+}
+
+func (r *recorder) count(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.seen[key])
+}
+
+func TestEveryKeyInTheStoreIsReconciledAfterStart(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	for i := range 50 {
+		store.Put(fmt.Sprint("k", i), i)
+	}
+	rec := newRecorder(store)
+	inf := reconciletest.Informer(h, "ints", store)
+	reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithWorkers(4))
+	h.Settle()
+
+	last := rec.last()
+	require.Len(t, last, 50)
+	for i := range 50 {
+		assert.Equal(t, i, last[fmt.Sprint("k", i)])
+	}
+}
+
+func TestAChangeReconcilesItsKeyAndADeleteIsSeenAsGone(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	rec := newRecorder(store)
+	inf := reconciletest.Informer(h, "ints", store)
+	reconciletest.Controller(h, "ints", rec, reconcile.For(inf))
+	h.Settle()
+
+	store.Put("a", 1)
+	h.Settle()
+	store.Put("a", 2)
+	h.Settle()
+	store.Delete("a")
+	h.Settle()
+	assert.Equal(t, []int{1, 2, -1}, rec.seen["a"])
+}
+
+func TestAStoppedControllerConvergesToTheStoreWhenStartedAgain(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	for i := range 20 {
+		store.Put(fmt.Sprint("k", i), 0)
+	}
+	rec := newRecorder(store)
+	inf := reconciletest.Informer(h, "ints", store)
+	c, err := reconcile.New("ints", rec, reconcile.For(inf), reconcile.WithClock(h.Clock), reconcile.WithWorkers(2))
+	require.NoError(t, err)
+
+	ctx, stop := context.WithCancel(h.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	require.Eventually(t, c.Idle, 10*time.Second, time.Millisecond)
+	stop()
+	require.NoError(t, <-done)
+
+	// While it is down: change some keys, delete some, add some.
+	for i := range 5 {
+		store.Put(fmt.Sprint("k", i), 1)
+	}
+	for i := 5; i < 10; i++ {
+		store.Delete(fmt.Sprint("k", i))
+	}
+	store.Put("new", 7)
+
+	reconciletest.Controller(h, "again", reconcile.Func[string](rec.Reconcile), reconcile.For(inf), reconcile.WithWorkers(2))
+	h.Settle()
+	last := rec.last()
+	for i := range 5 {
+		assert.Equal(t, 1, last[fmt.Sprint("k", i)], "changed key k%d", i)
+	}
+	for i := 10; i < 20; i++ {
+		assert.Equal(t, 0, last[fmt.Sprint("k", i)], "unchanged key k%d", i)
+	}
+	assert.Equal(t, 7, last["new"])
+	// Keys deleted while the controller was down are gone from the cache
+	// too, so a restarted controller has no key to call them by: the
+	// informer's relist is what tells a running controller about them.
+	for i := 5; i < 10; i++ {
+		assert.Equal(t, 0, last[fmt.Sprint("k", i)], "k%d was last seen before its delete", i)
+	}
+}
+
+func TestAFailingKeyBacksOffExponentiallyAndResetsOnSuccess(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	store.Put("a", 1)
+	rec := newRecorder(store)
+	var failUntil = 4
+	rec.outcome = func(_ string, n int) (reconcile.Result, error) {
+		if n <= failUntil {
+			return reconcile.Result{}, errors.New("boom")
+		}
+		return reconcile.Result{}, nil
+	}
+	limiter := backoff.NewPerKey[string](backoff.Exponential{Base: time.Second, Cap: time.Hour})
+	inf := reconciletest.Informer(h, "ints", store)
+	c := reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithRateLimiter(limiter), quiet)
+	h.Settle()
+
+	// Failure n waits Base*2^(n-1): 1s, 2s, 4s, 8s.
+	for n, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second} {
+		require.Equal(t, n+1, rec.count("a"))
+		st, ok := c.Status("a")
+		require.True(t, ok)
+		assert.Equal(t, n+1, st.Attempts)
+		assert.EqualError(t, st.LastError, "boom")
+		assert.Equal(t, h.Clock.Now().Add(wait), st.NextRetry, "retry %d", n+1)
+		h.Step(wait - time.Millisecond)
+		assert.Equal(t, n+1, rec.count("a"), "retried before its backoff")
+		h.Step(time.Millisecond)
+	}
+	require.Equal(t, 5, rec.count("a"))
+	_, failing := c.Status("a")
+	assert.False(t, failing, "a success clears the key's failures")
+	assert.Equal(t, 0, limiter.NumRequeues("a"), "a success resets the backoff")
+
+	// The next failure starts from the base again.
+	failUntil = 100
+	store.Put("a", 2)
+	h.Settle()
+	st, _ := c.Status("a")
+	assert.Equal(t, h.Clock.Now().Add(time.Second), st.NextRetry)
+}
+
+func TestRequeueAfterReconcilesTheKeyAgainAtThatTime(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	store.Put("a", 1)
+	rec := newRecorder(store)
+	rec.outcome = func(string, int) (reconcile.Result, error) {
+		return reconcile.Result{RequeueAfter: time.Minute}, nil
+	}
+	inf := reconciletest.Informer(h, "ints", store)
+	reconciletest.Controller(h, "ints", rec, reconcile.For(inf))
+	h.Settle()
+	require.Equal(t, 1, rec.count("a"))
+	h.Step(59 * time.Second)
+	assert.Equal(t, 1, rec.count("a"))
+	h.Step(time.Second)
+	assert.Equal(t, 2, rec.count("a"))
+	h.Step(time.Minute)
+	assert.Equal(t, 3, rec.count("a"))
+}
+
+func TestRequeueJitterStaysWithinItsFraction(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	for i := range 20 {
+		store.Put(fmt.Sprint("k", i), i)
+	}
+	rec := newRecorder(store)
+	rec.outcome = func(_ string, n int) (reconcile.Result, error) {
+		if n == 1 {
+			return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
+		}
+		return reconcile.Result{}, nil
+	}
+	inf := reconciletest.Informer(h, "ints", store)
+	reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithRequeueJitter(0.5))
+	h.Settle()
+	h.Step(10*time.Second - time.Millisecond)
+	assert.Equal(t, 20, rec.calls, "no key may come back before its RequeueAfter")
+	h.Step(5*time.Second + time.Millisecond)
+	assert.Equal(t, 40, rec.calls, "every key is back by RequeueAfter×1.5")
+}
+
+func TestATerminalErrorIsNotRetriedUntilTheKeyChanges(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	store.Put("a", 1)
+	rec := newRecorder(store)
+	rec.outcome = func(string, int) (reconcile.Result, error) {
+		return reconcile.Result{}, reconcile.Terminal(errors.New("impossible spec"))
+	}
+	inf := reconciletest.Informer(h, "ints", store)
+	c := reconciletest.Controller(h, "ints", rec, reconcile.For(inf), quiet)
+	h.Settle()
+	h.Step(time.Hour)
+	assert.Equal(t, 1, rec.count("a"))
+	st, ok := c.Status("a")
+	require.True(t, ok)
+	assert.True(t, st.Terminal)
+	assert.True(t, reconcile.IsTerminal(st.LastError))
+	assert.Zero(t, st.NextRetry)
+
+	store.Put("a", 2)
+	h.Settle()
+	assert.Equal(t, 2, rec.count("a"))
+}
+
+func TestAPanicIsRecoveredAndRetried(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	store.Put("a", 1)
+	rec := newRecorder(store)
+	rec.outcome = func(_ string, n int) (reconcile.Result, error) {
+		if n == 1 {
+			panic("nil map")
+		}
+		return reconcile.Result{}, nil
+	}
+	inf := reconciletest.Informer(h, "ints", store)
+	c := reconciletest.Controller(h, "ints", rec, reconcile.For(inf), quiet)
+	h.Settle()
+	st, ok := c.Status("a")
+	require.True(t, ok)
+	assert.ErrorContains(t, st.LastError, "panic: nil map")
+	h.Step(time.Second)
+	assert.Equal(t, 2, rec.count("a"))
+	_, failing := c.Status("a")
+	assert.False(t, failing)
+}
+
+func TestTheReconcileTimeoutCancelsTheContext(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	store.Put("a", 1)
+	started := make(chan struct{})
+	gotErr := make(chan error, 1)
+	rec := reconcile.Func[string](func(ctx context.Context, _ string) (reconcile.Result, error) {
+		close(started)
+		<-ctx.Done()
+		gotErr <- ctx.Err()
+		return reconcile.Result{}, ctx.Err()
+	})
+	inf := reconciletest.Informer(h, "ints", store)
+	reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithReconcileTimeout(5*time.Second), quiet)
+	<-started
+	h.Clock.Step(5 * time.Second)
+	assert.ErrorIs(t, <-gotErr, context.Canceled)
+}
+
+func TestAKeyIsParkedAfterItsAttemptBudgetAndRetriedOnItsNextChange(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	store.Put("a", 1)
+	store.Put("b", 1)
+	rec := newRecorder(store)
+	rec.outcome = func(key string, _ int) (reconcile.Result, error) {
+		if v, _, _ := rec.store.Get(key); key == "a" && v < 3 {
+			return reconcile.Result{}, errors.New("not yet")
+		}
+		return reconcile.Result{}, nil
+	}
+	reg := newRegistry()
+	limiter := backoff.NewPerKey[string](backoff.Exponential{Base: time.Second, Cap: time.Second})
+	inf := reconciletest.Informer(h, "ints", store)
+	c := reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithMaxAttempts(3),
+		reconcile.WithRateLimiter(limiter), reconcile.WithMetrics(reg), quiet)
+	h.Settle()
+	h.Step(time.Second)
+	h.Step(time.Second)
+	require.Equal(t, 3, rec.count("a"))
+	h.Step(time.Hour)
+	assert.Equal(t, 3, rec.count("a"), "a parked key is not retried")
+	assert.Equal(t, []string{"a"}, c.Parked())
+	st, _ := c.Status("a")
+	assert.True(t, st.Parked)
+	assert.Equal(t, 3, st.Attempts)
+	assert.Equal(t, 1.0, reg.value(t, "converge_reconcile_parked_keys", nil))
+
+	store.Put("a", 3)
+	h.Settle()
+	assert.Equal(t, 4, rec.count("a"))
+	assert.Empty(t, c.Parked())
+	assert.Equal(t, 0.0, reg.value(t, "converge_reconcile_parked_keys", nil))
+}
+
+func TestCancelOnChangeCancelsTheReconcileInProgressAndRunsItAgain(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	store.Put("a", 1)
+	var mu sync.Mutex
+	var outcomes []string
+	running := make(chan struct{}, 1)
+	rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		v, _, _ := store.Get(key)
+		if v == 1 {
+			running <- struct{}{}
+			<-ctx.Done()
+			mu.Lock()
+			outcomes = append(outcomes, fmt.Sprintf("1:%v", context.Cause(ctx) != nil))
+			mu.Unlock()
+			return reconcile.Result{}, ctx.Err()
+		}
+		mu.Lock()
+		outcomes = append(outcomes, fmt.Sprint(v))
+		mu.Unlock()
+		return reconcile.Result{}, nil
+	})
+	reg := newRegistry()
+	inf := reconciletest.Informer(h, "ints", store)
+	c := reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithCancelOnChange(), reconcile.WithMetrics(reg), quiet)
+	<-running
+	store.Put("a", 2)
+	h.Settle()
+	assert.Equal(t, []string{"1:true", "2"}, outcomes)
+	_, failing := c.Status("a")
+	assert.False(t, failing, "a cancelled reconcile is not a failure")
+	assert.Equal(t, 1.0, reg.value(t, "controller_runtime_reconcile_total", map[string]string{"result": "requeue"}))
+	assert.Equal(t, 0.0, reg.value(t, "controller_runtime_reconcile_errors_total", nil))
+}
+
+func TestFreshChangesGoBeforeTheInitialList(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	for i := range 100 {
+		store.Put(fmt.Sprint("old", i), i)
+	}
+	gate := make(chan struct{})
+	atGate := make(chan struct{}, 1)
+	var mu sync.Mutex
+	var order []string
+	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
+		select {
+		case atGate <- struct{}{}:
+		default:
+		}
+		<-gate
+		mu.Lock()
+		order = append(order, key)
+		mu.Unlock()
+		return reconcile.Result{}, nil
+	})
+	reg := newRegistry()
+	inf := reconciletest.Informer(h, "ints", store)
+	reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithMetrics(reg))
+	<-atGate // the single worker holds an old key; the rest wait in the queue
+	store.Put("fresh", 1)
+	require.Eventually(t, func() bool {
+		return reg.value(t, "workqueue_depth", map[string]string{"name": "ints"}) == 100
+	}, 10*time.Second, time.Millisecond, "99 old keys and the fresh one queued")
+	close(gate)
+	h.Settle()
+	require.Len(t, order, 101)
+	assert.Equal(t, "fresh", order[1], "the fresh change goes right after the key in progress: %v", order)
+}
+
+func TestSecondaryWatchesMapChangesToPrimaryKeys(t *testing.T) {
+	h := reconciletest.New(t)
+	owners := memory.New[string, int]()
+	children := memory.New[string, string]() // child -> owner
+	owners.Put("o1", 0)
+	owners.Put("o2", 0)
+	rec := newRecorder(owners)
+	ownerInf := reconciletest.Informer(h, "owners", owners)
+	childInf := reconciletest.Informer(h, "children", children)
+	reconciletest.Controller(h, "owners", rec, reconcile.For(ownerInf),
+		reconcile.Watch(childInf, func(_ string, owner string) []string { return []string{owner} }))
+	h.Settle()
+	require.Equal(t, 1, rec.count("o1"))
+
+	children.Put("c1", "o1")
+	h.Settle()
+	assert.Equal(t, 2, rec.count("o1"))
+	assert.Equal(t, 1, rec.count("o2"))
+
+	children.Put("c1", "o2") // a change of owner matters to both
+	h.Settle()
+	assert.Equal(t, 3, rec.count("o1"))
+	assert.Equal(t, 2, rec.count("o2"))
+
+	children.Delete("c1")
+	h.Settle()
+	assert.Equal(t, 3, rec.count("o2"))
+}
+
+func TestPredicatesDropChangesTheyRejectButNotTheInitialList(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	store.Put("a", 1)
+	rec := newRecorder(store)
+	inf := reconciletest.Informer(h, "ints", store)
+	sameParity := func(old, new int) bool { return old%2 == new%2 }
+	reconciletest.Controller(h, "ints", rec, reconcile.For(inf, reconcile.IgnoreUnchanged[string](sameParity)))
+	h.Settle()
+	store.Put("a", 3) // same parity: dropped
+	h.Settle()
+	assert.Equal(t, []int{1}, rec.seen["a"])
+	store.Put("a", 4)
+	h.Settle()
+	assert.Equal(t, []int{1, 4}, rec.seen["a"])
+}
+
+func TestFromChannelReconcilesKeysSentOnIt(t *testing.T) {
+	h := reconciletest.New(t)
+	ch := make(chan string)
+	var mu sync.Mutex
+	var got []string
+	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
+		mu.Lock()
+		got = append(got, key)
+		mu.Unlock()
+		return reconcile.Result{}, nil
+	})
+	reconciletest.Controller(h, "ticks", rec, reconcile.FromChannel("ticks", ch))
+	ch <- "x"
+	ch <- "y"
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == 2
+	}, 10*time.Second, time.Millisecond)
+	slices.Sort(got)
+	assert.Equal(t, []string{"x", "y"}, got)
+}

@@ -1,0 +1,306 @@
+package reconcile_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/reconcile"
+	"github.com/converge-go/converge/reconcile/reconciletest"
+)
+
+// registry is a Prometheus registry that tests read metrics from.
+type registry struct{ *prometheus.Registry }
+
+func newRegistry() registry { return registry{prometheus.NewRegistry()} }
+
+// value returns the value of the counter, gauge or histogram count named
+// name whose labels include labels; 0 if there is none.
+func (r registry) value(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := r.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue metrics
+				}
+			}
+			return metricValue(m)
+		}
+	}
+	return 0
+}
+
+func metricValue(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	case m.Histogram != nil:
+		return float64(m.Histogram.GetSampleCount())
+	}
+	return 0
+}
+
+func TestNewRejectsBadInputWithClearErrors(t *testing.T) {
+	store := memory.New[string, int]()
+	inf := informer.New("ints", store)
+	other := informer.New("others", memory.New[int, int]())
+	ok := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	reg := newRegistry()
+	_, err := reconcile.New("taken", ok, reconcile.For(inf), reconcile.WithMetrics(reg))
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		name    string
+		ctrl    string
+		rec     reconcile.Reconciler[string]
+		opts    []reconcile.Option
+		wantErr string
+	}{
+		{"empty name", "", ok, []reconcile.Option{reconcile.For(inf)}, "empty controller name"},
+		{"nil reconciler", "c", nil, []reconcile.Option{reconcile.For(inf)}, "nil reconciler"},
+		{"nil func", "c", reconcile.Func[string](nil), []reconcile.Option{reconcile.For(inf)}, "nil reconciler"},
+		{"no watch", "c", ok, nil, "nothing to watch"},
+		{"zero workers", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithWorkers(0)}, "WithWorkers(0)"},
+		{"negative timeout", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithReconcileTimeout(-1)}, "negative"},
+		{"jitter above 1", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithRequeueJitter(2)}, "WithRequeueJitter(2)"},
+		{"zero sync timeout", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithSyncTimeout(0)}, "WithSyncTimeout"},
+		{"watch of another key type", "c", ok, []reconcile.Option{reconcile.For(other)}, `informer "others" delivers keys of another type than the controller's string`},
+		{"rate limiter of another key type", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithRateLimiter(backoff.DefaultController[int]())}, "does not limit keys of type string"},
+		{"nil informer", "c", ok, []reconcile.Option{reconcile.For[string, int](nil)}, "nil informer"},
+		{"nil channel", "c", ok, []reconcile.Option{reconcile.FromChannel[string]("ch", nil)}, "nil channel"},
+		{"metrics name taken", "taken", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithMetrics(reg)}, "already registered"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := reconcile.New(tc.ctrl, tc.rec, tc.opts...)
+			assert.Nil(t, c)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.wantErr)
+		})
+	}
+}
+
+func TestRunWaitsForSyncAndNamesTheInformerThatDidNot(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	inf := informer.New("never-runs", memory.New[string, int]())
+	c, err := reconcile.New("c", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+		return reconcile.Result{}, nil
+	}), reconcile.For(inf), reconcile.WithClock(clk), reconcile.WithSyncTimeout(time.Minute))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(context.Background()) }()
+	require.Eventually(t, func() bool { return clk.HasWaiters() }, 10*time.Second, time.Millisecond)
+	clk.Step(time.Minute)
+	err = <-done
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `controller "c": informers did not sync within 1m0s: "never-runs"`)
+}
+
+func TestAFailingSourceEndsRunWithItsError(t *testing.T) {
+	c, err := reconcile.New("c", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+		return reconcile.Result{}, nil
+	}), reconcile.FromFunc("webhook", func(context.Context, func(string)) error { return errors.New("listen: address in use") }))
+	require.NoError(t, err)
+	err = c.Run(context.Background())
+	assert.EqualError(t, err, `source "webhook": listen: address in use`)
+}
+
+func TestRunTwiceAtOnceIsAnError(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	inf := reconciletest.Informer(h, "ints", store)
+	c := reconciletest.Controller(h, "ints", newRecorder(store), reconcile.For(inf))
+	h.Settle()
+	assert.ErrorContains(t, c.Run(h.Context()), "already running")
+}
+
+// blocker is a reconciler that blocks every call until released or its
+// context is done, and reports how each call ended.
+type blocker struct {
+	started chan string
+	release chan struct{}
+	ended   chan error
+}
+
+func newBlocker() *blocker {
+	return &blocker{started: make(chan string, 16), release: make(chan struct{}), ended: make(chan error, 16)}
+}
+
+func (b *blocker) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
+	b.started <- key
+	select {
+	case <-b.release:
+		b.ended <- nil
+		return reconcile.Result{}, nil
+	case <-ctx.Done():
+		b.ended <- context.Cause(ctx)
+		return reconcile.Result{}, ctx.Err()
+	}
+}
+
+func TestShutdownLetsReconcilesInProgressFinishWithinTheGrace(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	store.Put("a", 1)
+	store.Put("b", 1)
+	inf := reconciletest.Informer(h, "ints", store)
+	b := newBlocker()
+	c, err := reconcile.New("c", b, reconcile.For(inf), reconcile.WithClock(h.Clock), reconcile.WithShutdownGrace(10*time.Second), quiet)
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(h.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	<-b.started // one worker: "b" waits in the queue
+	stop()
+	time.Sleep(20 * time.Millisecond) // Run must not return, nor cancel, within the grace
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned during the grace period: %v", err)
+	case err := <-b.ended:
+		t.Fatalf("reconcile ended during the grace period: %v", err)
+	default:
+	}
+	close(b.release)
+	assert.NoError(t, <-b.ended)
+	assert.NoError(t, <-done)
+	assert.Len(t, b.started, 0, "no key is taken after shutdown began")
+}
+
+func TestShutdownCancelsReconcilesThatOutliveTheGrace(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	store.Put("a", 1)
+	inf := reconciletest.Informer(h, "ints", store)
+	b := newBlocker()
+	c, err := reconcile.New("c", b, reconcile.For(inf), reconcile.WithClock(h.Clock), reconcile.WithShutdownGrace(10*time.Second), quiet)
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(h.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	<-b.started
+	stop()
+	require.Eventually(t, func() bool { return h.Clock.HasWaiters() }, 10*time.Second, time.Millisecond)
+	h.Clock.Step(10 * time.Second)
+	assert.ErrorIs(t, <-b.ended, context.Canceled)
+	assert.NoError(t, <-done)
+}
+
+func TestLosingLeadershipCancelsReconcilesAtOnce(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	store.Put("a", 1)
+	inf := reconciletest.Informer(h, "ints", store)
+	b := newBlocker()
+	c, err := reconcile.New("c", b, reconcile.For(inf), reconcile.WithClock(h.Clock), reconcile.WithShutdownGrace(time.Hour), quiet)
+	require.NoError(t, err)
+	ctx, lose := context.WithCancelCause(h.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	<-b.started
+	lose(reconcile.ErrLeadershipLost)
+	assert.ErrorIs(t, <-b.ended, context.Canceled)
+	assert.NoError(t, <-done)
+}
+
+func TestMetricsUseControllerRuntimeNames(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	for _, k := range []string{"ok", "err", "term", "panic", "later"} {
+		store.Put(k, 1)
+	}
+	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
+		switch key {
+		case "err":
+			return reconcile.Result{}, errors.New("x")
+		case "term":
+			return reconcile.Result{}, reconcile.Terminal(errors.New("x"))
+		case "panic":
+			panic("x")
+		case "later":
+			return reconcile.Result{RequeueAfter: time.Hour}, nil
+		}
+		return reconcile.Result{}, nil
+	})
+	reg := newRegistry()
+	inf := reconciletest.Informer(h, "ints", store)
+	reconciletest.Controller(h, "things", rec, reconcile.For(inf), reconcile.WithMetrics(reg), reconcile.WithWorkers(3), quiet)
+	h.Settle()
+
+	c := map[string]string{"controller": "things"}
+	with := func(k, v string) map[string]string { return map[string]string{"controller": "things", k: v} }
+	assert.Equal(t, 1.0, reg.value(t, "controller_runtime_reconcile_total", with("result", "success")))
+	assert.Equal(t, 3.0, reg.value(t, "controller_runtime_reconcile_total", with("result", "error")))
+	assert.Equal(t, 1.0, reg.value(t, "controller_runtime_reconcile_total", with("result", "requeue_after")))
+	assert.Equal(t, 3.0, reg.value(t, "controller_runtime_reconcile_errors_total", c))
+	assert.Equal(t, 1.0, reg.value(t, "controller_runtime_terminal_reconcile_errors_total", c))
+	assert.Equal(t, 1.0, reg.value(t, "controller_runtime_reconcile_panics_total", c))
+	assert.Equal(t, 5.0, reg.value(t, "controller_runtime_reconcile_time_seconds", c))
+	assert.Equal(t, 0.0, reg.value(t, "controller_runtime_active_workers", c))
+	assert.Equal(t, 3.0, reg.value(t, "controller_runtime_max_concurrent_reconciles", c))
+	assert.Equal(t, 2.0, reg.value(t, "workqueue_retries_total", map[string]string{"name": "things"}), "error and panic are retried")
+	assert.Equal(t, 0.0, reg.value(t, "workqueue_depth", map[string]string{"name": "things"}))
+}
+
+func TestLogLinesCarryControllerKeyAndReconcileID(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	store.Put("a", 1)
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(syncWriter{&mu, &buf}, nil))
+	var id string
+	rec := reconcile.Func[string](func(ctx context.Context, _ string) (reconcile.Result, error) {
+		id = reconcile.ReconcileID(ctx)
+		reconcile.LoggerFrom(ctx).Info("hello")
+		return reconcile.Result{}, reconcile.Terminal(errors.New("nope"))
+	})
+	inf := reconciletest.Informer(h, "ints", store)
+	reconciletest.Controller(h, "things", rec, reconcile.For(inf), reconcile.WithLogger(logger))
+	h.Settle()
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, id)
+	lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))
+	require.Len(t, lines, 2)
+	for _, l := range lines {
+		assert.Contains(t, string(l), "controller=things key=a reconcileID="+id)
+	}
+	assert.Contains(t, string(lines[1]), "level=ERROR")
+	assert.Equal(t, "", reconcile.ReconcileID(context.Background()))
+}
+
+type syncWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}

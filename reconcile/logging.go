@@ -1,0 +1,59 @@
+package reconcile
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+)
+
+// reconcileInfo is what a reconcile's context knows about it. It is the
+// context itself, to cost one allocation per reconcile; the logger is built
+// only if someone asks for it.
+type reconcileInfo[K comparable] struct {
+	context.Context
+	logger *slog.Logger // the controller's, with the controller attribute
+	key    K
+	id     uint64
+}
+
+type infoKey struct{}
+
+// infoOf is implemented by every reconcileInfo, whatever its key type.
+type infoOf interface {
+	log() *slog.Logger
+	reconcileID() string
+}
+
+func (c *reconcileInfo[K]) Value(key any) any {
+	if key == (infoKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+func (c *reconcileInfo[K]) log() *slog.Logger {
+	return c.logger.With("key", c.key, "reconcileID", c.reconcileID())
+}
+
+func (c *reconcileInfo[K]) reconcileID() string { return strconv.FormatUint(c.id, 10) }
+
+// LoggerFrom returns the logger of the reconcile whose context ctx is (or
+// derives from): the controller's logger with controller, key and reconcileID
+// attributes, which every line the controller logs about the reconcile also
+// carries. Outside a reconcile it returns slog.Default().
+func LoggerFrom(ctx context.Context) *slog.Logger {
+	if info, ok := ctx.Value(infoKey{}).(infoOf); ok {
+		return info.log()
+	}
+	return slog.Default()
+}
+
+// ReconcileID returns the ID of the reconcile whose context ctx is (or
+// derives from), unique within its controller's process, or "" outside a
+// reconcile.
+func ReconcileID(ctx context.Context) string {
+	if info, ok := ctx.Value(infoKey{}).(infoOf); ok {
+		return info.reconcileID()
+	}
+	return ""
+}

@@ -1,0 +1,232 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/converge-go/converge/leader"
+)
+
+// DefaultAddr is the Manager's HTTP address when ManagerOptions.Addr is
+// empty: loopback only, so that nothing is exposed unless asked for.
+const DefaultAddr = "127.0.0.1:8081"
+
+// DefaultShutdownTimeout bounds how long Manager.Run waits, once its context
+// is done, for everything it started to return.
+const DefaultShutdownTimeout = 60 * time.Second
+
+// ManagerOptions configures a Manager. Every field is optional.
+type ManagerOptions struct {
+	// Lock enables leader election over any backend (leader/memory,
+	// leader/etcd, leader/postgres): informers run on every replica, so
+	// that caches are warm, but controllers and leader-only functions run
+	// only while this replica leads, with the term's fencing token in their
+	// contexts. Default: nil, no election; controllers always run.
+	Lock leader.Lock
+	// Leader configures the elector when Lock is set. Identity is required;
+	// the timings default to leader's defaults. Its OnStartedLeading and
+	// OnStoppedLeading must be nil: the Manager uses them. OnNewLeader is
+	// called as usual.
+	Leader leader.Config
+	// Standby makes the Manager, on losing leadership, stop its controllers
+	// and campaign again, instead of returning an error wrapping
+	// ErrLeadershipLost from Run. The default, exiting, is the safe one:
+	// a restarted process cannot carry state from its lost term. Default:
+	// false.
+	Standby bool
+
+	// Addr is the address of the HTTP server that serves /healthz, /readyz
+	// and /metrics; "off" disables it, and a port of 0 picks a free one
+	// (see Manager.Addr). Default: DefaultAddr, loopback.
+	Addr string
+	// Gatherer is what /metrics serves, typically the *prometheus.Registry
+	// the controllers' WithMetrics registered on. Default: nil, /metrics
+	// answers 404.
+	Gatherer prometheus.Gatherer
+	// ShutdownTimeout bounds how long Run waits, once its context is done,
+	// for informers, controllers and functions to return; then Run returns
+	// an error naming those still running. Controllers' own shutdown grace
+	// (WithShutdownGrace) should be shorter. Default: DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// Logger receives the Manager's own lines. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// Runner is what a Manager runs as a controller: *Controller[K] for any K.
+type Runner interface {
+	Name() string
+	Caches() []Cache
+	Run(ctx context.Context) error
+}
+
+// Manager runs informers, controllers and other functions together, with
+// optional leader election and an HTTP server for health, readiness and
+// metrics. Create one with NewManager, add to it, then call Run once.
+type Manager struct {
+	opts    ManagerOptions
+	elector *leader.Elector // nil without leader election
+
+	mu sync.Mutex
+	// Everything below is guarded by mu.
+	names   map[string]bool
+	caches  []Cache
+	leading []task // controllers and leader-only functions
+	always  []task // functions that run on every replica
+	addr    string
+	started bool
+
+	// lead runs a term's leader-only tasks; set by Run before the elector
+	// starts, called by the elector.
+	lead func(lctx context.Context)
+}
+
+// task is a named function the Manager runs.
+type task struct {
+	kind, name string
+	run        func(ctx context.Context) error
+}
+
+// NewManager returns a Manager, or an error for invalid options (leader
+// timings and identity included).
+func NewManager(opts ManagerOptions) (*Manager, error) {
+	if opts.Addr == "" {
+		opts.Addr = DefaultAddr
+	}
+	if opts.ShutdownTimeout < 0 {
+		return nil, fmt.Errorf("reconcile.NewManager: negative ShutdownTimeout %v", opts.ShutdownTimeout)
+	}
+	if opts.ShutdownTimeout == 0 {
+		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	m := &Manager{opts: opts, names: make(map[string]bool)}
+	if opts.Lock != nil {
+		if opts.Leader.OnStartedLeading != nil || opts.Leader.OnStoppedLeading != nil {
+			return nil, errors.New("reconcile.NewManager: Leader.OnStartedLeading and OnStoppedLeading must be nil: the Manager uses them")
+		}
+		cfg := opts.Leader
+		cfg.OnStartedLeading = func(lctx context.Context) { m.lead(lctx) }
+		e, err := leader.New(opts.Lock, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("reconcile.NewManager: %w", err)
+		}
+		m.elector = e
+	}
+	return m, nil
+}
+
+// AddInformer adds an informer (*informer.Informer[K, V]) for Run to run on
+// every replica. Names must be unique within the Manager.
+func (m *Manager) AddInformer(c Cache) error {
+	if c == nil {
+		return errors.New("reconcile: AddInformer(nil)")
+	}
+	return m.add(func() error {
+		for _, have := range m.caches {
+			if have == c {
+				return fmt.Errorf("informer %q added twice", c.Name())
+			}
+		}
+		if err := m.claim("informer", c.Name()); err != nil {
+			return err
+		}
+		m.caches = append(m.caches, c)
+		return nil
+	})
+}
+
+// AddController adds a controller for Run to run while this replica leads
+// (always, without leader election). It must watch only informers added
+// with AddInformer, and its name must be unique within the Manager.
+func (m *Manager) AddController(c Runner) error {
+	if c == nil || isNilFunc(c) {
+		return errors.New("reconcile: AddController(nil)")
+	}
+	return m.add(func() error {
+		for _, want := range c.Caches() {
+			if !m.hasCache(want) {
+				return fmt.Errorf("controller %q watches informer %q, which this Manager does not run: add it with AddInformer first", c.Name(), want.Name())
+			}
+		}
+		if err := m.claim("controller", c.Name()); err != nil {
+			return err
+		}
+		m.leading = append(m.leading, task{"controller", c.Name(), c.Run})
+		return nil
+	})
+}
+
+// AddFunc adds a function for Run to run, only while this replica leads if
+// leaderOnly (it then gets the term in its context), else on every replica.
+// It must return when its context is done; an error from it ends Run.
+func (m *Manager) AddFunc(name string, leaderOnly bool, fn func(ctx context.Context) error) error {
+	if fn == nil {
+		return fmt.Errorf("reconcile: AddFunc(%q): nil function", name)
+	}
+	return m.add(func() error {
+		if err := m.claim("function", name); err != nil {
+			return err
+		}
+		t := task{"function", name, fn}
+		if leaderOnly {
+			m.leading = append(m.leading, t)
+		} else {
+			m.always = append(m.always, t)
+		}
+		return nil
+	})
+}
+
+func (m *Manager) add(f func() error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started {
+		return errors.New("reconcile: cannot add to a Manager that has started")
+	}
+	if err := f(); err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
+	return nil
+}
+
+func (m *Manager) claim(kind, name string) error {
+	if name == "" {
+		return fmt.Errorf("%s with an empty name", kind)
+	}
+	if m.names[name] {
+		return fmt.Errorf("%s %q: the name is taken", kind, name)
+	}
+	m.names[name] = true
+	return nil
+}
+
+func (m *Manager) hasCache(c Cache) bool {
+	for _, have := range m.caches {
+		if have == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Addr returns the HTTP server's address once Run has started it, else "".
+func (m *Manager) Addr() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.addr
+}
+
+// IsLeader reports whether this replica leads now; always true without
+// leader election.
+func (m *Manager) IsLeader() bool { return m.elector == nil || m.elector.IsLeader() }
+
+// Elector returns the Manager's elector, nil without leader election.
+func (m *Manager) Elector() *leader.Elector { return m.elector }

@@ -1,0 +1,320 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/converge-go/converge/queue"
+)
+
+// run is one Run of a controller: its queue, workers and watches.
+type run[K comparable] struct {
+	c *Controller[K]
+	q *queue.Queue[K]
+
+	// workCtx is the parent of every reconcile's context: it carries the
+	// values of Run's context (a leader's term) but is cancelled only when
+	// the shutdown grace is over.
+	workCtx    context.Context
+	cancelWork context.CancelFunc
+
+	// stopping is set when Run's context is done: workers stop taking keys.
+	stopping atomic.Bool
+	// synced is set once every watched informer has synced and the
+	// workers are started.
+	synced atomic.Bool
+	// failc carries the first failure of a FromFunc source.
+	failc chan error
+
+	regsMu sync.Mutex
+	// regs are the informer handlers this run added; guarded by regsMu.
+	regs []interface{ Idle() bool }
+
+	// inflight maps keys being reconciled to their cancel functions, with
+	// WithCancelOnChange only; guarded by inflightMu.
+	inflightMu sync.Mutex
+	inflight   map[K]context.CancelCauseFunc
+}
+
+// errChanged is the cause of a reconcile's context cancelled by a change
+// to its key (WithCancelOnChange).
+var errChanged = errors.New("key changed")
+
+func newRun[K comparable](ctx context.Context, c *Controller[K]) *run[K] {
+	opts := []queue.Option{
+		queue.WithName(c.name),
+		queue.WithClock(c.s.clock),
+		queue.WithRateLimiter[K](recordingLimiter[K]{c}),
+	}
+	if c.s.registerer != nil {
+		opts = append(opts, queue.WithMetrics(c.s.registerer))
+	}
+	opts = append(opts, c.s.queueOpts...)
+	r := &run[K]{c: c, q: queue.New[K](opts...), failc: make(chan error, 1)}
+	r.workCtx, r.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
+	if c.s.cancelOnChange {
+		r.inflight = make(map[K]context.CancelCauseFunc)
+	}
+	return r
+}
+
+// recordingLimiter is the controller's rate limiter, noting each retry's
+// time for Controller.Status.
+type recordingLimiter[K comparable] struct{ c *Controller[K] }
+
+func (l recordingLimiter[K]) When(key K) time.Duration {
+	d := l.c.limiter.When(key)
+	l.c.keys.retryAt(key, l.c.s.clock.Now().Add(d))
+	return d
+}
+func (l recordingLimiter[K]) Forget(key K)          { l.c.limiter.Forget(key) }
+func (l recordingLimiter[K]) NumRequeues(key K) int { return l.c.limiter.NumRequeues(key) }
+
+var _ workqueue.TypedRateLimiter[string] = recordingLimiter[string]{}
+
+func (r *run[K]) serve(ctx context.Context) (err error) {
+	defer r.cancelWork()
+	defer r.q.ShutDown()
+	var stops []func()
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	for _, w := range r.c.watches {
+		stop, err := w.start(r)
+		if err != nil {
+			return fmt.Errorf("controller %q: %w", r.c.name, err)
+		}
+		stops = append(stops, stop)
+	}
+	if err := r.waitForSync(ctx); err != nil || ctx.Err() != nil {
+		return err
+	}
+	r.synced.Store(true)
+	var wg sync.WaitGroup
+	for range r.c.s.workers {
+		wg.Go(r.work)
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-r.failc:
+	}
+	r.stopping.Store(true)
+	r.q.ShutDown()
+	grace := r.c.s.grace
+	if errors.Is(context.Cause(ctx), ErrLeadershipLost) {
+		grace = 0
+	}
+	if grace == 0 {
+		r.cancelWork()
+	} else {
+		t := r.c.s.clock.AfterFunc(grace, r.cancelWork)
+		defer t.Stop()
+	}
+	wg.Wait()
+	return err
+}
+
+// waitForSync waits for every watched informer's first list, at most the
+// sync timeout. It returns nil if ctx is done first.
+func (r *run[K]) waitForSync(ctx context.Context) error {
+	caches := r.c.Caches()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	t := r.c.s.clock.AfterFunc(r.c.s.syncTimeout, cancel)
+	defer t.Stop()
+	var failed []string
+	for _, cache := range caches {
+		if err := cache.WaitForSync(sctx); err != nil && ctx.Err() == nil {
+			failed = append(failed, fmt.Sprintf("%q (%v)", cache.Name(), err))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("controller %q: informers did not sync within %v: %s",
+			r.c.name, r.c.s.syncTimeout, strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// track records an informer handler, for idle.
+func (r *run[K]) track(reg interface{ Idle() bool }) {
+	r.regsMu.Lock()
+	r.regs = append(r.regs, reg)
+	r.regsMu.Unlock()
+}
+
+func (r *run[K]) idle() bool {
+	if !r.synced.Load() || r.stopping.Load() {
+		return false
+	}
+	r.regsMu.Lock()
+	for _, reg := range r.regs {
+		if !reg.Idle() {
+			r.regsMu.Unlock()
+			return false
+		}
+	}
+	r.regsMu.Unlock()
+	return r.q.Idle()
+}
+
+// fail ends the run with err, unless it is ending already.
+func (r *run[K]) fail(err error) {
+	select {
+	case r.failc <- err:
+	default:
+	}
+}
+
+// changed queues keys that a watch reports changed.
+func (r *run[K]) changed(prio int, keys []K) {
+	if len(keys) == 0 {
+		return
+	}
+	for _, k := range keys {
+		r.changedOne(prio, k)
+	}
+}
+
+func (r *run[K]) changedOne(prio int, key K) {
+	if r.c.keys.unpark(key) {
+		r.q.Forget(key)
+		if m := r.c.metrics; m != nil {
+			m.parked.Dec()
+		}
+	}
+	if r.inflight != nil {
+		r.inflightMu.Lock()
+		if cancel, ok := r.inflight[key]; ok {
+			cancel(errChanged)
+		}
+		r.inflightMu.Unlock()
+	}
+	r.q.AddWithOptions(queue.AddOptions{Priority: prio}, key)
+}
+
+// work is one worker: it reconciles keys until the queue shuts down.
+func (r *run[K]) work() {
+	for {
+		key, shutdown := r.q.Get()
+		if shutdown {
+			return
+		}
+		if !r.stopping.Load() {
+			r.process(key)
+		}
+		r.q.Done(key)
+	}
+}
+
+// process reconciles key once and acts on the outcome.
+func (r *run[K]) process(key K) {
+	c := r.c
+	var ctx context.Context = r.workCtx
+	var cancel context.CancelCauseFunc
+	if c.s.timeout > 0 || r.inflight != nil {
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		if c.s.timeout > 0 {
+			t := c.s.clock.AfterFunc(c.s.timeout, func() { cancel(context.DeadlineExceeded) })
+			defer t.Stop()
+		}
+		if r.inflight != nil {
+			r.inflightMu.Lock()
+			r.inflight[key] = cancel
+			r.inflightMu.Unlock()
+			defer func() {
+				r.inflightMu.Lock()
+				delete(r.inflight, key)
+				r.inflightMu.Unlock()
+			}()
+		}
+	}
+	info := &reconcileInfo[K]{Context: ctx, logger: c.s.logger, key: key, id: c.ids.Add(1)}
+
+	m := c.metrics
+	var start time.Time
+	if m != nil {
+		m.active.Inc()
+		start = c.s.clock.Now()
+	}
+	res, err, panicked := r.call(info, key)
+	label := r.settle(info, key, res, err, panicked)
+	if m != nil {
+		m.duration.Observe(c.s.clock.Since(start).Seconds())
+		m.active.Dec()
+		m.result(label).Inc()
+	}
+}
+
+// call runs the reconciler, turning a panic into an error.
+func (r *run[K]) call(ctx *reconcileInfo[K], key K) (res Result, err error, panicked bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err, panicked = Result{}, fmt.Errorf("panic: %v", p), true
+			ctx.log().Error("reconcile panicked", "panic", p, "stack", string(debug.Stack()))
+		}
+	}()
+	res, err = r.c.rec.Reconcile(ctx, key)
+	return res, err, false
+}
+
+// settle acts on a reconcile's outcome and returns its result label.
+func (r *run[K]) settle(ctx *reconcileInfo[K], key K, res Result, err error, panicked bool) string {
+	c, m := r.c, r.c.metrics
+	if r.inflight != nil && errors.Is(context.Cause(ctx), errChanged) {
+		// The change that cancelled it has queued the key again.
+		return labelRequeue
+	}
+	if err == nil {
+		r.q.Forget(key)
+		c.keys.succeeded(key)
+		if res.RequeueAfter > 0 {
+			d := res.RequeueAfter
+			if c.s.jitter > 0 {
+				d += time.Duration(rand.Float64() * c.s.jitter * float64(d))
+			}
+			r.q.AddAfter(key, d)
+			return labelRequeueAfter
+		}
+		return labelSuccess
+	}
+	if m != nil {
+		m.errors.Inc()
+		if panicked {
+			m.panics.Inc()
+		}
+	}
+	if IsTerminal(err) {
+		r.q.Forget(key)
+		c.keys.terminal(key, err)
+		if m != nil {
+			m.terminal.Inc()
+		}
+		ctx.log().Error("reconcile failed with a terminal error; not retrying until the key changes", "error", err)
+		return labelError
+	}
+	attempts, parked := c.keys.failed(key, err, c.s.maxAttempts)
+	if parked {
+		if m != nil {
+			m.parked.Inc()
+		}
+		ctx.log().Error("reconcile failed; key parked until it changes", "error", err, "attempts", attempts)
+		return labelError
+	}
+	if !panicked {
+		ctx.log().Error("reconcile failed; retrying with backoff", "error", err, "attempts", attempts)
+	}
+	r.q.AddRateLimited(key)
+	return labelError
+}

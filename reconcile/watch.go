@@ -1,0 +1,274 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/queue"
+)
+
+// Cache is the part of an informer that controllers and the Manager use
+// without knowing its types: *informer.Informer[K, V] implements it.
+type Cache interface {
+	Name() string
+	Run(ctx context.Context) error
+	HasSynced() bool
+	WaitForSync(ctx context.Context) error
+}
+
+// ChangeKind says what happened to a watched key.
+type ChangeKind uint8
+
+const (
+	// Added: the key is new to the controller (created, or listed when the
+	// controller started).
+	Added ChangeKind = iota + 1
+	// Updated: the key's value changed, or was re-delivered unchanged by a
+	// resync or a relist.
+	Updated
+	// Deleted: the key is gone.
+	Deleted
+)
+
+// String returns "added", "updated" or "deleted".
+func (k ChangeKind) String() string {
+	switch k {
+	case Added:
+		return "added"
+	case Updated:
+		return "updated"
+	case Deleted:
+		return "deleted"
+	}
+	return fmt.Sprintf("ChangeKind(%d)", uint8(k))
+}
+
+// Change is one change to a watched key, as predicates see it.
+type Change[K comparable, V any] struct {
+	Kind ChangeKind
+	Key  K
+	// Old is the previous value for Updated, the last value for Deleted,
+	// and zero for Added.
+	Old V
+	// New is the new value for Added and Updated, and zero for Deleted.
+	New V
+	// InitialList is true for an Added that comes from the informer's
+	// list when the controller started, not from a fresh change.
+	InitialList bool
+}
+
+// Predicate decides whether a change is worth reconciling for. Predicates
+// filter events, never state: a change they drop is not lost for good,
+// because the next change to the key, a resync, or a restart of the
+// controller reconciles the key from current state anyway.
+type Predicate[K comparable, V any] func(Change[K, V]) bool
+
+// IgnoreUnchanged drops updates whose old and new values are equal by equal,
+// such as those of a resync, or writes that only touched a status the
+// controller itself maintains (compare just the spec).
+func IgnoreUnchanged[K comparable, V any](equal func(old, new V) bool) Predicate[K, V] {
+	return func(c Change[K, V]) bool {
+		return c.Kind != Updated || !equal(c.Old, c.New)
+	}
+}
+
+// For watches the controller's primary informer: every change to a key
+// reconciles that same key. inf's key type must be the controller's, or New
+// fails.
+func For[K comparable, V any](inf *informer.Informer[K, V], preds ...Predicate[K, V]) Option {
+	return func(s *settings) error {
+		if inf == nil {
+			return fmt.Errorf("For: nil informer")
+		}
+		s.watches = append(s.watches, &informerWatch[K, K, V]{inf: inf, same: func(k K) K { return k }, preds: preds})
+		return nil
+	}
+}
+
+// Watch watches a secondary informer whose changes matter to other keys:
+// every change to one of its keys reconciles the keys toKeys returns for it
+// (for an update, for the old value and the new one, since a change of owner
+// matters to both). Typical toKeys return the owner named in the value, or
+// look keys up in the primary informer's index (see ByIndex). toKeys must
+// return keys of the controller's key type K, or New fails; it runs on the
+// informer's delivery goroutine for this controller, so it must be quick.
+func Watch[K comparable, WK comparable, WV any](inf *informer.Informer[WK, WV], toKeys func(key WK, v WV) []K, preds ...Predicate[WK, WV]) Option {
+	return func(s *settings) error {
+		if inf == nil || toKeys == nil {
+			return fmt.Errorf("watch: nil informer or key function")
+		}
+		s.watches = append(s.watches, &informerWatch[K, WK, WV]{inf: inf, toKeys: toKeys, preds: preds})
+		return nil
+	}
+}
+
+// ByIndex returns a key function for Watch that finds the primary keys to
+// reconcile in the primary informer's index: the keys of every entry filed
+// under value(key, v) in the index named index.
+func ByIndex[K comparable, V any, WK comparable, WV any](primary *informer.Informer[K, V], index string, value func(key WK, v WV) string) func(WK, WV) []K {
+	return func(key WK, v WV) []K {
+		entries := primary.ByIndex(index, value(key, v))
+		keys := make([]K, len(entries))
+		for i, e := range entries {
+			keys[i] = e.Key
+		}
+		return keys
+	}
+}
+
+// FromFunc adds a source of keys that is not an informer: run is started
+// with the controller's Run and is given enqueue to reconcile keys with,
+// and must return when ctx is done. It suits webhooks, timers and other
+// external triggers. An error from run other than ctx's ends Run with that
+// error. K must be the controller's key type, or New fails.
+func FromFunc[K comparable](name string, run func(ctx context.Context, enqueue func(K)) error) Option {
+	return func(s *settings) error {
+		if run == nil {
+			return fmt.Errorf("FromFunc(%q): nil function", name)
+		}
+		s.watches = append(s.watches, &funcWatch[K]{name: name, run: run})
+		return nil
+	}
+}
+
+// FromChannel reconciles every key received on ch, until ch is closed or
+// the controller stops. K must be the controller's key type, or New fails.
+func FromChannel[K comparable](name string, ch <-chan K) Option {
+	if ch == nil {
+		return func(*settings) error { return fmt.Errorf("FromChannel(%q): nil channel", name) }
+	}
+	return FromFunc(name, func(ctx context.Context, enqueue func(K)) error {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case k, ok := <-ch:
+				if !ok {
+					return nil
+				}
+				enqueue(k)
+			}
+		}
+	})
+}
+
+// watch is a source of keys for a Controller[K]; each Run starts it, and
+// stops it when the Run ends.
+type watch[K comparable] interface {
+	// describe names the source in errors and logs.
+	describe() string
+	// cache is the informer watched, or nil.
+	cache() Cache
+	// start begins delivering keys to r, and returns how to stop.
+	start(r *run[K]) (stop func(), err error)
+}
+
+// checkWatch turns an option's watch into a watch[K], or explains why its
+// key type is not the controller's.
+func checkWatch[K comparable](w any) (watch[K], error) {
+	if ww, ok := w.(watch[K]); ok {
+		return ww, nil
+	}
+	d, _ := w.(interface{ describe() string })
+	want := reflect.TypeFor[K]()
+	if d == nil {
+		return nil, fmt.Errorf("a watch for keys of another type than %v", want)
+	}
+	return nil, fmt.Errorf("%s delivers keys of another type than the controller's %v", d.describe(), want)
+}
+
+type informerWatch[K comparable, WK comparable, WV any] struct {
+	inf *informer.Informer[WK, WV]
+	// Exactly one of same and toKeys is set: same (For) maps a key to
+	// itself, without the slice toKeys would allocate per change.
+	same   func(WK) K
+	toKeys func(WK, WV) []K
+	preds  []Predicate[WK, WV]
+}
+
+func (w *informerWatch[K, WK, WV]) describe() string {
+	return fmt.Sprintf("informer %q", w.inf.Name())
+}
+
+func (w *informerWatch[K, WK, WV]) cache() Cache { return w.inf }
+
+func (w *informerWatch[K, WK, WV]) start(r *run[K]) (func(), error) {
+	reg, err := w.inf.AddHandler(informer.HandlerFuncs[WK, WV]{
+		AddFunc: func(key WK, v WV, initial bool) {
+			w.deliver(r, Change[WK, WV]{Kind: Added, Key: key, New: v, InitialList: initial})
+		},
+		UpdateFunc: func(key WK, old, new WV) {
+			w.deliver(r, Change[WK, WV]{Kind: Updated, Key: key, Old: old, New: new})
+		},
+		DeleteFunc: func(key WK, last WV) {
+			w.deliver(r, Change[WK, WV]{Kind: Deleted, Key: key, Old: last})
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", w.describe(), err)
+	}
+	r.track(reg)
+	return reg.Remove, nil
+}
+
+func (w *informerWatch[K, WK, WV]) deliver(r *run[K], c Change[WK, WV]) {
+	for _, p := range w.preds {
+		if !p(c) {
+			return
+		}
+	}
+	prio := queue.PriorityNormal
+	if c.InitialList {
+		prio = queue.PriorityLow
+	}
+	if w.same != nil {
+		r.changedOne(prio, w.same(c.Key))
+		return
+	}
+	switch c.Kind {
+	case Added:
+		r.changed(prio, w.toKeys(c.Key, c.New))
+	case Deleted:
+		r.changed(prio, w.toKeys(c.Key, c.Old))
+	case Updated:
+		oldKeys, newKeys := w.toKeys(c.Key, c.Old), w.toKeys(c.Key, c.New)
+		r.changed(prio, newKeys)
+		for _, k := range oldKeys {
+			if !contains(newKeys, k) {
+				r.changed(prio, []K{k})
+			}
+		}
+	}
+}
+
+func contains[K comparable](keys []K, k K) bool {
+	for _, x := range keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+type funcWatch[K comparable] struct {
+	name string
+	run  func(ctx context.Context, enqueue func(K)) error
+}
+
+func (w *funcWatch[K]) describe() string { return fmt.Sprintf("source %q", w.name) }
+func (w *funcWatch[K]) cache() Cache     { return nil }
+
+func (w *funcWatch[K]) start(r *run[K]) (func(), error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := w.run(ctx, func(k K) { r.changed(queue.PriorityNormal, []K{k}) })
+		if err != nil && ctx.Err() == nil {
+			r.fail(fmt.Errorf("%s: %w", w.describe(), err))
+		}
+	}()
+	return func() { cancel(); <-done }, nil
+}
