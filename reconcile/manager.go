@@ -74,7 +74,7 @@ type Manager struct {
 
 	mu sync.Mutex
 	// Everything below is guarded by mu.
-	names   map[string]bool
+	names   map[string]bool // "kind/name": names are unique per kind
 	caches  []Cache
 	leading []task // controllers and leader-only functions
 	always  []task // functions that run on every replica
@@ -124,7 +124,7 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 }
 
 // AddInformer adds an informer (*informer.Informer[K, V]) for Run to run on
-// every replica. Names must be unique within the Manager.
+// every replica. Informer names must be unique within the Manager.
 func (m *Manager) AddInformer(c Cache) error {
 	if c == nil {
 		return errors.New("reconcile: AddInformer(nil)")
@@ -145,7 +145,8 @@ func (m *Manager) AddInformer(c Cache) error {
 
 // AddController adds a controller for Run to run while this replica leads
 // (always, without leader election). It must watch only informers added
-// with AddInformer, and its name must be unique within the Manager.
+// with AddInformer, and its name must be unique among the Manager's
+// controllers.
 func (m *Manager) AddController(c Runner) error {
 	if c == nil || isNilFunc(c) {
 		return errors.New("reconcile: AddController(nil)")
@@ -201,10 +202,10 @@ func (m *Manager) claim(kind, name string) error {
 	if name == "" {
 		return fmt.Errorf("%s with an empty name", kind)
 	}
-	if m.names[name] {
+	if m.names[kind+"/"+name] {
 		return fmt.Errorf("%s %q: the name is taken", kind, name)
 	}
-	m.names[name] = true
+	m.names[kind+"/"+name] = true
 	return nil
 }
 
