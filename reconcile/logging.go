@@ -14,6 +14,9 @@ type reconcileInfo[K comparable] struct {
 	logger *slog.Logger // the controller's, with the controller attribute
 	key    K
 	id     uint64
+	// label and err are the outcome, kept for the span.
+	label string
+	err   error
 }
 
 type infoKey struct{}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/converge-go/converge/queue"
@@ -46,6 +47,7 @@ type settings struct {
 	limiter        any // workqueue.TypedRateLimiter[K], checked by New
 	queueOpts      []queue.Option
 	watches        []any // watch[K] values, checked by New
+	tracer         trace.Tracer
 }
 
 func defaults() settings {

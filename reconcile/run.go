@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/converge-go/converge/queue"
@@ -241,6 +242,11 @@ func (r *run[K]) process(key K) {
 		}
 	}
 	info := &reconcileInfo[K]{Context: ctx, logger: c.s.logger, key: key, id: c.ids.Add(1)}
+	if c.s.tracer != nil {
+		var span trace.Span
+		info.Context, span = r.startSpan(ctx, info)
+		defer func() { endSpan(span, info.label, info.err) }()
+	}
 
 	m := c.metrics
 	var start time.Time
@@ -250,6 +256,7 @@ func (r *run[K]) process(key K) {
 	}
 	res, err, panicked := r.call(info, key)
 	label := r.settle(info, key, res, err, panicked)
+	info.label, info.err = label, err
 	if m != nil {
 		m.duration.Observe(c.s.clock.Since(start).Seconds())
 		m.active.Dec()
