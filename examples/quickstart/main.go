@@ -1,15 +1,14 @@
 // Command quickstart is the shortest complete converge controller: it keeps
-// a pretend set of replicas at the count the store asks for, on the embedded
-// store, under a Manager that serves /healthz and /readyz on loopback.
+// a pretend set of replicas at the count the store asks for.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/converge-go/converge/informer"
@@ -17,23 +16,17 @@ import (
 	"github.com/converge-go/converge/reconcile"
 )
 
-// App is the desired state of one app.
-type App struct{ Replicas int }
-
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Stdout, "127.0.0.1:8081", time.Second); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	if err := run(context.Background(), os.Stdout, time.Second); err != nil {
+		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, out io.Writer, addr string, pause time.Duration) error {
+func run(ctx context.Context, out io.Writer, pause time.Duration) error {
+	type App struct{ Replicas int }     // the desired state of one app
 	store := memory.New[string, App]()  // desired state: the embedded store
 	apps := informer.New("apps", store) // a cache that follows it
 	running := map[string]int{}         // observed state (one worker: no lock needed)
-
 	scaler, err := reconcile.New("scaler", reconcile.Func[string](
 		func(ctx context.Context, name string) (reconcile.Result, error) {
 			app, ok := apps.Get(name) // a key, never an event: read the desired state
@@ -47,31 +40,22 @@ func run(ctx context.Context, out io.Writer, addr string, pause time.Duration) e
 			}
 			return reconcile.Result{}, nil // done until the app changes
 		}), reconcile.For(apps))
-	if err != nil {
+	mgr, err2 := reconcile.NewManager(reconcile.ManagerOptions{Addr: "127.0.0.1:0"}) // /healthz, /readyz
+	if err := errors.Join(err, err2); err != nil {
 		return err
 	}
-	mgr, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: addr}) // /healthz, /readyz
-	if err != nil {
+	if err := errors.Join(mgr.AddInformer(apps), mgr.AddController(scaler)); err != nil {
 		return err
 	}
-	if err := mgr.AddInformer(apps); err != nil {
-		return err
-	}
-	if err := mgr.AddController(scaler); err != nil {
-		return err
-	}
-
 	ctx, stop := context.WithCancel(ctx)
 	go func() { // someone changes the desired state, then we stop
-		for _, replicas := range []int{3, 5, 0} {
-			if replicas > 0 {
-				store.Put("web", App{Replicas: replicas})
-			} else {
-				store.Delete("web")
-			}
-			time.Sleep(pause)
-		}
+		store.Put("web", App{Replicas: 3})
+		time.Sleep(pause)
+		store.Put("web", App{Replicas: 5})
+		time.Sleep(pause)
+		store.Delete("web")
+		time.Sleep(pause)
 		stop()
 	}()
-	return mgr.Run(ctx)
+	return mgr.Run(ctx) // until ctx is done; wire SIGTERM in with signal.NotifyContext
 }
