@@ -174,6 +174,9 @@ func (c *Controller[K]) begin(ctx context.Context) (*run[K], error) {
 		return nil, fmt.Errorf("controller %q: already running", c.name)
 	}
 	c.keys.reset()
+	if c.metrics != nil {
+		c.metrics.parked.Set(0)
+	}
 	c.cur = newRun(ctx, c)
 	return c.cur, nil
 }
