@@ -160,7 +160,8 @@ func (inf *Informer[K, V]) Run(ctx context.Context) error {
 
 	inf.mu.Lock()
 	inf.state = stopped
-	listeners := inf.listeners
+	// A copy: removeListener compacts inf.listeners in place.
+	listeners := slices.Clone(inf.listeners)
 	inf.mu.Unlock()
 	for _, l := range listeners {
 		l.halt(false)

@@ -433,3 +433,31 @@ func TestARegistrationIsIdleOnceItsHandlerReturnedForEveryChange(t *testing.T) {
 	reg.Remove()
 	assert.True(t, reg.Idle())
 }
+
+func TestHandlersRemovedWhileRunReturnsAreAllHalted(t *testing.T) {
+	for range 20 {
+		src := newScript()
+		inf := informer.New("t", src, quiet)
+		var regs []*informer.Registration[string, int]
+		for range 8 {
+			reg, err := inf.AddHandler(informer.HandlerFuncs[string, int]{})
+			require.NoError(t, err)
+			regs = append(regs, reg)
+		}
+		src.list(1, map[string]int{"a": 1})
+		stop := start(t, inf)
+		src.nextWatch(t)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for _, reg := range regs {
+				reg.Remove()
+			}
+		}()
+		stop()
+		<-done
+		for _, reg := range regs {
+			assert.True(t, reg.Idle())
+		}
+	}
+}

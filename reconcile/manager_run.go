@@ -39,13 +39,18 @@ func (m *Manager) Run(ctx context.Context) error {
 	runCtx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	g := &taskGroup{ctx: runCtx, fail: fail}
+	// Informers stop after everything else has, so that controllers never
+	// run against a stopped cache, and they carry runCtx's values.
+	infCtx, stopInformers := context.WithCancel(context.WithoutCancel(runCtx))
+	defer stopInformers()
+	informers := &taskGroup{ctx: infCtx, fail: fail}
 
 	stopHTTP, err := m.serveHTTP()
 	if err != nil {
 		return err
 	}
 	for _, c := range m.caches {
-		g.start(task{"informer", c.Name(), c.Run})
+		informers.start(task{"informer", c.Name(), c.Run})
 	}
 	for _, t := range m.always {
 		g.start(t)
@@ -60,7 +65,12 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	<-runCtx.Done()
 	m.opts.Logger.Info("manager stopping", "cause", context.Cause(runCtx))
+	deadline := time.Now().Add(m.opts.ShutdownTimeout)
 	err = g.wait(m.opts.ShutdownTimeout)
+	stopInformers()
+	if err == nil {
+		err = informers.wait(time.Until(deadline))
+	}
 	stopHTTP()
 	if cause := context.Cause(runCtx); ctx.Err() == nil || cause != context.Cause(ctx) {
 		return cause // a failure, not the caller's cancellation

@@ -43,6 +43,11 @@ type Harness struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// Informers run on their own context, cancelled after everything else
+	// has returned, so that no controller runs against a stopped cache.
+	infCtx    context.Context
+	infCancel context.CancelFunc
+	infWG     sync.WaitGroup
 
 	mu sync.Mutex
 	// caughtUp has one check per informer: it has applied every write its
@@ -57,15 +62,20 @@ type Harness struct {
 func New(t testing.TB) *Harness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	infCtx, infCancel := context.WithCancel(context.Background())
 	h := &Harness{
-		Clock:  clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
-		t:      t,
-		ctx:    ctx,
-		cancel: cancel,
+		Clock:     clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		t:         t,
+		ctx:       ctx,
+		cancel:    cancel,
+		infCtx:    infCtx,
+		infCancel: infCancel,
 	}
 	t.Cleanup(func() {
 		cancel()
 		h.wg.Wait()
+		infCancel()
+		h.infWG.Wait()
 	})
 	return h
 }
@@ -94,7 +104,11 @@ func Informer[K comparable, V any](h *Harness, name string, store *memory.Store[
 		return inf.HasSynced() && inf.LastRevision() >= store.Revision()
 	})
 	h.mu.Unlock()
-	h.Go("informer "+name, inf.Run)
+	h.infWG.Go(func() {
+		if err := inf.Run(h.infCtx); err != nil {
+			h.t.Errorf("reconciletest: informer %s: %v", name, err)
+		}
+	})
 	return inf
 }
 

@@ -56,4 +56,3 @@ func TestStepFiresWhatIsDueAndSettles(t *testing.T) {
 	h.Step(30 * time.Second)
 	assert.Equal(t, int32(2), calls.Load())
 }
-
