@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/reconcile"
+)
+
+// crashBackOff is kubelet's restart policy for a process that keeps
+// exiting (CrashLoopBackOff): the first restart is immediate, then the
+// delay starts at Base and doubles up to Cap (kubelet: 10s and 5m). A
+// process that ran for at least 2×Cap before it exited starts a fresh count.
+type crashBackOff struct{ Base, Cap time.Duration }
+
+// afterExit returns the consecutive crash count and the restart delay for
+// a process that exited after running for ran, given the crashes before.
+func (b crashBackOff) afterExit(crashes int, ran time.Duration) (int, time.Duration) {
+	if ran >= 2*b.Cap {
+		crashes = 0
+	}
+	crashes++
+	if crashes == 1 {
+		return crashes, 0
+	}
+	return crashes, backoff.Exponential{Base: b.Base, Cap: b.Cap}.Delay(crashes - 2)
+}
+
+// agent is the node agent controller: a kubelet for one node. For every
+// Pod assigned to its node it keeps one OS process running, restarts it
+// when it exits (at once the first time, then with crashBackOff), stops it
+// when the pod is deleted, and writes the pod's status.
+type agent struct {
+	node    string
+	podInf  *informer.Informer[string, Pod]
+	pods    Store[Pod]
+	backoff crashBackOff
+	grace   time.Duration // between SIGTERM and SIGKILL
+	output  *os.File      // the processes' stdout and stderr; nil: /dev/null
+	now     func() time.Time
+
+	// exits receives a pod's name when its process exits: the
+	// controller's FromChannel source, so a death is noticed at once.
+	exits chan string
+	quit  chan struct{} // closed by shutdown
+	sp    *spawner
+	wg    sync.WaitGroup // the goroutines waiting for processes
+
+	mu     sync.Mutex
+	procs  map[string]*proc // by pod name; guarded by mu
+	closed bool             // set by shutdown: start nothing more
+	once   sync.Once
+}
+
+// proc is what the agent knows about one pod's process, across restarts.
+type proc struct {
+	cur       *process // the current process; nil while none runs
+	starts    int
+	crashes   int // consecutive, for the back-off
+	lastExit  string
+	delay     time.Duration
+	nextStart time.Time
+}
+
+// process is one OS process. exit and exitAt are set before done is closed.
+type process struct {
+	pid       int
+	startedAt time.Time
+	done      chan struct{}
+	exit      string
+	exitAt    time.Time
+}
+
+func newAgent(node string, podInf *informer.Informer[string, Pod], pods Store[Pod], b crashBackOff) *agent {
+	return &agent{node: node, podInf: podInf, pods: pods, backoff: b, grace: 2 * time.Second, now: time.Now,
+		exits: make(chan string, 64), quit: make(chan struct{}), sp: newSpawner(), procs: make(map[string]*proc)}
+}
+
+// errInvalidCommand marks a command that cannot be started.
+var errInvalidCommand = errors.New("invalid command")
+
+// Reconcile makes pod name's process match the pod: running if the pod
+// exists on this node, gone otherwise.
+func (a *agent) Reconcile(ctx context.Context, name string) (reconcile.Result, error) {
+	if a.isClosed() {
+		return reconcile.Result{}, nil // shutting down: its processes are being stopped
+	}
+	pod, ok := a.podInf.Get(name)
+	if !ok || pod.Spec.Node != a.node {
+		a.stop(name)
+		return reconcile.Result{}, nil
+	}
+	a.mu.Lock()
+	p := a.procs[name]
+	if p == nil {
+		p = &proc{}
+		a.procs[name] = p
+	}
+	cur := p.cur
+	a.mu.Unlock()
+
+	if cur != nil {
+		select {
+		case <-cur.done:
+			a.mu.Lock()
+			p.cur = nil
+			a.mu.Unlock()
+			p.crashes, p.delay = a.backoff.afterExit(p.crashes, cur.exitAt.Sub(cur.startedAt))
+			p.lastExit, p.nextStart = cur.exit, cur.exitAt.Add(p.delay)
+			reconcile.LoggerFrom(ctx).Info("process exited", "pid", cur.pid, "exit", cur.exit, "restartIn", p.delay)
+		default:
+			return reconcile.Result{}, a.report(ctx, name, p.running())
+		}
+	}
+	if wait := p.nextStart.Sub(a.now()); wait > 0 {
+		st := PodStatus{Phase: PhaseWaiting, Reason: ReasonCrashLoopBackOff, RestartCount: max(0, p.starts-1),
+			Message:  fmt.Sprintf("back-off %v restarting failed process (%s)", p.delay, p.lastExit),
+			LastExit: p.lastExit, BackOff: p.delay.String(), NextRestartAt: p.nextStart}
+		return reconcile.Result{RequeueAfter: wait}, a.report(ctx, name, st)
+	}
+	err := a.start(name, p, pod.Spec.Command)
+	if errors.Is(err, errInvalidCommand) {
+		st := PodStatus{Phase: PhaseFailed, Reason: ReasonInvalidCommand, Message: err.Error(), RestartCount: max(0, p.starts-1)}
+		if werr := a.report(ctx, name, st); werr != nil {
+			return reconcile.Result{}, werr // retried
+		}
+		// Terminal: retrying cannot fix the command, only a new pod can.
+		return reconcile.Result{}, reconcile.Terminal(err)
+	}
+	if err != nil || a.isClosed() {
+		return reconcile.Result{}, err
+	}
+	reconcile.LoggerFrom(ctx).Info("process started", "pid", p.cur.pid, "restarts", p.starts-1)
+	return reconcile.Result{}, a.report(ctx, name, p.running())
+}
+
+func (p *proc) running() PodStatus {
+	return PodStatus{Phase: PhaseRunning, PID: p.cur.pid, StartedAt: p.cur.startedAt,
+		RestartCount: p.starts - 1, LastExit: p.lastExit}
+}
+
+// report writes the pod's status, unless it is unchanged or the pod is gone.
+func (a *agent) report(ctx context.Context, name string, st PodStatus) error {
+	return updateStatus(ctx, a.pods, name, func(p *Pod, exists bool) bool {
+		if !exists || p.Spec.Node != a.node || sameJSON(p.Status, st) {
+			return false
+		}
+		p.Status = st
+		return true
+	})
+}
+
+// start starts the pod's process, unless the agent is shutting down.
+func (a *agent) start(name string, p *proc, command []string) error {
+	cmd, err := podCommand(name, command, a.output)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errInvalidCommand, err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil
+	}
+	if err := a.sp.start(cmd); err != nil {
+		if isNotRunnable(err) {
+			return fmt.Errorf("%w: %w", errInvalidCommand, err)
+		}
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	cur := &process{pid: cmd.Process.Pid, startedAt: a.now(), done: make(chan struct{})}
+	p.cur = cur
+	p.starts++
+	a.wg.Go(func() {
+		err := cmd.Wait()
+		cur.exit, cur.exitAt = describeExit(err), a.now()
+		killGroup(cur.pid) // whatever it left behind in its process group
+		close(cur.done)
+		select {
+		case a.exits <- name:
+		case <-a.quit:
+		}
+	})
+	return nil
+}
+
+// stop stops pod name's process, if any, and forgets the pod.
+func (a *agent) stop(name string) {
+	a.mu.Lock()
+	p := a.procs[name]
+	delete(a.procs, name)
+	a.mu.Unlock()
+	if p != nil && p.cur != nil {
+		terminate([]*process{p.cur}, a.grace)
+	}
+}
+
+func (a *agent) isClosed() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.closed
+}
+
+// shutdown stops every process and waits until they are gone. It may be
+// called more than once; nothing is started after the first call.
+func (a *agent) shutdown() {
+	a.mu.Lock()
+	a.closed = true
+	var running []*process
+	for _, p := range a.procs {
+		if p.cur != nil {
+			running = append(running, p.cur)
+		}
+	}
+	a.mu.Unlock()
+	terminate(running, a.grace)
+	a.once.Do(func() { close(a.quit) })
+	a.wg.Wait()
+	a.sp.close()
+}
+
+// run is the agent's part of the Manager: when the Manager stops, so do
+// the processes.
+func (a *agent) run(ctx context.Context) error {
+	<-ctx.Done()
+	a.shutdown()
+	return nil
+}
+
+// terminate sends SIGTERM to each process's group, and SIGKILL to those
+// still running after grace, and returns once all have exited.
+func terminate(ps []*process, grace time.Duration) {
+	for _, p := range ps {
+		signalGroup(p.pid, false)
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	expired := false
+	for _, p := range ps {
+		if !expired {
+			select {
+			case <-p.done:
+				continue
+			case <-timer.C:
+				expired = true
+			}
+		}
+		select {
+		case <-p.done:
+		default:
+			signalGroup(p.pid, true)
+			<-p.done
+		}
+	}
+}

@@ -1,0 +1,202 @@
+// Command replicaset is Kubernetes' self-healing ReplicaSet on a laptop:
+// declare 3 replicas and 3 real processes run; kill one and it is back in
+// milliseconds; a process that keeps crashing is restarted with an
+// exponential back-off; delete the ReplicaSet and its processes are gone.
+//
+// Two controllers share one reconcile.Manager, as in Kubernetes: the
+// ReplicaSet controller creates and deletes Pod objects, and a node agent
+// (a tiny kubelet) runs one OS process per Pod and reports its status.
+// Desired state lives in the embedded memory store, or in etcd.
+//
+//	replicaset demo                  # the scripted scene, as a timeline
+//	replicaset run [--addr ...]      # keep running; change it over HTTP
+//	replicaset run --store etcd://127.0.0.1:2379   # ... or with etcdctl
+//	replicaset worker [--crash-after 1s] [--exit-code 3]   # what pods run
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/reconcile"
+)
+
+func main() { os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// config is the command line of run and demo.
+type config struct {
+	store, prefix, node     string
+	addr, managerAddr       string
+	backoffBase, backoffCap time.Duration
+	logLevel, report        string
+}
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	mode := "run"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		mode, args = args[0], args[1:]
+	}
+	if mode == "worker" {
+		return worker(args)
+	}
+	if mode != "run" && mode != "demo" {
+		fmt.Fprintf(stderr, "usage: replicaset [run|demo|worker] [flags]; unknown mode %q\n", mode)
+		return 2
+	}
+	demo := mode == "demo"
+	var cfg config
+	fl := flag.NewFlagSet(mode, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.StringVar(&cfg.store, "store", "memory", "where desired state lives: memory, or etcd://host:port[,host:port]")
+	fl.StringVar(&cfg.prefix, "prefix", "/converge-demo/", "etcd key prefix (replicasets/ and pods/ under it)")
+	fl.StringVar(&cfg.node, "node", "local", "the node this agent runs pods for")
+	fl.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "run: address of the HTTP API (port 0 picks one)")
+	fl.StringVar(&cfg.managerAddr, "manager-addr", pick(demo, "off", "127.0.0.1:8081"), `the Manager's /healthz, /readyz and /metrics ("off": none)`)
+	fl.DurationVar(&cfg.backoffBase, "backoff-base", pick(demo, 200*time.Millisecond, 10*time.Second), "CrashLoopBackOff: first restart delay (kubelet: 10s)")
+	fl.DurationVar(&cfg.backoffCap, "backoff-cap", pick(demo, 5*time.Second, 5*time.Minute), "CrashLoopBackOff: longest restart delay (kubelet: 5m)")
+	fl.StringVar(&cfg.logLevel, "log-level", pick(demo, "none", "info"), "controller logs on stderr: debug, info, warn, error or none")
+	fl.StringVar(&cfg.report, "report", "", "demo: also write what was observed, as JSON, to this file")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if err := runMode(demo, cfg, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "replicaset %s: %v\n", mode, err)
+		return 1
+	}
+	return 0
+}
+
+func pick[T any](demo bool, inDemo, inRun T) T {
+	if demo {
+		return inDemo
+	}
+	return inRun
+}
+
+func runMode(demo bool, cfg config, stdout, stderr io.Writer) error {
+	logger, err := newLogger(cfg.logLevel, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if demo && cfg.store != "memory" {
+		// A fresh prefix, so that the demo starts from nothing.
+		cfg.prefix = strings.TrimSuffix(cfg.prefix, "/") + "-" + suffix() + "/"
+	}
+	st, err := openStores(cfg.store, cfg.prefix)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	sys, err := newSystem(cfg, st, logger)
+	if err != nil {
+		return err
+	}
+	defer sys.agent.shutdown()
+	if f, ok := stderr.(*os.File); ok && !demo {
+		sys.agent.output = f // the workers' lines, among the logs
+	}
+	if demo {
+		return runDemo(ctx, sys, cfg, stdout)
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	if err := sys.mgr.AddFunc("http-api", false, func(ctx context.Context) error { return serveAPI(ctx, ln, st) }); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "replicaset: API on http://%s (desired state in %s); Ctrl-C stops it and its processes\n", ln.Addr(), st.describe)
+	return sys.mgr.Run(ctx)
+}
+
+func newLogger(level string, w io.Writer) (*slog.Logger, error) {
+	if level == "none" {
+		return slog.New(slog.DiscardHandler), nil
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// system is the two controllers, their informers and the Manager.
+type system struct {
+	mgr    *reconcile.Manager
+	agent  *agent
+	stores *stores
+}
+
+func newSystem(cfg config, st *stores, logger *slog.Logger) (*system, error) {
+	if cfg.backoffBase <= 0 || cfg.backoffCap < cfg.backoffBase {
+		return nil, errors.New("need 0 < --backoff-base <= --backoff-cap")
+	}
+	rsInf := informer.New("replicasets", st.replicaSets, informer.WithLogger(logger))
+	podInf := informer.New("pods", st.pods, informer.WithLogger(logger),
+		informer.WithIndex(ownerIndex, podOwner))
+
+	reg := prometheus.NewRegistry()
+	options := func(opts ...reconcile.Option) []reconcile.Option {
+		return append(opts, reconcile.WithLogger(logger), reconcile.WithMetrics(reg),
+			reconcile.WithShutdownGrace(5*time.Second))
+	}
+
+	// The ReplicaSet controller: a ReplicaSet's own changes, and changes
+	// to the pods it owns, reconcile the ReplicaSet.
+	rsCtl, err := reconcile.New("replicaset", newRSController(rsInf, podInf, st, cfg.node), options(
+		reconcile.For(rsInf),
+		reconcile.Watch(podInf, podOwner),
+		reconcile.WithWorkers(2))...)
+	if err != nil {
+		return nil, err
+	}
+
+	// The node agent: its node's pods, except for changes to their status
+	// (which it writes itself), and the exits of their processes.
+	ag := newAgent(cfg.node, podInf, st.pods, crashBackOff{Base: cfg.backoffBase, Cap: cfg.backoffCap})
+	onNode := func(c reconcile.Change[string, Pod]) bool {
+		return c.New.Spec.Node == cfg.node || c.Old.Spec.Node == cfg.node
+	}
+	specChanged := reconcile.IgnoreUnchanged[string](func(a, b Pod) bool { return sameJSON(a.Spec, b.Spec) })
+	agCtl, err := reconcile.New("node-agent", ag, options(
+		reconcile.For(podInf, onNode, specChanged),
+		reconcile.FromChannel("process-exits", ag.exits),
+		reconcile.WithWorkers(4))...)
+	if err != nil {
+		return nil, err
+	}
+
+	mgr, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: cfg.managerAddr, Gatherer: reg,
+		Logger: logger, ShutdownTimeout: 20 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	for _, err := range []error{
+		mgr.AddInformer(rsInf),
+		mgr.AddInformer(podInf),
+		mgr.AddController(rsCtl),
+		mgr.AddController(agCtl),
+		// When the Manager stops, the agent stops its processes.
+		mgr.AddFunc("node-agent-processes", false, ag.run),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &system{mgr: mgr, agent: ag, stores: st}, nil
+}

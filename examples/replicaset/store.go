@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/informer/etcd"
+	"github.com/converge-go/converge/informer/memory"
+)
+
+// Store holds one kind of object by name: an informer.Source for the
+// controllers' informers, plus reads and compare-and-swap writes.
+// Two implementations: the embedded memory store and etcd.
+type Store[V any] interface {
+	informer.Source[string, V]
+	// Get returns the value and its mod revision, for PutIf.
+	Get(ctx context.Context, key string) (v V, rev informer.Revision, ok bool, err error)
+	// PutIf writes v only if key is still at rev (0: only if key does not
+	// exist), else it returns an error matching errConflict.
+	PutIf(ctx context.Context, key string, v V, rev informer.Revision) (informer.Revision, error)
+	// Delete removes key and reports whether it existed, and if so the
+	// revision of the delete.
+	Delete(ctx context.Context, key string) (informer.Revision, bool, error)
+}
+
+// errConflict is what PutIf returns when someone else wrote first: read
+// again and retry.
+var errConflict = errors.New("revision conflict")
+
+// memStore adapts the embedded store, whose methods need no context.
+type memStore[V any] struct{ *memory.Store[string, V] }
+
+func (s memStore[V]) Get(_ context.Context, key string) (V, informer.Revision, bool, error) {
+	v, rev, ok := s.Store.Get(key)
+	return v, rev, ok, nil
+}
+
+func (s memStore[V]) PutIf(_ context.Context, key string, v V, rev informer.Revision) (informer.Revision, error) {
+	r, err := s.Store.PutIf(key, v, rev)
+	if errors.Is(err, memory.ErrConflict) {
+		err = fmt.Errorf("%w: %w", errConflict, err)
+	}
+	return r, err
+}
+
+func (s memStore[V]) Delete(_ context.Context, key string) (informer.Revision, bool, error) {
+	rev, ok := s.Store.Delete(key)
+	return rev, ok, nil
+}
+
+// etcdStore keeps the values as JSON under a prefix of etcd, where
+// `etcdctl put` can change them.
+type etcdStore[V any] struct {
+	*etcd.Source[V]
+	c   *etcd.Client[V]
+	cli *clientv3.Client
+}
+
+func (s etcdStore[V]) Get(ctx context.Context, key string) (V, informer.Revision, bool, error) {
+	return s.c.Get(ctx, key)
+}
+
+func (s etcdStore[V]) PutIf(ctx context.Context, key string, v V, rev informer.Revision) (informer.Revision, error) {
+	r, err := s.c.PutIf(ctx, key, v, rev)
+	if errors.Is(err, etcd.ErrConflict) {
+		err = fmt.Errorf("%w: %w", errConflict, err)
+	}
+	return r, err
+}
+
+// Delete uses the etcd client itself: etcd.Client.Delete does not return
+// the revision of the delete, which the ReplicaSet controller waits for.
+func (s etcdStore[V]) Delete(ctx context.Context, key string) (informer.Revision, bool, error) {
+	resp, err := s.cli.Delete(ctx, s.Prefix()+key)
+	if err != nil {
+		return 0, false, err
+	}
+	return informer.Revision(resp.Header.Revision), resp.Deleted > 0, nil
+}
+
+// stores are the two kinds of objects the example keeps.
+type stores struct {
+	replicaSets Store[ReplicaSet]
+	pods        Store[Pod]
+	describe    string
+	close       func()
+}
+
+// openStores opens "memory" (the embedded store) or
+// "etcd://host:port[,host:port...]", with keys under prefix + "replicasets/"
+// and prefix + "pods/".
+func openStores(url, prefix string) (*stores, error) {
+	if url == "" || url == "memory" {
+		return &stores{
+			replicaSets: memStore[ReplicaSet]{memory.New[string, ReplicaSet]()},
+			pods:        memStore[Pod]{memory.New[string, Pod]()},
+			describe:    "the embedded memory store",
+			close:       func() {},
+		}, nil
+	}
+	hosts, ok := strings.CutPrefix(url, "etcd://")
+	if !ok || hosts == "" {
+		return nil, fmt.Errorf("--store %q: want memory or etcd://host:port", url)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   strings.Split(hosts, ","),
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--store %q: %w", url, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := cli.Get(ctx, prefix, clientv3.WithCountOnly(), clientv3.WithPrefix()); err != nil {
+		_ = cli.Close()
+		return nil, fmt.Errorf("--store %q: %w", url, err)
+	}
+	rsPrefix, podPrefix := prefix+"replicasets/", prefix+"pods/"
+	return &stores{
+		replicaSets: etcdStore[ReplicaSet]{etcd.NewSource[ReplicaSet](cli, rsPrefix), etcd.NewClient[ReplicaSet](cli, rsPrefix, nil), cli},
+		pods:        etcdStore[Pod]{etcd.NewSource[Pod](cli, podPrefix), etcd.NewClient[Pod](cli, podPrefix, nil), cli},
+		describe:    fmt.Sprintf("etcd %s, keys under %s", hosts, prefix),
+		close:       func() { _ = cli.Close() },
+	}, nil
+}
+
+// apply sets a ReplicaSet's spec, creating it if needed, and bumps its
+// generation when the spec changed: the API server's part. The status is
+// kept. It returns the stored object.
+func apply(ctx context.Context, s Store[ReplicaSet], name string, spec ReplicaSetSpec) (ReplicaSet, error) {
+	for {
+		cur, rev, ok, err := s.Get(ctx, name)
+		if err != nil {
+			return ReplicaSet{}, err
+		}
+		next := cur
+		switch {
+		case !ok:
+			next = ReplicaSet{Generation: 1, Spec: spec}
+		case sameJSON(cur.Spec, spec):
+			return cur, nil
+		default:
+			next.Generation++
+			next.Spec = spec
+		}
+		_, err = s.PutIf(ctx, name, next, rev)
+		if errors.Is(err, errConflict) {
+			continue // someone else wrote: read again
+		}
+		return next, err
+	}
+}
+
+// updateStatus is a controller's read-modify-write of an object's status:
+// it reads the latest value, lets change set the status (change returns
+// false when there is nothing to write, or the object is gone or no longer
+// this writer's), and writes it with compare-and-swap, retrying on conflicts.
+func updateStatus[V any](ctx context.Context, s Store[V], key string, change func(v *V, exists bool) bool) error {
+	for attempt := 0; ; attempt++ {
+		v, rev, ok, err := s.Get(ctx, key)
+		if err != nil {
+			return err
+		}
+		if !change(&v, ok) || !ok {
+			return nil
+		}
+		_, err = s.PutIf(ctx, key, v, rev)
+		if errors.Is(err, errConflict) && attempt < 10 {
+			continue
+		}
+		return err
+	}
+}

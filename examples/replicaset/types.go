@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+)
+
+// ReplicaSet is the desired state a user writes, and the status the
+// controller writes back. Spec and Generation belong to the user: apply bumps
+// Generation whenever Spec changes, as the Kubernetes API server does. Status
+// belongs to the controller, which writes it with compare-and-swap and never
+// touches Spec or Generation, so a status write does not bump Generation.
+// The key in the store is the name.
+type ReplicaSet struct {
+	Generation int64            `json:"generation"`
+	Spec       ReplicaSetSpec   `json:"spec"`
+	Status     ReplicaSetStatus `json:"status,omitzero"`
+}
+
+// ReplicaSetSpec is what the user asks for: Replicas copies of Command.
+type ReplicaSetSpec struct {
+	Replicas int `json:"replicas"`
+	// Command is the program and its arguments. A first word of
+	// "replicaset" runs this program's own binary, so that
+	// ["replicaset", "worker", "--crash-after", "1s"] needs nothing else;
+	// any other first word is looked up in PATH.
+	Command []string `json:"command"`
+}
+
+// ReplicaSetStatus is what the controller observed.
+type ReplicaSetStatus struct {
+	// Replicas counts the pods that exist; ReadyReplicas those running.
+	Replicas      int `json:"replicas"`
+	ReadyReplicas int `json:"readyReplicas"`
+	// ObservedGeneration is the Generation the controller last acted on.
+	ObservedGeneration int64       `json:"observedGeneration"`
+	Conditions         []Condition `json:"conditions,omitempty"`
+}
+
+// Condition types of a ReplicaSet.
+const (
+	// CondReady is True when every wanted replica is running.
+	CondReady = "Ready"
+	// CondReplicaFailure is True when a pod cannot run: its command does
+	// not exist, or it keeps crashing.
+	CondReplicaFailure = "ReplicaFailure"
+)
+
+// Reasons, in conditions and pod statuses.
+const (
+	ReasonAllReady         = "AllReplicasReady"
+	ReasonScaling          = "Scaling"
+	ReasonPodsNotReady     = "PodsNotReady"
+	ReasonInvalidSpec      = "InvalidSpec"
+	ReasonInvalidCommand   = "InvalidCommand"
+	ReasonCrashLoopBackOff = "CrashLoopBackOff"
+	ReasonNoFailures       = "NoFailures"
+)
+
+// Condition is one aspect of a ReplicaSet's state, as in Kubernetes.
+type Condition struct {
+	Type   string `json:"type"`
+	Status string `json:"status"` // "True" or "False"
+	Reason string `json:"reason"`
+	// Message says what is going on, for a person.
+	Message string `json:"message,omitempty"`
+	// LastTransitionTime is when Status last changed.
+	LastTransitionTime time.Time `json:"lastTransitionTime"`
+}
+
+// Pod is one replica: created and deleted by the ReplicaSet controller
+// (Spec never changes after creation), run by the node agent of Spec.Node,
+// which writes Status.
+type Pod struct {
+	Spec   PodSpec   `json:"spec"`
+	Status PodStatus `json:"status,omitzero"`
+}
+
+// PodSpec says which ReplicaSet owns the pod, which node runs it, and what.
+type PodSpec struct {
+	Owner     string    `json:"owner"`
+	Node      string    `json:"node"`
+	Command   []string  `json:"command"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Pod phases.
+const (
+	PhasePending = "Pending" // no process yet
+	PhaseRunning = "Running" // the process runs
+	PhaseWaiting = "Waiting" // the process exited; restarting after a back-off
+	PhaseFailed  = "Failed"  // the process cannot be started (InvalidCommand)
+)
+
+// PodStatus is what the node agent observed of the pod's process.
+type PodStatus struct {
+	Phase   string `json:"phase,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// PID is the running process's, and StartedAt when it started.
+	PID       int       `json:"pid,omitempty"`
+	StartedAt time.Time `json:"startedAt,omitzero"`
+	// RestartCount counts restarts of the process since the pod started.
+	RestartCount int `json:"restartCount"`
+	// LastExit says how the previous process ended ("exit status 3",
+	// "signal: killed").
+	LastExit string `json:"lastExit,omitempty"`
+	// BackOff is the current restart delay ("400ms"), and NextRestartAt
+	// when the process restarts, while Phase is Waiting.
+	BackOff       string    `json:"backOff,omitempty"`
+	NextRestartAt time.Time `json:"nextRestartAt,omitzero"`
+}
+
+// Ready reports whether the pod's process is running.
+func (p Pod) Ready() bool { return p.Status.Phase == PhaseRunning }
+
+// sameJSON reports whether a and b encode to the same JSON: the form they
+// are stored in, so times compare by instant and nil equals empty.
+func sameJSON(a, b any) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+// setCondition returns conds with c in place of the condition of its type,
+// keeping LastTransitionTime when Status did not change. conds is not
+// modified: values from a store are shared.
+func setCondition(conds []Condition, c Condition, now time.Time) []Condition {
+	out := make([]Condition, 0, len(conds)+1)
+	c.LastTransitionTime = now
+	found := false
+	for _, old := range conds {
+		if old.Type != c.Type {
+			out = append(out, old)
+			continue
+		}
+		found = true
+		if old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+		out = append(out, c)
+	}
+	if !found {
+		out = append(out, c)
+	}
+	return out
+}
+
+// findCondition returns the condition of type t, if there is one.
+func findCondition(conds []Condition, t string) (Condition, bool) {
+	for _, c := range conds {
+		if c.Type == t {
+			return c, true
+		}
+	}
+	return Condition{}, false
+}
