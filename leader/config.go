@@ -9,7 +9,8 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Defaults for Config, the same as client-go's leader election.
+// Defaults for Config: client-go's leader election numbers (see the package
+// doc for how JitterFactor differs).
 const (
 	DefaultLeaseDuration = 15 * time.Second
 	DefaultRenewDeadline = 10 * time.Second

@@ -13,7 +13,12 @@
 // Term; renewals keep it. A Term is therefore never handed out twice, and
 // later terms are larger. Leadership by lease can only promise that a
 // deposed leader is told to stop, not that it has stopped: a write already
-// in flight when its context is cancelled may still land. A reconciler that
+// in flight when its context is cancelled may still land. So may one begun
+// after a pause of the whole process (SIGSTOP, a frozen VM) longer than
+// LeaseDuration−RenewDeadline: when it resumes, its work may run before
+// the watchdog cancels its context. Elector.IsLeader reads the clock, so it
+// is false once another candidate may have taken over: checking it right
+// before a write narrows the window to the write itself. A reconciler that
 // must never be overwritten by an old leader stores the Term with each
 // write and makes the write conditional on it (an etcd transaction
 // comparing a fence key, "UPDATE … WHERE fence <= $term" in SQL). That
@@ -62,14 +67,19 @@
 // record was written.
 //
 // The argument also assumes the Lock's compare and swap is linearisable
-// (etcd's transactions and a PostgreSQL row update are) and that Identity is
-// unique per process: an elector that sees its own identity in the record
-// while not leading takes it at once, as a restarted process would.
+// (etcd's transactions and a PostgreSQL row update are) and durable (a write
+// the Lock acknowledged is never lost, or a Term and a Version could be
+// handed out twice), and that Identity is unique per process: an elector
+// that sees its own identity in the record while not leading takes it at
+// once, as a restarted process would.
 //
 // # Timings
 //
 // LeaseDuration > RenewDeadline > JitterFactor×RetryPeriod > 0, checked by
 // New. The leader renews every RetryPeriod; candidates retry every
-// RetryPeriod to JitterFactor×RetryPeriod. The defaults are client-go's:
-// 15s, 10s, 2s, 1.2.
+// RetryPeriod to JitterFactor×RetryPeriod. The defaults are client-go's
+// numbers, 15s, 10s, 2s and 1.2, but the jitter does not mean the same:
+// client-go waits RetryPeriod×(1+u×1.2) for u in [0, 1), so 2s to 4.4s, where
+// converge waits 2s to 2.4s. A candidate here notices a free lock sooner;
+// raise JitterFactor to spread many candidates wider.
 package leader

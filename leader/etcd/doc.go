@@ -46,11 +46,14 @@
 // written, and putting it and its data in one transaction:
 //
 //	t := fmt.Sprintf("%020d", term) // fixed width: etcd compares values as bytes
+//	next := fmt.Sprintf("%020d", term+1)
 //	resp, err := cli.Txn(ctx).
-//	    If(clientv3.Compare(clientv3.Value(fence), "<=", t)).
+//	    If(clientv3.Compare(clientv3.Value(fence), "<", next)). // fence <= term
 //	    Then(clientv3.OpPut(fence, t), clientv3.OpPut(dataKey, data)).
 //	    Commit()
 //
+// (clientv3.Compare knows only "=", "!=", "<" and ">", and panics on any
+// other operator, hence "< term+1" for "<= term".)
 // A Value comparison on a missing key always fails, so create the fence once
 // beforehand with If(CreateRevision(fence) = 0) Then(OpPut(fence, "000…0")).
 // If resp.Succeeded is false a newer term has written: the deposed leader's

@@ -40,6 +40,17 @@
 // at version 1. LeaseDuration is stored in whole milliseconds and times in
 // microseconds, PostgreSQL's resolution.
 //
+// # Durability
+//
+// The elector needs every write the Lock acknowledged to survive a crash of
+// the server. With synchronous_commit=off a crash loses the last commits:
+// the row goes back to an older term and version, so the next acquisition
+// hands out a term (and a version) that an elector already holds or saw,
+// and a fenced write cannot tell the two holders apart. Keep
+// synchronous_commit on (PostgreSQL's default) for the lock's sessions, for
+// example in the pool's RuntimeParams if the server's default is off; with
+// replicas, a failover to an asynchronous standby loses commits the same way.
+//
 // # Connection poolers
 //
 // The Lock keeps no session state: no advisory locks, no SET, no multi-
