@@ -22,9 +22,10 @@
 // median of each metric per queue, the ratios converge/client-go and
 // converge/priorityqueue, and whether each target is met, with the Go
 // version, GOMAXPROCS, CPU model and the command. It also writes the table
-// to bench/out/queue.md (not committed). A run takes about 4 minutes at
-// BENCH_COUNT=3 and 1.5 at BENCH_COUNT=1, about 60% of it the informer
-// scenarios.
+// to bench/out/queue.md (not committed). A run takes about 10 minutes at
+// BENCH_COUNT=3 and 4 at BENCH_COUNT=1: the informer scenarios and the
+// leader fail-overs at client-go's default timings (a 15 s lease) take most
+// of it.
 //
 // # What is measured
 //
@@ -100,6 +101,24 @@
 //     handler received; client-go delivers all 100k. converge's time
 //     includes its store's writes; client-go's fake watch costs a channel
 //     send.
+//
+// Scenario 10 (BenchmarkLeaderFailover, described on the function) times
+// leader fail-over after a crash and after a clean release, per backend
+// (memory; etcd and PostgreSQL when their servers' variables are set, see
+// leader/chaos), at client-go's default timings and at the shortest ones we
+// consider safe, next to client-go's leaderelection over a LeaseLock on the
+// fake clientset.
+//
+// Scenarios 11-12 compare whole controllers: memory store → informer →
+// reconcile.Controller, against the informer scenarios' fake ListWatch →
+// SharedIndexInformer → client-go workqueue → N workers, and the same
+// informer → controller-runtime's controller with default options
+// (priority queue, metrics). Every reconciler reads its object from the
+// cache without a copy. ReconcileThroughput (11) times 100k listed objects
+// until each has been reconciled at least once (a per-key flag, not a
+// quiet period), at 1, 4 and 16 workers. ReconcileLatency (12) writes 20k
+// updates at a paced 10k/s over 10k keys, 4 workers, and measures each
+// version from just before its write to the first reconcile that reads it.
 //
 // The objects of one size are built once and reused by the consecutive
 // runs of one sub-benchmark; only one size is kept alive at a time. Each

@@ -92,7 +92,7 @@ func render(res *Results, command, count string, took time.Duration, runErr erro
 		cpu = cpuModel()
 	}
 	table, met, total := res.Table()
-	fmt.Fprintf(&b, "# Benchmarks: converge vs client-go (workqueue, SharedIndexInformer) vs controller-runtime priority queue\n\n")
+	fmt.Fprintf(&b, "# Benchmarks: converge vs client-go (workqueue, SharedIndexInformer, controller loop) vs controller-runtime (priority queue, controller)\n\n")
 	fmt.Fprintf(&b, "- go: %s\n", goVersion())
 	fmt.Fprintf(&b, "- GOMAXPROCS: %d\n", procs)
 	fmt.Fprintf(&b, "- CPU: %s (%d logical CPUs)\n", cpu, runtime.NumCPU())

@@ -275,7 +275,7 @@ func (res *Results) Rows() []Key {
 // counts the targets met.
 func (res *Results) Table() (table string, met, total int) {
 	var b strings.Builder
-	b.WriteString("| scenario | metric | converge | client-go | priorityqueue | converge/client-go | converge/priorityqueue | target | met |\n")
+	b.WriteString("| scenario | metric | converge | client-go | priorityqueue or controller-runtime | converge/client-go | converge/(priorityqueue or controller-runtime) | target | met |\n")
 	b.WriteString("|---|---|--:|--:|--:|--:|--:|---|---|\n")
 	for _, k := range res.Rows() {
 		title := k.Scenario
@@ -284,7 +284,11 @@ func (res *Results) Table() (table string, met, total int) {
 				title = sc.Title
 			}
 		}
-		conv, cg, pq := res.Value(k, converge), res.Value(k, clientGo), res.Value(k, priorityQueue)
+		third := priorityQueue
+		if _, ok := res.Samples[k.Scenario][k.Metric][controllerRuntime]; ok {
+			third = controllerRuntime
+		}
+		conv, cg, pq := res.Value(k, converge), res.Value(k, clientGo), res.Value(k, third)
 		t, hasTarget := Targets[k]
 		verdict := ""
 		if hasTarget {

@@ -1,0 +1,590 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/reconcile"
+)
+
+// The end-to-end controller scenarios: a store holding objects, an informer
+// following it, and a controller reconciling every key with a no-op
+// reconciler that reads the key's object from the informer's cache. Three
+// pipelines are compared, one sub-benchmark each:
+//
+//   - converge: memory.Store → informer.Informer → reconcile.Controller
+//     (reconcile.For, reconcile.WithWorkers, default options otherwise);
+//   - client-go: the fake ListWatch of the informer scenarios →
+//     SharedIndexInformer → a handler adding MetaNamespaceKeyFunc keys to
+//     workqueue.NewTypedRateLimitingQueueWithConfig (default controller rate
+//     limiter, unnamed so no metrics) → N worker goroutines (Get, read the
+//     indexer, Forget, Done), started once the informer and the handler's
+//     registration report synced (waited for on channels, not polled);
+//   - controller-runtime (reconcile_controllerruntime_test.go): the same
+//     SharedIndexInformer → controller.NewTypedUnmanaged with default
+//     options (its priority queue and its always-on metrics) watching a
+//     source.TypedInformer with handler.TypedEnqueueRequestForObject, as
+//     source.Kind does over a manager's cache, workers started once the
+//     informer synced (waited for on a channel).
+//
+// Every reconciler reads the object from its informer's cache without
+// copying it (converge: Informer.Get; client-go and controller-runtime:
+// the SharedIndexInformer's indexer GetByKey, which is what
+// controller-runtime's cache reader does before its DeepCopy, left out here)
+// and records it in a recTracker, which is all it does.
+
+const (
+	// reconcileObjects is the store's size in the throughput scenario.
+	reconcileObjects = 100_000
+	// reconcileTimeout bounds every wait of the reconcile scenarios.
+	reconcileTimeout = 2 * time.Minute
+
+	// The latency scenario: latencyKeys objects, then latencyWrites updates
+	// at latencyRate per second (2 s), cycling over the keys (two updates
+	// per key, one second apart), with latencyWorkers workers.
+	latencyKeys    = 10_000
+	latencyWrites  = 20_000
+	latencyRate    = 10_000
+	latencyWorkers = 4
+)
+
+// reconcileWorkers are the worker counts of the throughput scenario.
+var reconcileWorkers = []int{1, 4, 16}
+
+// BenchmarkReconcileThroughput: the store holds 100k objects (written
+// before timing); the time from starting the informer and the controller
+// until every key has been reconciled at least once (each first reconcile of
+// a key counted by a per-key flag; the wait ends on the 100kth distinct key,
+// never on a quiet period). One sub-benchmark per pipeline and worker count:
+// BenchmarkReconcileThroughput/converge/workers=4. Reports ns/op (per 100k
+// drained) and objects/s, the mean over b.N drains, each on a fresh
+// informer and controller.
+func BenchmarkReconcileThroughput(b *testing.B) {
+	for _, im := range recImpls {
+		b.Run(im.name, func(b *testing.B) {
+			for _, w := range reconcileWorkers {
+				b.Run("workers="+strconv.Itoa(w), func(b *testing.B) {
+					b.StopTimer()
+					o := cachedInformerObjects(reconcileObjects)
+					var total time.Duration
+					for range b.N {
+						total += recThroughputOnce(b, im, o, w)
+					}
+					b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
+					b.ReportMetric(float64(b.N*o.n)/total.Seconds(), "objects/s")
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkReconcileLatency: the store holds 10k objects, all reconciled
+// once (not timed); then one writer updates existing keys at a steady 10k
+// writes/s for 2 s (20k writes, two per key one second apart, each a new
+// object version written at its slot of a precomputed schedule), with 4
+// workers. A version's latency is from just before its write (memory
+// Store.Put; FakeWatcher.Modify, a channel send, for the SharedIndexInformer)
+// to the start of the first reconcile that read it from the cache. The run
+// ends once every key's last version has been reconciled. Reports the
+// latency percentiles in µs over all b.N runs, the write rate achieved and
+// coalesced: versions never seen by a reconcile because a newer one of the
+// same key was already cached (expected 0 at this rate).
+func BenchmarkReconcileLatency(b *testing.B) {
+	o := newInformerObjects(latencyKeys, 0)
+	ups := newLatencyUpdates(o, latencyWrites)
+	interval := time.Second / latencyRate
+	sched := make([]int64, latencyWrites)
+	for i := range sched {
+		sched[i] = int64(time.Millisecond + time.Duration(i)*interval)
+	}
+	for _, im := range recImpls {
+		b.Run(im.name, func(b *testing.B) {
+			b.StopTimer()
+			var lat []int64
+			var rate float64
+			var coalesced int
+			for range b.N {
+				l, r, c := recLatencyOnce(b, im, o, ups, sched)
+				lat = append(lat, l...)
+				rate += r
+				coalesced += c
+			}
+			slices.Sort(lat)
+			us := func(ns int64) float64 { return float64(ns) / 1e3 }
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(rate/float64(b.N), "writes/s")
+			b.ReportMetric(us(percentile(lat, 50)), "p50-µs")
+			b.ReportMetric(us(percentile(lat, 99)), "p99-µs")
+			b.ReportMetric(us(percentile(lat, 99.9)), "p999-µs")
+			b.ReportMetric(float64(coalesced)/float64(b.N), "coalesced")
+		})
+	}
+}
+
+// recThroughputOnce runs the throughput scenario once on a fresh pipeline
+// and returns the time from start to every key reconciled.
+func recThroughputOnce(b *testing.B, im recImpl, o *informerObjects, workers int) time.Duration {
+	t := newRecTracker(o, nil)
+	p := im.newPipeline(o, t, 0)
+	settle()
+	start := time.Now()
+	p.start(workers)
+	ok := waitOrTimeout(t.done, reconcileTimeout)
+	elapsed := time.Since(start)
+	p.stop()
+	if !ok {
+		b.Fatalf("%s: %d of %d keys reconciled within %v", im.name, t.count.Load(), o.n, reconcileTimeout)
+	}
+	if err := errors.Join(p.check(), t.check()); err != nil {
+		b.Fatalf("%s: %v", im.name, err)
+	}
+	return elapsed
+}
+
+// recLatencyOnce runs the latency scenario once on a fresh pipeline and
+// returns the latency of every version reconciled (ns), the write rate
+// achieved, and how many versions no reconcile saw.
+func recLatencyOnce(b *testing.B, im recImpl, o *informerObjects, ups []*benchObj, sched []int64) ([]int64, float64, int) {
+	t := newRecTracker(o, ups)
+	p := im.newPipeline(o, t, len(ups))
+	p.start(latencyWorkers)
+	if !waitOrTimeout(t.done, reconcileTimeout) {
+		p.stop()
+		b.Fatalf("%s: %d of %d keys reconciled within %v", im.name, t.count.Load(), o.n, reconcileTimeout)
+	}
+	settle()
+	// The schedule starts now, after the initial sync and reconciles; the
+	// reconcilers read base only for versions written after this.
+	t.base = time.Now()
+	base := t.base
+	for i, u := range ups {
+		for {
+			wait := sched[i] - int64(time.Since(base))
+			if wait <= 0 {
+				break
+			}
+			// Timers have ~1 ms resolution: sleep only when far ahead, else
+			// yield so the pipeline can run on this P while the writer waits.
+			if wait > int64(2*time.Millisecond) {
+				time.Sleep(time.Duration(wait) - time.Millisecond)
+			} else {
+				runtime.Gosched()
+			}
+		}
+		t.writeAt[i] = int64(time.Since(base))
+		p.push(u)
+	}
+	rate := float64(len(ups)-1) / (float64(t.writeAt[len(ups)-1]-t.writeAt[0]) / 1e9)
+	ok := waitOrTimeout(t.latDone, reconcileTimeout)
+	p.stop()
+	if !ok {
+		b.Fatalf("%s: %d keys' last versions not reconciled within %v", im.name, t.remaining.Load(), reconcileTimeout)
+	}
+	if err := errors.Join(p.check(), t.check()); err != nil {
+		b.Fatalf("%s: %v", im.name, err)
+	}
+	lat := make([]int64, 0, len(ups))
+	for g := range ups {
+		if at := t.recAt[g].Load(); at != 0 {
+			lat = append(lat, at-t.writeAt[g])
+		}
+	}
+	return lat, rate, len(ups) - len(lat)
+}
+
+// newLatencyUpdates returns n new versions of o's objects, cycling over
+// the keys: update j is version gen j+1 of key j%o.n, a shallow copy with a
+// new resourceVersion.
+func newLatencyUpdates(o *informerObjects, n int) []*benchObj {
+	ups := make([]*benchObj, n)
+	for j := range ups {
+		u := *o.objs[j%o.n]
+		u.ResourceVersion = strconv.Itoa(o.n + j + 1)
+		u.Generation = int64(j/o.n) + 2
+		u.gen = int32(j + 1)
+		ups[j] = &u
+	}
+	return ups
+}
+
+// ---- the tracker ----
+
+// recTracker is what every pipeline's reconciler reports to: the object it
+// read from the cache for the key it was given.
+type recTracker struct {
+	n     int
+	seen  []atomic.Bool // by object index: reconciled at least once
+	count atomic.Int64  // keys with seen set
+	done  chan struct{} // closed when count reaches n
+	// calls counts reconciles; misses those that found no object.
+	calls, misses atomic.Int64
+
+	// The latency scenario (nil slices otherwise). base is the clock's
+	// origin, set by the writer before its first write; writeAt[g-1] is when version g was written, recAt[g-1] when
+	// the first reconcile that read it started (0: none yet), both in ns
+	// since base. final[i] is the last version written to key i;
+	// remaining counts keys whose last version has not been reconciled,
+	// and latDone is closed when it reaches 0.
+	base      time.Time
+	writeAt   []int64
+	recAt     []atomic.Int64
+	final     []int32
+	remaining atomic.Int64
+	latDone   chan struct{}
+	// early counts reconciles that read a version before the writer had
+	// stamped it, which cannot happen: the stamp precedes the write.
+	early atomic.Int64
+}
+
+func newRecTracker(o *informerObjects, ups []*benchObj) *recTracker {
+	t := &recTracker{n: o.n, seen: make([]atomic.Bool, o.n), done: make(chan struct{})}
+	if ups != nil {
+		t.writeAt = make([]int64, len(ups))
+		t.recAt = make([]atomic.Int64, len(ups))
+		t.final = make([]int32, o.n)
+		for _, u := range ups {
+			t.final[u.idx] = u.gen
+		}
+		keys := 0
+		for _, g := range t.final {
+			if g != 0 {
+				keys++
+			}
+		}
+		t.remaining.Store(int64(keys))
+		t.latDone = make(chan struct{})
+	}
+	return t
+}
+
+// reconciled records a reconcile that read obj (ok: found) from the cache.
+// The clock is read right after the cache read: the reconcile's start, at
+// which it holds the version it will act on.
+func (t *recTracker) reconciled(obj *benchObj, ok bool) {
+	t.calls.Add(1)
+	if !ok {
+		t.misses.Add(1)
+		return
+	}
+	if t.recAt != nil && obj.gen > 0 {
+		at := int64(time.Since(t.base))
+		g := obj.gen - 1
+		// The writer stamped writeAt[g] before writing the version, and
+		// the write happens before any cache read that returns it.
+		if at < t.writeAt[g] {
+			t.early.Add(1)
+		}
+		if t.recAt[g].CompareAndSwap(0, at) && obj.gen == t.final[obj.idx] {
+			if t.remaining.Add(-1) == 0 {
+				close(t.latDone)
+			}
+		}
+	}
+	if !t.seen[obj.idx].Load() && t.seen[obj.idx].CompareAndSwap(false, true) {
+		if t.count.Add(1) == int64(t.n) {
+			close(t.done)
+		}
+	}
+}
+
+// check reports reconciles that found no object, or saw impossible times.
+func (t *recTracker) check() error {
+	if m := t.misses.Load(); m != 0 {
+		return fmt.Errorf("%d of %d reconciles found no object in the cache", m, t.calls.Load())
+	}
+	if e := t.early.Load(); e != 0 {
+		return fmt.Errorf("%d reconciles read a version before it was written", e)
+	}
+	return nil
+}
+
+// ---- the pipelines ----
+
+// recPipeline is a store holding the scenario's objects, an informer
+// following it and a controller whose no-op reconciler reports to a
+// recTracker.
+type recPipeline interface {
+	// start creates and runs the informer and the controller with workers
+	// workers; it returns at once.
+	start(workers int)
+	// push writes an update through the store.
+	push(u *benchObj)
+	// stop stops the controller and the informer and waits for every
+	// goroutine they started.
+	stop()
+	// check reports anything unexpected, such as a relist; after stop.
+	check() error
+}
+
+// recImpl is one pipeline under test.
+type recImpl struct {
+	name string
+	// newPipeline builds the store holding o's objects (not timed), with
+	// room for updates writes, reporting to t.
+	newPipeline func(o *informerObjects, t *recTracker, updates int) recPipeline
+}
+
+// recImpls run in this order; reconcile_controllerruntime_test.go appends
+// controller-runtime.
+var recImpls = []recImpl{
+	{name: "converge", newPipeline: newConvergeRec},
+	{name: "client-go", newPipeline: newClientGoRec},
+}
+
+// convergeRec: memory.Store → informer.Informer (default options) →
+// reconcile.Controller (For, WithWorkers; default options otherwise: no
+// metrics, the default rate limiter and logger).
+type convergeRec struct {
+	o     *informerObjects
+	t     *recTracker
+	store *memory.Store[string, *benchObj]
+	inf   *informer.Informer[string, *benchObj]
+	// The controller stops first, then the informer, as a Manager does.
+	stopCtl, stopInf context.CancelFunc
+	ctlDone, infDone chan struct{}
+	runErr           error // of the controller's Run; read after ctlDone
+}
+
+func newConvergeRec(o *informerObjects, t *recTracker, _ int) recPipeline {
+	s := memory.New[string, *benchObj]()
+	for i, k := range o.keys {
+		s.Put(k, o.objs[i])
+	}
+	return &convergeRec{o: o, t: t, store: s}
+}
+
+func (p *convergeRec) start(workers int) {
+	p.inf = informer.New("bench", informer.Source[string, *benchObj](p.store))
+	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
+		v, ok := p.inf.Get(key)
+		p.t.reconciled(v, ok)
+		return reconcile.Result{}, nil
+	})
+	c, err := reconcile.New("bench", rec, reconcile.For(p.inf), reconcile.WithWorkers(workers))
+	if err != nil {
+		panic(err)
+	}
+	infCtx, stopInf := context.WithCancel(context.Background())
+	ctlCtx, stopCtl := context.WithCancel(context.Background())
+	p.stopInf, p.stopCtl = stopInf, stopCtl
+	p.infDone, p.ctlDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(p.infDone)
+		_ = p.inf.Run(infCtx)
+	}()
+	go func() {
+		defer close(p.ctlDone)
+		p.runErr = c.Run(ctlCtx)
+	}()
+}
+
+func (p *convergeRec) push(u *benchObj) { p.store.Put(p.o.keys[u.idx], u) }
+
+func (p *convergeRec) stop() {
+	p.stopCtl()
+	<-p.ctlDone
+	p.stopInf()
+	<-p.infDone
+}
+
+func (p *convergeRec) check() error {
+	if p.runErr != nil {
+		return fmt.Errorf("controller: %w", p.runErr)
+	}
+	if st := p.inf.Stats(); st.Lists != 1 || st.ListErrors+st.WatchErrors+st.Expired != 0 {
+		return fmt.Errorf("informer restarted: %+v", st)
+	}
+	return nil
+}
+
+// sharedInformer is the client-go side's store and informer, used by the
+// client-go and controller-runtime pipelines: the fake ListWatch of the
+// informer scenarios (a list of the object pointers, wrapped in listLW, and
+// a FakeWatcher with room for every update so that a write never waits)
+// followed by a SharedIndexInformer with no indexers and no resync.
+type sharedInformer struct {
+	o       *informerObjects
+	w       *watch.FakeWatcher
+	lists   atomic.Int32
+	watches atomic.Int32
+	inf     cache.SharedIndexInformer
+}
+
+func newSharedInformer(o *informerObjects, updates int) *sharedInformer {
+	s := &sharedInformer{o: o, w: watch.NewFakeWithChanSize(updates, false)}
+	rv := strconv.Itoa(o.n)
+	lw := listLW{&cache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (kruntime.Object, error) {
+			s.lists.Add(1)
+			return &benchObjList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: slices.Clone(o.objs)}, nil
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+			if s.watches.Add(1) > 1 {
+				return nil, errors.New("bench: the fake watch cannot be resumed")
+			}
+			return s.w, nil
+		},
+	}}
+	s.inf = cache.NewSharedIndexInformer(lw, &benchObj{}, 0, cache.Indexers{})
+	return s
+}
+
+// get is the reconcilers' cache read.
+func (s *sharedInformer) get(key string) (*benchObj, bool) {
+	obj, ok, err := s.inf.GetIndexer().GetByKey(key)
+	if err != nil || !ok {
+		return nil, false
+	}
+	return obj.(*benchObj), true
+}
+
+func (s *sharedInformer) push(u *benchObj) { s.w.Modify(u) }
+
+func (s *sharedInformer) check() error {
+	if l, w := s.lists.Load(), s.watches.Load(); l != 1 || w != 1 {
+		return fmt.Errorf("reflector restarted: %d lists, %d watches", l, w)
+	}
+	return nil
+}
+
+// clientGoRec: sharedInformer → a handler queueing namespace/name keys →
+// client-go's rate-limiting workqueue → N workers, the loop of client-go's
+// sample-controller.
+type clientGoRec struct {
+	*sharedInformer
+	t *recTracker
+	q Queue
+	// The workers stop first, then the informer.
+	stopCtl, stopInf context.CancelFunc
+	workers          sync.WaitGroup // the sync waiter and the workers
+	infDone          chan struct{}
+}
+
+func newClientGoRec(o *informerObjects, t *recTracker, updates int) recPipeline {
+	return &clientGoRec{sharedInformer: newSharedInformer(o, updates), t: t}
+}
+
+func (p *clientGoRec) start(workers int) {
+	p.q = newClientGo("", nil)
+	enqueue := func(obj any) {
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err != nil {
+			panic(err)
+		}
+		p.q.Add(key)
+	}
+	reg, err := p.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	})
+	if err != nil {
+		panic(err)
+	}
+	infCtx, stopInf := context.WithCancel(context.Background())
+	ctlCtx, stopCtl := context.WithCancel(context.Background())
+	p.stopInf, p.stopCtl = stopInf, stopCtl
+	p.infDone = make(chan struct{})
+	go func() {
+		defer close(p.infDone)
+		p.inf.RunWithContext(infCtx)
+	}()
+	p.workers.Go(func() {
+		for _, c := range []cache.DoneChecker{p.inf.HasSyncedChecker(), reg.HasSyncedChecker()} {
+			select {
+			case <-c.Done():
+			case <-ctlCtx.Done():
+				return
+			}
+		}
+		for range workers {
+			p.workers.Go(p.work)
+		}
+	})
+}
+
+func (p *clientGoRec) work() {
+	for {
+		key, shutdown := p.q.Get()
+		if shutdown {
+			return
+		}
+		p.t.reconciled(p.get(key))
+		p.q.Forget(key)
+		p.q.Done(key)
+	}
+}
+
+func (p *clientGoRec) stop() {
+	p.stopCtl()
+	p.q.ShutDown()
+	p.workers.Wait()
+	p.stopInf()
+	<-p.infDone
+}
+
+// TestReconcilePipelines runs both scenarios' code on a small store for
+// every pipeline: every key reconciled, every key's last version seen, no
+// reconcile without an object, no relist, no goroutine left behind.
+func TestReconcilePipelines(t *testing.T) {
+	const n, writes = 2000, 5000
+	o := newInformerObjects(n, 0)
+	ups := newLatencyUpdates(o, writes)
+	before := runtime.NumGoroutine()
+	for _, im := range recImpls {
+		for _, w := range []int{1, 4} {
+			t.Run(fmt.Sprintf("%s/workers=%d", im.name, w), func(t *testing.T) {
+				tr := newRecTracker(o, ups)
+				p := im.newPipeline(o, tr, writes)
+				p.start(w)
+				if !waitOrTimeout(tr.done, time.Minute) {
+					p.stop()
+					t.Fatalf("%d of %d keys reconciled", tr.count.Load(), n)
+				}
+				tr.base = time.Now()
+				for i, u := range ups {
+					tr.writeAt[i] = int64(time.Since(tr.base))
+					p.push(u)
+				}
+				ok := waitOrTimeout(tr.latDone, time.Minute)
+				p.stop()
+				if !ok {
+					t.Fatalf("%d keys' last versions not reconciled", tr.remaining.Load())
+				}
+				if err := errors.Join(p.check(), tr.check()); err != nil {
+					t.Fatal(err)
+				}
+				if c := tr.calls.Load(); c < n+int64(n) {
+					t.Fatalf("%d reconciles, want at least %d", c, 2*n)
+				}
+				for i := range n {
+					if tr.final[i] == 0 || tr.recAt[tr.final[i]-1].Load() == 0 {
+						t.Fatalf("key %d: last version %d not reconciled", i, tr.final[i])
+					}
+				}
+			})
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g > before {
+		t.Fatalf("%d goroutines left behind", g-before)
+	}
+}

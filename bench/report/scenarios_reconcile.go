@@ -1,0 +1,28 @@
+package main
+
+import "fmt"
+
+// controllerRuntime is the third pipeline of the controller rows
+// (BenchmarkReconcileThroughput and BenchmarkReconcileLatency in package
+// bench). It shares the table's third column with priorityQueue, which
+// only the queue rows have.
+const controllerRuntime = "controller-runtime"
+
+// reconcileWorkers are the worker counts of BenchmarkReconcileThroughput
+// (.../converge/workers=4).
+var reconcileWorkers = []string{"1", "4", "16"}
+
+// The controller rows (scenarios 11-12): store → informer → controller,
+// for converge, client-go and controller-runtime. Declared in a file of
+// their own, after the leader rows.
+func init() {
+	for _, w := range reconcileWorkers {
+		name := "ReconcileThroughput/workers=" + w
+		Targets[Key{name, "objects/s"}] = Target{"≥ 2x client-go", []check{{clientGo, ">=", 2}}}
+		Scenarios = append(Scenarios, struct{ Name, Title string }{name,
+			fmt.Sprintf("11. controller: 100k stored objects listed and each reconciled once, %s workers", w)})
+	}
+	Targets[Key{"ReconcileLatency", "p99-µs"}] = Target{"≤ 1x client-go", []check{{clientGo, "<=", 1}}}
+	Scenarios = append(Scenarios, struct{ Name, Title string }{"ReconcileLatency",
+		"12. controller: store write → reconcile start, steady 10k writes/s for 2 s, 4 workers"})
+}
