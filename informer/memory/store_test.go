@@ -232,3 +232,42 @@ func TestCompactShouldKeepTheCurrentValues(t *testing.T) {
 	assert.True(t, maps.Equal(before, after))
 	assert.Equal(t, informer.Revision(3), rev)
 }
+
+func TestListShouldKeepCreationOrderAndFillADeletedKeysPlaceWithTheLast(t *testing.T) {
+	s := memory.New[string, int]()
+	for i, k := range []string{"a", "b", "c", "d"} {
+		s.Put(k, i)
+	}
+	s.Put("b", 10) // an update keeps the key's place
+	keys := func() []string {
+		entries, _, err := s.List(context.Background())
+		require.NoError(t, err)
+		var out []string
+		for _, e := range entries {
+			out = append(out, e.Key)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"a", "b", "c", "d"}, keys())
+	s.Delete("a")
+	assert.Equal(t, []string{"d", "b", "c"}, keys())
+	s.Delete("c")
+	assert.Equal(t, []string{"d", "b"}, keys())
+	v, _, ok := s.Get("b")
+	assert.True(t, ok)
+	assert.Equal(t, 10, v)
+
+	// Mass deletes give the memory back and keep every key reachable.
+	for i := range 1000 {
+		s.Put(string(rune('A'+i%26))+string(rune(i)), i)
+	}
+	for i := range 990 {
+		s.Delete(string(rune('A'+i%26)) + string(rune(i)))
+	}
+	assert.Equal(t, 12, s.Len())
+	for i := 990; i < 1000; i++ {
+		v, _, ok := s.Get(string(rune('A'+i%26)) + string(rune(i)))
+		assert.True(t, ok)
+		assert.Equal(t, i, v)
+	}
+}
