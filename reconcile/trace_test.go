@@ -50,7 +50,7 @@ func (t tracer) Start(ctx context.Context, name string, opts ...trace.SpanStartO
 
 func (s *span) SetAttributes(kv ...attribute.KeyValue) {
 	for _, a := range kv {
-		s.attrs[string(a.Key)] = a.Value.Emit()
+		s.attrs[string(a.Key)] = a.Value.String()
 	}
 }
 func (s *span) RecordError(err error, _ ...trace.EventOption) { s.errs = append(s.errs, err) }
