@@ -168,19 +168,7 @@ func steadyOnce(b *testing.B, q Queue, keys []string, sched []int64) ([]int64, f
 		})
 	}
 	for i, k := range keys {
-		for {
-			wait := sched[i] - int64(time.Since(base))
-			if wait <= 0 {
-				break
-			}
-			// Timers have ~1 ms resolution: sleep only when far ahead, else
-			// yield so the workers can run on this P while the producer waits.
-			if wait > int64(2*time.Millisecond) {
-				time.Sleep(time.Duration(wait) - time.Millisecond)
-			} else {
-				runtime.Gosched()
-			}
-		}
+		waitUntil(base, sched[i])
 		added[i] = int64(time.Since(base))
 		q.Add(k)
 	}
@@ -195,4 +183,22 @@ func steadyOnce(b *testing.B, q Queue, keys []string, sched []int64) ([]int64, f
 		lat[i] = r.at - added[keyIndex(r.key)]
 	}
 	return lat, rate
+}
+
+// waitUntil returns at base+at (at in nanoseconds), as precisely as this
+// machine allows. Timers have ~1 ms resolution here, so it sleeps only when
+// far ahead and otherwise yields, so that the goroutines under test can run
+// on this P while the caller waits.
+func waitUntil(base time.Time, at int64) {
+	for {
+		wait := at - int64(time.Since(base))
+		if wait <= 0 {
+			return
+		}
+		if wait > int64(2*time.Millisecond) {
+			time.Sleep(time.Duration(wait) - time.Millisecond)
+		} else {
+			runtime.Gosched()
+		}
+	}
 }

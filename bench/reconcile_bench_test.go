@@ -173,19 +173,7 @@ func recLatencyOnce(b *testing.B, im recImpl, o *informerObjects, ups []*benchOb
 	t.base = time.Now()
 	base := t.base
 	for i, u := range ups {
-		for {
-			wait := sched[i] - int64(time.Since(base))
-			if wait <= 0 {
-				break
-			}
-			// Timers have ~1 ms resolution: sleep only when far ahead, else
-			// yield so the pipeline can run on this P while the writer waits.
-			if wait > int64(2*time.Millisecond) {
-				time.Sleep(time.Duration(wait) - time.Millisecond)
-			} else {
-				runtime.Gosched()
-			}
-		}
+		waitUntil(base, sched[i])
 		t.writeAt[i] = int64(time.Since(base))
 		p.push(u)
 	}
