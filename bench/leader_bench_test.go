@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/converge-go/converge/leader"
+	"github.com/converge-go/converge/leader/chaos/candidates"
 	"github.com/converge-go/converge/leader/memory"
 )
 
@@ -103,7 +104,12 @@ const failoverCandidates = 3
 // converge's every RetryPeriod × [1, 1.2]: the same JitterFactor, read
 // differently. The fail-overs of each run are logged.
 func BenchmarkLeaderFailover(b *testing.B) {
-	bin := &candidateBin{parent: b}
+	var candidate candidates.Binary // built by the first process benchmark
+	b.Cleanup(func() {
+		if err := candidate.Remove(); err != nil {
+			b.Error(err)
+		}
+	})
 	for _, tm := range leaderTimings {
 		for _, fault := range []string{"crash", "release"} {
 			b.Run("converge/memory/"+fault+"/"+tm.name, func(b *testing.B) {
@@ -121,7 +127,11 @@ func BenchmarkLeaderFailover(b *testing.B) {
 			for _, fault := range []string{"kill", "release"} {
 				b.Run("converge/"+backend+"/"+fault+"/"+tm.name, func(b *testing.B) {
 					args := candidateStore(b, backend) // skips without the server
-					failoverProcesses(b, bin.get(b), args, fault, tm)
+					bin, err := candidate.Path()
+					if err != nil {
+						b.Fatal(err)
+					}
+					failoverProcesses(b, bin, args, fault, tm)
 				})
 			}
 		}
@@ -307,39 +317,36 @@ func failoverInProcess(b *testing.B, run runElector, fault string, tm leaderTimi
 }
 
 func failoverProcesses(b *testing.B, bin string, args []string, fault string, tm leaderTiming) {
-	args = append(slices.Clone(args),
-		"-lease", tm.lease.String(), "-renew", tm.renew.String(), "-retry", tm.retry.String(), "-release=true")
+	args = append(append(slices.Clone(args), candidates.TimingArgs(tm.lease, tm.renew, tm.retry)...), "-release=true")
 	sig := syscall.SIGKILL
 	if fault == "release" {
 		sig = syscall.SIGTERM
 	}
 	c := newCandidates(b, bin, args...)
-	wait := func(p *candProc) {
-		select {
-		case <-p.done:
-		case <-time.After(30 * time.Second):
-			b.Fatalf("candidate %s still running 30s after a signal", p.id)
+	wait := func(p *candidates.Proc) {
+		if _, err := p.Wait(30 * time.Second); err != nil {
+			b.Fatal(err)
 		}
 	}
-	var cur candEvent
+	var cur candidates.Event
 	failoverLoop(b, failoverOps{
-		start: func() string { return c.start().id },
+		start: func() string { return startCandidate(b, c).ID() },
 		stop: func(id string) {
-			p := c.proc(id)
-			_ = p.cmd.Process.Kill()
+			p := c.Proc(id)
+			_, _ = p.Signal(syscall.SIGKILL)
 			wait(p)
 		},
 		first: func() string {
-			cur = c.leaderAfter(0, failoverTimeout(tm))
+			cur = leaderAfter(b, c, 0, failoverTimeout(tm))
 			return cur.ID
 		},
 		fault: func(id string) (string, time.Duration) {
-			p := c.proc(id)
-			at := monoNow()
-			if err := p.cmd.Process.Signal(sig); err != nil {
+			p := c.Proc(id)
+			at, err := p.Signal(sig)
+			if err != nil {
 				b.Fatal(err)
 			}
-			cur = c.leaderAfter(cur.Term, failoverTimeout(tm))
+			cur = leaderAfter(b, c, cur.Term, failoverTimeout(tm))
 			wait(p)
 			return cur.ID, time.Duration(cur.Done - at)
 		},

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/internal/testserver"
+	"github.com/converge-go/converge/leader/chaos/candidates"
 )
 
 // Margins over the timings' bounds, for a 2-core machine shared with other
@@ -44,104 +45,104 @@ var schedule = []string{
 // all and checks safety (see checkRun).
 func runChaos(t *testing.T, s store) {
 	tm := short
-	h := newHarness(t, append(slices.Clone(s.args), tm.args()...)...)
-	const candidates = 4
-	for range candidates {
+	h := newHarness(t, append(slices.Clone(s.Args), tm.args()...)...)
+	const replicas = 4
+	for range replicas {
 		h.start()
 	}
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("%s: seed %d (chooses the followers)", s.name, seed)
+	t.Logf("%s: seed %d (chooses the followers)", s.Backend, seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
 
 	var killed, released, paused []time.Duration
 	leaderRounds := 0
 	for i, action := range schedule {
 		l, term := h.leader(tm.killBound(killMargin) + 10*time.Second)
-		t.Logf("round %d: %s; leader %s in term %d", i, action, l.id, term)
-		newTerm := func(what string, timeout time.Duration) event {
-			return h.await(timeout, what+": a write of a term after "+fmt.Sprint(term), func(ev event) bool {
+		t.Logf("round %d: %s; leader %s in term %d", i, action, l.ID(), term)
+		newTerm := func(what string, timeout time.Duration) candidates.Event {
+			return h.await(timeout, what+": a write of a term after "+fmt.Sprint(term), func(ev candidates.Event) bool {
 				return ev.Ev == "write" && ev.OK && ev.Term > term
 			})
 		}
 		switch action {
 		case "kill-leader":
 			leaderRounds++
-			at := l.signal(t, syscall.SIGKILL)
+			at := signal(t, l, syscall.SIGKILL)
 			ev := newTerm(action, tm.killBound(killMargin)+10*time.Second)
 			d := time.Duration(ev.Done - at)
 			killed = append(killed, d)
 			assert.LessOrEqual(t, d, tm.killBound(killMargin), "round %d: fail-over after SIGKILL of the leader", i)
-			l.wait(t, 10*time.Second)
+			wait(t, l, 10*time.Second)
 			h.start()
 
 		case "term-leader":
 			leaderRounds++
-			at := l.signal(t, syscall.SIGTERM)
+			at := signal(t, l, syscall.SIGTERM)
 			ev := newTerm(action, tm.killBound(killMargin)+10*time.Second)
 			d := time.Duration(ev.Done - at)
 			released = append(released, d)
 			assert.LessOrEqual(t, d, tm.retryJ()+releaseMargin, "round %d: fail-over after SIGTERM (ReleaseOnCancel) of the leader", i)
-			assert.Equal(t, 0, l.wait(t, 10*time.Second), "exit code after SIGTERM")
+			assert.Equal(t, 0, wait(t, l, 10*time.Second), "exit code after SIGTERM")
 			// Its last write came after its context was cancelled but
 			// before it released the lock: no newer term can have written.
-			late := h.await(0, "the late write of "+l.id, func(ev event) bool {
-				return ev.Ev == "write" && ev.ID == l.id && ev.Late && ev.Term == term
+			late := h.await(0, "the late write of "+l.ID(), func(ev candidates.Event) bool {
+				return ev.Ev == "write" && ev.ID == l.ID() && ev.Late && ev.Term == term
 			})
 			assert.False(t, late.Refused, "round %d: a write before the release was refused", i)
 			h.start()
 
 		case "pause-leader":
 			leaderRounds++
-			at := l.signal(t, syscall.SIGSTOP)
+			at := signal(t, l, syscall.SIGSTOP)
 			ev := newTerm(action, tm.killBound(killMargin)+10*time.Second)
 			paused = append(paused, time.Duration(ev.Done-at))
 			time.Sleep(tm.retry) // the new leader writes on
-			resumed := l.signal(t, syscall.SIGCONT)
+			resumed := signal(t, l, syscall.SIGCONT)
 			// It wakes up late, finds its lease lapsed by its own clock,
 			// and makes the write a reconciler would have in flight: the
 			// fence must refuse it, since a newer term has written.
-			late := h.await(10*time.Second, "the late write of "+l.id, func(ev event) bool {
-				return ev.Ev == "write" && ev.ID == l.id && ev.Late && ev.Term == term
+			late := h.await(10*time.Second, "the late write of "+l.ID(), func(ev candidates.Event) bool {
+				return ev.Ev == "write" && ev.ID == l.ID() && ev.Late && ev.Term == term
 			})
 			assert.True(t, late.Refused, "round %d: the deposed leader's late write was not refused: %+v", i, late)
-			h.await(10*time.Second, "the end of term "+fmt.Sprint(term), func(ev event) bool {
-				return ev.Ev == "stopped" && ev.ID == l.id && ev.Term == term
+			h.await(10*time.Second, "the end of term "+fmt.Sprint(term), func(ev candidates.Event) bool {
+				return ev.Ev == "stopped" && ev.ID == l.ID() && ev.Term == term
 			})
-			for _, ev := range h.snapshot() {
-				if ev.Ev == "write" && ev.ID == l.id && ev.Term == term && ev.OK {
+			for _, ev := range h.Events() {
+				if ev.Ev == "write" && ev.ID == l.ID() && ev.Term == term && ev.OK {
 					assert.Less(t, ev.End, resumed, "round %d: a write of the deposed leader from after the pause was accepted: %+v", i, ev)
 				}
 			}
 
 		case "pause-follower", "kill-follower":
-			followers := slices.DeleteFunc(h.running(), func(p *proc) bool { return p == l })
+			followers := slices.DeleteFunc(h.Running(), func(p *candidates.Proc) bool { return p == l })
 			require.NotEmpty(t, followers)
 			f := followers[rng.IntN(len(followers))]
 			if action == "pause-follower" {
 				// Longer than a lease: the record it timed is long expired
 				// by its clock when it wakes, but the leader renewed it.
-				f.signal(t, syscall.SIGSTOP)
+				signal(t, f, syscall.SIGSTOP)
 				time.Sleep(tm.lease + 500*time.Millisecond)
-				f.signal(t, syscall.SIGCONT)
+				signal(t, f, syscall.SIGCONT)
 			} else {
-				f.signal(t, syscall.SIGKILL)
-				f.wait(t, 10*time.Second)
+				signal(t, f, syscall.SIGKILL)
+				wait(t, f, 10*time.Second)
 				h.start()
 			}
 			time.Sleep(2 * tm.retryJ()) // time for the follower to act on what it sees
-			_, newer := h.awaitOK(0, func(ev event) bool { return ev.Ev == "leading" && ev.Term > term })
-			assert.False(t, newer, "round %d: %s %s cost the leader its term", i, action, f.id)
+			_, newer := h.Await(0, func(ev candidates.Event) bool { return ev.Ev == "leading" && ev.Term > term })
+			assert.False(t, newer, "round %d: %s %s cost the leader its term", i, action, f.ID())
 		}
 	}
 	h.stopAll()
 
-	events := h.snapshot()
+	events := h.Events()
 	terms, problems := checkRun(s.readLog(t), events)
 	assert.Empty(t, problems, "safety")
 	assert.GreaterOrEqual(t, len(terms), 1+leaderRounds, "every round that deposed a leader started a term that wrote")
 	ok, refused, failed := writes(events)
 	assert.GreaterOrEqual(t, refused, 2, "the late writes of the two paused leaders")
-	t.Logf("%s: terms in the log %v; writes: %d accepted, %d refused, %d failed", s.name, terms, ok, refused, failed)
+	t.Logf("%s: terms in the log %v; writes: %d accepted, %d refused, %d failed", s.Backend, terms, ok, refused, failed)
 	t.Logf("%s: fail-over after SIGKILL %v (bound %v), after SIGTERM %v (bound %v), after SIGSTOP %v",
-		s.name, killed, tm.killBound(killMargin), released, tm.retryJ()+releaseMargin, paused)
+		s.Backend, killed, tm.killBound(killMargin), released, tm.retryJ()+releaseMargin, paused)
 }

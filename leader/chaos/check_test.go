@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/converge-go/converge/leader"
+	"github.com/converge-go/converge/leader/chaos/candidates"
 )
 
 // span is when the leader of one term acted, as far as some records show:
@@ -62,7 +63,7 @@ func widen(spans map[leader.Term]*span, term leader.Term, id string, start, end 
 //     before it could report them).
 //  4. Every write a candidate saw accepted is in the log; none it saw
 //     refused is.
-func checkRun(log []logEntry, events []event) (terms []leader.Term, problems []string) {
+func checkRun(log []candidates.Entry, events []candidates.Event) (terms []leader.Term, problems []string) {
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 
 	startedBy := map[leader.Term]string{}
@@ -128,38 +129,38 @@ func checkRun(log []logEntry, events []event) (terms []leader.Term, problems []s
 }
 
 func TestCheckRunShouldReportEveryKindOfViolation(t *testing.T) {
-	write := func(id string, term leader.Term, start, end int64, ok bool) event {
-		return event{Ev: "write", ID: id, Term: term, Start: start, End: end, OK: ok, Refused: !ok}
+	write := func(id string, term leader.Term, start, end int64, ok bool) candidates.Event {
+		return candidates.Event{Ev: "write", ID: id, Term: term, Start: start, End: end, OK: ok, Refused: !ok}
 	}
-	entry := func(id string, term leader.Term, start, end int64) logEntry {
-		return logEntry{Term: term, Identity: id, Start: start, End: end}
+	entry := func(id string, term leader.Term, start, end int64) candidates.Entry {
+		return candidates.Entry{Term: term, Identity: id, Start: start, End: end}
 	}
-	good := []event{
+	good := []candidates.Event{
 		{Ev: "leading", ID: "a", Term: 1}, write("a", 1, 0, 10, true), write("a", 1, 10, 20, true),
 		{Ev: "write", ID: "a", Term: 1, Start: 50, End: 50, Late: true, Refused: true},
 		{Ev: "leading", ID: "b", Term: 2}, write("b", 2, 30, 40, true),
 	}
-	goodLog := []logEntry{entry("a", 1, 0, 10), entry("a", 1, 10, 20), entry("b", 2, 30, 40)}
+	goodLog := []candidates.Entry{entry("a", 1, 0, 10), entry("a", 1, 10, 20), entry("b", 2, 30, 40)}
 
 	for _, c := range []struct {
 		name   string
-		log    []logEntry
-		events []event
+		log    []candidates.Entry
+		events []candidates.Event
 		want   string // a substring of the one problem expected; "" for none
 	}{
 		{"a clean run", goodLog, good, ""},
-		{"a term started twice", goodLog, append(slices.Clone(good), event{Ev: "leading", ID: "c", Term: 2}), "started by b and by c"},
+		{"a term started twice", goodLog, append(slices.Clone(good), candidates.Event{Ev: "leading", ID: "c", Term: 2}), "started by b and by c"},
 		{"a deposed leader acting after the next started, though refused", goodLog,
 			append(slices.Clone(good), write("a", 1, 20, 35, false)), "elector: term 1 (a) acted until 35"},
-		{"an earlier term acting later", []logEntry{entry("a", 1, 50, 60)},
-			[]event{write("a", 1, 50, 60, true), write("b", 2, 0, 10, false)}, "elector: term 1 (a) acted until 60"},
-		{"terms decreasing in the log", []logEntry{entry("a", 1, 0, 10), entry("b", 2, 30, 40), entry("a", 1, 10, 20)},
+		{"an earlier term acting later", []candidates.Entry{entry("a", 1, 50, 60)},
+			[]candidates.Event{write("a", 1, 50, 60, true), write("b", 2, 0, 10, false)}, "elector: term 1 (a) acted until 60"},
+		{"terms decreasing in the log", []candidates.Entry{entry("a", 1, 0, 10), entry("b", 2, 30, 40), entry("a", 1, 10, 20)},
 			nil, "term 1 committed after term 2"},
-		{"a term with two writers", []logEntry{entry("a", 1, 0, 10), entry("c", 1, 10, 20)}, nil, "written by a and by c"},
-		{"accepted intervals overlapping in the log", []logEntry{entry("a", 1, 0, 31), entry("b", 2, 30, 40)}, nil,
+		{"a term with two writers", []candidates.Entry{entry("a", 1, 0, 10), entry("c", 1, 10, 20)}, nil, "written by a and by c"},
+		{"accepted intervals overlapping in the log", []candidates.Entry{entry("a", 1, 0, 31), entry("b", 2, 30, 40)}, nil,
 			"fenced log: term 1 (a) acted until 31"},
 		{"an accepted write lost", goodLog[:2], good, "accepted write missing"},
-		{"a refused write stored", []logEntry{goodLog[0], goodLog[1], {Term: 1, Identity: "a", Start: 50, End: 50, Late: true}, goodLog[2]},
+		{"a refused write stored", []candidates.Entry{goodLog[0], goodLog[1], {Term: 1, Identity: "a", Start: 50, End: 50, Late: true}, goodLog[2]},
 			good, "refused write in the log"},
 		{"an empty log", nil, nil, "the log is empty"},
 	} {

@@ -3,7 +3,7 @@
 // leader/chaos/candidate, a program that campaigns for a lock in etcd or
 // PostgreSQL and, while it leads, appends entries fenced by its term to a
 // log in the same backend (see the candidate's doc), then run several
-// candidates and read the log:
+// candidates and read the log, with package leader/chaos/candidates:
 //
 //   - Safety: four candidates compete for one lock while the test SIGKILLs,
 //     SIGSTOPs (longer than the lease, so that another takes over, then

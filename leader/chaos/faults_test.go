@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/converge-go/converge/internal/testserver"
+	"github.com/converge-go/converge/leader/chaos/candidates"
 )
 
 // stepDownMargin is the time, beyond RenewDeadline, that the leader's
@@ -38,38 +39,38 @@ func TestLeaderShouldStepDownWhilePostgresIsDownAndLeadAgainAfterItRestarts(t *t
 // that someone leads again, in a newer term, once the server is back.
 func outage(t *testing.T, s store, kill, start func(testing.TB)) {
 	tm := short
-	h := newHarness(t, append(slices.Clone(s.args), tm.args()...)...)
+	h := newHarness(t, append(slices.Clone(s.Args), tm.args()...)...)
 	h.start()
 	h.start()
 	l, term := h.leader(tm.killBound(killMargin) + 10*time.Second)
 	time.Sleep(3 * tm.retry) // a few renewals
 
-	down := mono()
+	down := candidates.Mono()
 	kill(t)
 	// Its last successful renewal started before the kill, so its lease,
 	// judged by its own clock, lapsed at most RenewDeadline after it.
 	deadline := down + int64(tm.renew)
-	cancelled := h.await(tm.renew+5*time.Second, "the leader steps down", func(ev event) bool {
-		return ev.Ev == "cancelled" && ev.ID == l.id && ev.Term == term
+	cancelled := h.await(tm.renew+5*time.Second, "the leader steps down", func(ev candidates.Event) bool {
+		return ev.Ev == "cancelled" && ev.ID == l.ID() && ev.Term == term
 	})
 	assert.LessOrEqual(t, time.Duration(cancelled.T-down), tm.renew+stepDownMargin, "the leader's context was cancelled late")
 	// Its work may be stuck in a write (with a timeout of its own) for a while.
-	stopped := h.await(5*time.Second, "the leader's work returns", func(ev event) bool {
-		return ev.Ev == "stopped" && ev.ID == l.id && ev.Term == term
+	stopped := h.await(5*time.Second, "the leader's work returns", func(ev candidates.Event) bool {
+		return ev.Ev == "stopped" && ev.ID == l.ID() && ev.Term == term
 	})
 	// Keep the server down until every lease has lapsed for everyone.
-	time.Sleep(time.Duration(down + int64(tm.lease) - mono()))
-	up := mono()
+	time.Sleep(time.Duration(down + int64(tm.lease) - candidates.Mono()))
+	up := candidates.Mono()
 	start(t)
-	again := h.await(10*time.Second, "a write of a newer term", func(ev event) bool {
+	again := h.await(10*time.Second, "a write of a newer term", func(ev candidates.Event) bool {
 		return ev.Ev == "write" && ev.OK && ev.Term > term
 	})
 	t.Logf("%s: leader %s's context was cancelled %v after the kill, its work returned after %v; server down for %v; a newer term wrote %v after the restart",
-		s.name, l.id, ms(cancelled.T-down), ms(stopped.T-down), ms(up-down), ms(again.Done-up))
+		s.Backend, l.ID(), ms(cancelled.T-down), ms(stopped.T-down), ms(up-down), ms(again.Done-up))
 	h.stopAll()
 
 	log := s.readLog(t)
-	_, problems := checkRun(log, h.snapshot())
+	_, problems := checkRun(log, h.Events())
 	assert.Empty(t, problems, "safety")
 	n := 0
 	for _, e := range log {
@@ -88,24 +89,24 @@ func TestLeaderOnAThreeNodeEtcdClusterShouldKeepItsTermWhenTheRaftLeaderIsKilled
 	// etcd's default election timeout is 1s, randomised up to 2s, before
 	// a follower even campaigns: the leader's renewals must ride that out.
 	tm := timing{lease: 5 * time.Second, renew: 3500 * time.Millisecond, retry: 500 * time.Millisecond}
-	h := newHarness(t, append(slices.Clone(s.args), tm.args()...)...)
+	h := newHarness(t, append(slices.Clone(s.Args), tm.args()...)...)
 	h.start()
 	h.start()
 	l, term := h.leader(tm.killBound(killMargin) + 10*time.Second)
 	time.Sleep(2 * tm.retry)
 
 	raft := raftLeader(t, endpoints, members)
-	killed := mono()
+	killed := candidates.Mono()
 	raft.Kill(t)
-	resumed := h.await(tm.renew+5*time.Second, "a write after the kill", func(ev event) bool {
+	resumed := h.await(tm.renew+5*time.Second, "a write after the kill", func(ev candidates.Event) bool {
 		return ev.Ev == "write" && ev.OK && ev.Term == term && ev.End > killed
 	})
 	time.Sleep(tm.renew) // longer than any renewal may fail without a step-down
 	raft.Start(t)
 	time.Sleep(2 * tm.retry)
-	t.Logf("raft leader %s killed; leader %s wrote again %v later", raft.Name, l.id, ms(resumed.Done-killed))
+	t.Logf("raft leader %s killed; leader %s wrote again %v later", raft.Name, l.ID(), ms(resumed.Done-killed))
 
-	evs := h.snapshot()
+	evs := h.Events()
 	for _, ev := range evs {
 		assert.False(t, ev.Ev == "cancelled" || ev.Ev == "stopped" || ev.Ev == "leading" && ev.Term != term, "the term ended: %+v", ev)
 	}
@@ -121,7 +122,7 @@ func TestLeaderOnAThreeNodeEtcdClusterShouldKeepItsTermWhenTheRaftLeaderIsKilled
 	}
 	t.Logf("longest time between two accepted writes: %v", ms(longest))
 	h.stopAll()
-	_, problems := checkRun(s.readLog(t), h.snapshot())
+	_, problems := checkRun(s.readLog(t), h.Events())
 	assert.Empty(t, problems, "safety")
 }
 
@@ -148,8 +149,8 @@ func TestLeaderShouldKeepItsTermWhenItsPostgresConnectionsAreTerminated(t *testi
 	dsn := testserver.Postgres(t)
 	s := postgresStore(t, dsn)
 	tm := short
-	app := "converge-chaos-" + uniqueSuffix()
-	args := slices.Clone(s.args)
+	app := "converge-chaos-" + candidates.UniqueSuffix()
+	args := slices.Clone(s.Args)
 	args[slices.Index(args, "-dsn")+1] = dsn + "&application_name=" + app
 	h := newHarness(t, append(args, tm.args()...)...)
 	h.start()
@@ -167,19 +168,19 @@ func TestLeaderShouldKeepItsTermWhenItsPostgresConnectionsAreTerminated(t *testi
 			`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n))
 		terminated += n
 	}
-	last := mono()
-	h.await(5*time.Second, "a write after the last termination", func(ev event) bool {
+	last := candidates.Mono()
+	h.await(5*time.Second, "a write after the last termination", func(ev candidates.Event) bool {
 		return ev.Ev == "write" && ev.OK && ev.Term == term && ev.End > last
 	})
 	t.Logf("terminated %d sessions of the candidates", terminated)
 	assert.GreaterOrEqual(t, terminated, 5, "the candidates' sessions were found")
-	evs := h.snapshot()
+	evs := h.Events()
 	for _, ev := range evs {
 		assert.False(t, ev.Ev == "cancelled" || ev.Ev == "stopped" || ev.Ev == "leading" && ev.Term != term, "the term ended: %+v", ev)
 	}
 	h.stopAll()
-	_, problems := checkRun(s.readLog(t), h.snapshot())
+	_, problems := checkRun(s.readLog(t), h.Events())
 	assert.Empty(t, problems, "safety")
-	_, _, failed := writes(h.snapshot())
+	_, _, failed := writes(h.Events())
 	t.Logf("writes that failed on a terminated session: %d", failed)
 }

@@ -18,6 +18,6 @@ func TestMain(m *testing.M) {
 type withCleanup struct{ m *testing.M }
 
 func (w withCleanup) Run() int {
-	defer removeCandidate()
+	defer func() { _ = candidateBin.Remove() }()
 	return w.m.Run()
 }

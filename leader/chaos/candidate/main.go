@@ -44,13 +44,15 @@
 //
 // # Output
 //
-// One JSON object per line (see event): ready (the elector is about to
-// run), leading (a term started), write (one append: ok true if it was
-// accepted, refused true if the fence refused it; neither if it failed and
-// its outcome is unknown), cancelled (the term's context was cancelled),
-// stopped (the term's work returned) and exit (Run returned, after the
-// release if -release). Times are CLOCK_MONOTONIC nanoseconds,
-// which every process on the machine shares. SIGTERM or SIGINT cancels
+// One JSON object per line, a candidates.Event (package
+// leader/chaos/candidates defines the format, for the tests and benchmarks
+// that read it): ready (the elector is about to run), leading (a term
+// started), write (one append: ok true if it was accepted, refused true if
+// the fence refused it; neither if it failed and its outcome is unknown),
+// cancelled (the term's context was cancelled), stopped (the term's work
+// returned) and exit (Run returned, after the release if -release). Times
+// are CLOCK_MONOTONIC nanoseconds, which every process on the machine
+// shares. SIGTERM or SIGINT cancels
 // Run's context.
 package main
 
@@ -71,36 +73,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
 	"github.com/converge-go/converge/leader"
+	"github.com/converge-go/converge/leader/chaos/candidates"
 	leaderetcd "github.com/converge-go/converge/leader/etcd"
 	leaderpg "github.com/converge-go/converge/leader/postgres"
 )
-
-// event is one line of output.
-type event struct {
-	Ev      string      `json:"ev"`
-	ID      string      `json:"id"`
-	T       int64       `json:"t"` // when the line was written
-	Term    leader.Term `json:"term,omitempty"`
-	OK      bool        `json:"ok,omitempty"`
-	Refused bool        `json:"refused,omitempty"`
-	Late    bool        `json:"late,omitempty"`
-	Start   int64       `json:"start,omitempty"`
-	End     int64       `json:"end,omitempty"`
-	Done    int64       `json:"done,omitempty"` // when the write returned
-	Err     string      `json:"err,omitempty"`
-}
-
-// entry is one appended log record, as stored.
-type entry struct {
-	Term     leader.Term `json:"term"`
-	Identity string      `json:"identity"`
-	Start    int64       `json:"start"`
-	End      int64       `json:"end"`
-	Late     bool        `json:"late,omitempty"`
-}
 
 // errRefused reports a write the fence refused.
 var errRefused = errors.New("refused by the fence")
@@ -108,7 +86,7 @@ var errRefused = errors.New("refused by the fence")
 // backend is a lock and a fenced append to the log.
 type backend struct {
 	lock   leader.Lock
-	append func(ctx context.Context, e entry) error // errRefused if fenced off
+	append func(ctx context.Context, e candidates.Entry) error // errRefused if fenced off
 	close  func()
 }
 
@@ -155,11 +133,11 @@ func run(kind, endpoints, dsn, lockName, prefix, id string, lease, renew, retry 
 	}
 	defer b.close()
 
-	write := func(e entry) {
+	write := func(e candidates.Entry) {
 		wctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		err := b.append(wctx, e)
-		ev := event{Ev: "write", Term: e.Term, Late: e.Late, Start: e.Start, End: e.End, Done: mono(), OK: err == nil, Refused: errors.Is(err, errRefused)}
+		ev := candidates.Event{Ev: "write", Term: e.Term, Late: e.Late, Start: e.Start, End: e.End, Done: candidates.Mono(), OK: err == nil, Refused: errors.Is(err, errRefused)}
 		if err != nil && !ev.Refused {
 			ev.Err = err.Error()
 		}
@@ -175,15 +153,15 @@ func run(kind, endpoints, dsn, lockName, prefix, id string, lease, renew, retry 
 		ReleaseOnCancel: release,
 		OnStartedLeading: func(lctx context.Context) {
 			term, _ := leader.TermFromContext(lctx)
-			start := mono()
-			out.emit(event{Ev: "leading", Term: term, Start: start})
-			context.AfterFunc(lctx, func() { out.emit(event{Ev: "cancelled", Term: term}) })
+			start := candidates.Mono()
+			out.emit(candidates.Event{Ev: "leading", Term: term, Start: start})
+			context.AfterFunc(lctx, func() { out.emit(candidates.Event{Ev: "cancelled", Term: term}) })
 			for e.IsLeader() {
-				end := mono()
+				end := candidates.Mono()
 				if !e.IsLeader() {
 					break
 				}
-				write(entry{Term: term, Identity: id, Start: start, End: end})
+				write(candidates.Entry{Term: term, Identity: id, Start: start, End: end})
 				start = end
 				t := time.NewTimer(every)
 				select {
@@ -192,19 +170,19 @@ func run(kind, endpoints, dsn, lockName, prefix, id string, lease, renew, retry 
 				}
 				t.Stop()
 			}
-			now := mono()
-			write(entry{Term: term, Identity: id, Start: now, End: now, Late: true})
-			out.emit(event{Ev: "stopped", Term: term})
+			now := candidates.Mono()
+			write(candidates.Entry{Term: term, Identity: id, Start: now, End: now, Late: true})
+			out.emit(candidates.Event{Ev: "stopped", Term: term})
 		},
 	})
 	if err != nil {
 		return err
 	}
-	out.emit(event{Ev: "ready"})
+	out.emit(candidates.Event{Ev: "ready"})
 	if err := e.Run(ctx); err != nil {
 		return err
 	}
-	out.emit(event{Ev: "exit"})
+	out.emit(candidates.Event{Ev: "exit"})
 	return nil
 }
 
@@ -215,21 +193,11 @@ type emitter struct {
 	id  string
 }
 
-func (o *emitter) emit(ev event) {
-	ev.ID, ev.T = o.id, mono()
+func (o *emitter) emit(ev candidates.Event) {
+	ev.ID, ev.T = o.id, candidates.Mono()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	_ = o.enc.Encode(ev) // stdout closed: the test is gone; SIGPIPE ends us
-}
-
-// mono is CLOCK_MONOTONIC in nanoseconds: the same clock in every process
-// of the machine, never stepped.
-func mono() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		panic(err)
-	}
-	return ts.Nano()
 }
 
 func openEtcd(endpoints, key, prefix string) (backend, error) {
@@ -244,7 +212,7 @@ func openEtcd(endpoints, key, prefix string) (backend, error) {
 	fence := prefix + "/fence"
 	return backend{
 		lock: leaderetcd.NewLock(cli, key),
-		append: func(ctx context.Context, e entry) error {
+		append: func(ctx context.Context, e candidates.Entry) error {
 			t := fmt.Sprintf("%020d", e.Term)
 			val, err := json.Marshal(e)
 			if err != nil {
@@ -291,7 +259,7 @@ func openPostgres(ctx context.Context, dsn, name, prefix string) (backend, error
 	logTable := pgx.Identifier{prefix + "_log"}.Sanitize()
 	return backend{
 		lock: leaderpg.NewLock(pool, name),
-		append: func(ctx context.Context, e entry) error {
+		append: func(ctx context.Context, e candidates.Entry) error {
 			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 				tag, err := tx.Exec(ctx, `UPDATE `+fence+` SET term = $1 WHERE id = 1 AND term <= $1`, int64(e.Term))
 				if err != nil {

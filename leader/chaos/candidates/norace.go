@@ -1,5 +1,5 @@
 //go:build linux && !race
 
-package chaos_test
+package candidates
 
 const raceEnabled = false
