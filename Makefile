@@ -34,12 +34,13 @@ PKGS ?= ./...
 #
 # The packages that use the servers run one at a time (-p 1), after the rest
 # (which run in parallel): some of their tests kill and restart the shared
-# servers, which must not happen under another package's test.
+# servers, which must not happen under another package's test; and tests
+# that time leases on them must not run under one that does.
 SERVERS := bash scripts/servers.sh
 TEST_ENV ?= CONVERGE_INTEGRATION=1
 TEST_FLAGS ?= -race -count=1 -timeout 12m
-SERVER_PKGS := ./informer/etcd/... ./leader/etcd/... ./leader/postgres/... ./leader/chaos/... ./internal/testserver/...
-SERVER_PKG_PATTERN := /(informer/etcd|leader/etcd|leader/postgres|leader/chaos|internal/testserver)(/|$$)
+SERVER_PKGS := ./informer/etcd/... ./leader/etcd/... ./leader/postgres/... ./leader/chaos/... ./reconcile/internal/failover/... ./internal/testserver/...
+SERVER_PKG_PATTERN := /(informer/etcd|leader/etcd|leader/postgres|leader/chaos|reconcile/internal/failover|internal/testserver)(/|$$)
 
 # --- bench ------------------------------------------------------------------
 # Passed to bench/report in its environment.

@@ -59,8 +59,7 @@ func (s memStore[V]) Delete(_ context.Context, key string) (informer.Revision, b
 // `etcdctl put` can change them.
 type etcdStore[V any] struct {
 	*etcd.Source[V]
-	c   *etcd.Client[V]
-	cli *clientv3.Client
+	c *etcd.Client[V]
 }
 
 func (s etcdStore[V]) Get(ctx context.Context, key string) (V, informer.Revision, bool, error) {
@@ -75,14 +74,8 @@ func (s etcdStore[V]) PutIf(ctx context.Context, key string, v V, rev informer.R
 	return r, err
 }
 
-// Delete uses the etcd client itself: etcd.Client.Delete does not return
-// the revision of the delete, which the ReplicaSet controller waits for.
 func (s etcdStore[V]) Delete(ctx context.Context, key string) (informer.Revision, bool, error) {
-	resp, err := s.cli.Delete(ctx, s.Prefix()+key)
-	if err != nil {
-		return 0, false, err
-	}
-	return informer.Revision(resp.Header.Revision), resp.Deleted > 0, nil
+	return s.c.Delete(ctx, key)
 }
 
 // stores are the two kinds of objects the example keeps.
@@ -125,8 +118,8 @@ func openStores(url, prefix string) (*stores, error) {
 	}
 	rsPrefix, podPrefix := prefix+"replicasets/", prefix+"pods/"
 	return &stores{
-		replicaSets: etcdStore[ReplicaSet]{etcd.NewSource[ReplicaSet](cli, rsPrefix), etcd.NewClient[ReplicaSet](cli, rsPrefix, nil), cli},
-		pods:        etcdStore[Pod]{etcd.NewSource[Pod](cli, podPrefix), etcd.NewClient[Pod](cli, podPrefix, nil), cli},
+		replicaSets: etcdStore[ReplicaSet]{etcd.NewSource[ReplicaSet](cli, rsPrefix), etcd.NewClient[ReplicaSet](cli, rsPrefix, nil)},
+		pods:        etcdStore[Pod]{etcd.NewSource[Pod](cli, podPrefix), etcd.NewClient[Pod](cli, podPrefix, nil)},
 		describe:    fmt.Sprintf("etcd %s, keys under %s", hosts, prefix),
 		close:       func() { _ = cli.Close() },
 	}, nil

@@ -94,11 +94,14 @@ func (c *Client[V]) PutIf(ctx context.Context, key string, v V, expected informe
 	return informer.Revision(resp.Header.Revision), nil
 }
 
-// Delete removes key and reports whether it existed.
-func (c *Client[V]) Delete(ctx context.Context, key string) (bool, error) {
+// Delete removes key and returns the store's revision after it (the
+// delete's own revision if the key existed) and whether it existed, like
+// the memory store's Delete: a controller that waits until its informer has
+// seen its own write needs that revision.
+func (c *Client[V]) Delete(ctx context.Context, key string) (informer.Revision, bool, error) {
 	resp, err := c.kv.Delete(ctx, c.prefix+key)
 	if err != nil {
-		return false, fmt.Errorf("etcd client: delete %q: %w", key, err)
+		return 0, false, fmt.Errorf("etcd client: delete %q: %w", key, err)
 	}
-	return resp.Deleted > 0, nil
+	return informer.Revision(resp.Header.Revision), resp.Deleted > 0, nil
 }

@@ -34,9 +34,10 @@ func TestPutIfShouldFailWithErrConflictUnlessTheModRevisionIsTheExpectedOne(t *t
 	assert.Equal(t, item{N: 3}, v, "a failed PutIf writes nothing")
 	assert.Equal(t, updated, rev)
 
-	deleted, err := c.Delete(ctx, "a")
+	delRev, deleted, err := c.Delete(ctx, "a")
 	require.NoError(t, err)
 	assert.True(t, deleted)
+	assert.Greater(t, delRev, updated, "the delete's own revision")
 	_, err = c.PutIf(ctx, "a", item{N: 5}, updated)
 	require.ErrorIs(t, err, etcd.ErrConflict, "it was deleted")
 }
@@ -66,7 +67,7 @@ func TestClientShouldRoundTripValuesUnderItsPrefix(t *testing.T) {
 	assert.Equal(t, item{N: 7, S: "seven"}, v)
 	assert.Equal(t, rev, got)
 
-	deleted, err := c.Delete(ctx, "missing")
+	_, deleted, err := c.Delete(ctx, "missing")
 	require.NoError(t, err)
 	assert.False(t, deleted)
 

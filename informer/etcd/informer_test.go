@@ -145,7 +145,7 @@ func (h *harness) write(ctx context.Context, c *etcd.Client[item], w int) {
 		opCtx, cancel := context.WithTimeout(ctx, time.Second)
 		var err error
 		if rng.IntN(4) == 0 {
-			_, err = c.Delete(opCtx, key)
+			_, _, err = c.Delete(opCtx, key)
 		} else {
 			_, err = c.Put(opCtx, key, item{N: w*1_000_000 + i, S: key})
 		}

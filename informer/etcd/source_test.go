@@ -74,7 +74,7 @@ func TestListAndWatchShouldReconstructThePrefixUnderConcurrentWriters(t *testing
 				var err error
 				switch rng.IntN(4) {
 				case 0:
-					_, err = c.Delete(ctx, key)
+					_, _, err = c.Delete(ctx, key)
 				case 1:
 					_, err = other.Put(ctx, key, item{N: i})
 				default:
@@ -217,7 +217,7 @@ func TestWatchShouldEmitDeletesWithoutValueAtTheirRevision(t *testing.T) {
 	put, err := c.Put(ctx, "a", item{N: 1})
 	require.NoError(t, err)
 	r := startWatch(t, src, put-1)
-	_, err = c.Delete(ctx, "a")
+	_, _, err = c.Delete(ctx, "a")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return r.lastRevision() > put }, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, r.stop())

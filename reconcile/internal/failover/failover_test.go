@@ -87,7 +87,7 @@ func runReplica(id string) error {
 	c, err := reconcile.New("items", reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
 		it, ok := items.Get(key)
 		if !ok {
-			_, err := results.Delete(ctx, key)
+			_, _, err := results.Delete(ctx, key)
 			return reconcile.Result{}, err
 		}
 		term, _ := leader.TermFromContext(ctx)
