@@ -248,14 +248,14 @@ func TestTheReconcileTimeoutCancelsTheContext(t *testing.T) {
 	rec := reconcile.Func[string](func(ctx context.Context, _ string) (reconcile.Result, error) {
 		close(started)
 		<-ctx.Done()
-		gotErr <- ctx.Err()
+		gotErr <- context.Cause(ctx)
 		return reconcile.Result{}, ctx.Err()
 	})
 	inf := reconciletest.Informer(h, "ints", store)
 	reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithReconcileTimeout(5*time.Second), quiet)
 	<-started
 	h.Clock.Step(5 * time.Second)
-	assert.ErrorIs(t, <-gotErr, context.Canceled)
+	assert.ErrorIs(t, <-gotErr, context.DeadlineExceeded)
 }
 
 func TestAKeyIsParkedAfterItsAttemptBudgetAndRetriedOnItsNextChange(t *testing.T) {

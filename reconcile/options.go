@@ -73,9 +73,11 @@ func WithWorkers(n int) Option {
 }
 
 // WithReconcileTimeout bounds each call of Reconcile: its context is
-// cancelled d after it starts. A reconcile that returns because of it returns
-// an error, which is retried with backoff like any other. d must not be
-// negative. Default: no timeout.
+// cancelled d after it starts, by the controller's clock (so a fake clock
+// drives it in tests); ctx.Err() is then context.Canceled and
+// context.Cause(ctx) is context.DeadlineExceeded. A reconcile that returns
+// because of it returns an error, which is retried with backoff like any
+// other. d must not be negative. Default: no timeout.
 func WithReconcileTimeout(d time.Duration) Option {
 	return func(s *settings) error {
 		if d < 0 {
