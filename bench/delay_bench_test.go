@@ -113,11 +113,7 @@ func addAfterOnce(b *testing.B, q Queue, keys []string, delays []time.Duration) 
 func BenchmarkSteady(b *testing.B) {
 	n := int(steadyRate * steadyDuration / time.Second)
 	keys := distinctKeys(n)
-	interval := time.Second / steadyRate
-	sched := make([]int64, n)
-	for i := range sched {
-		sched[i] = int64(time.Millisecond + time.Duration(i)*interval)
-	}
+	sched := steadySchedule(n, steadyRate)
 	for _, im := range impls {
 		b.Run(im.name, func(b *testing.B) {
 			b.StopTimer()
@@ -128,13 +124,9 @@ func BenchmarkSteady(b *testing.B) {
 				lat = append(lat, l...)
 				rate += r
 			}
-			slices.Sort(lat)
-			us := func(ns int64) float64 { return float64(ns) / 1e3 }
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(rate/float64(b.N), "adds/s")
-			b.ReportMetric(us(percentile(lat, 50)), "p50-µs")
-			b.ReportMetric(us(percentile(lat, 99)), "p99-µs")
-			b.ReportMetric(us(percentile(lat, 99.9)), "p999-µs")
+			reportLatencyMicros(b, lat)
 		})
 	}
 }
@@ -183,6 +175,27 @@ func steadyOnce(b *testing.B, q Queue, keys []string, sched []int64) ([]int64, f
 		lat[i] = r.at - added[keyIndex(r.key)]
 	}
 	return lat, rate
+}
+
+// steadySchedule returns the offsets, in nanoseconds from the start, of n
+// events at rate per second, the first after 1 ms.
+func steadySchedule(n, rate int) []int64 {
+	interval := time.Second / time.Duration(rate)
+	sched := make([]int64, n)
+	for i := range sched {
+		sched[i] = int64(time.Millisecond + time.Duration(i)*interval)
+	}
+	return sched
+}
+
+// reportLatencyMicros sorts lat (nanoseconds) and reports its p50, p99 and
+// p999 in µs.
+func reportLatencyMicros(b *testing.B, lat []int64) {
+	slices.Sort(lat)
+	us := func(ns int64) float64 { return float64(ns) / 1e3 }
+	b.ReportMetric(us(percentile(lat, 50)), "p50-µs")
+	b.ReportMetric(us(percentile(lat, 99)), "p99-µs")
+	b.ReportMetric(us(percentile(lat, 99.9)), "p999-µs")
 }
 
 // waitUntil returns at base+at (at in nanoseconds), as precisely as this

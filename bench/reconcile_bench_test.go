@@ -5,16 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/converge-go/converge/informer"
@@ -107,11 +103,7 @@ func BenchmarkReconcileThroughput(b *testing.B) {
 func BenchmarkReconcileLatency(b *testing.B) {
 	o := newInformerObjects(latencyKeys, 0)
 	ups := newLatencyUpdates(o, latencyWrites)
-	interval := time.Second / latencyRate
-	sched := make([]int64, latencyWrites)
-	for i := range sched {
-		sched[i] = int64(time.Millisecond + time.Duration(i)*interval)
-	}
+	sched := steadySchedule(latencyWrites, latencyRate)
 	for _, im := range recImpls {
 		b.Run(im.name, func(b *testing.B) {
 			b.StopTimer()
@@ -124,13 +116,9 @@ func BenchmarkReconcileLatency(b *testing.B) {
 				rate += r
 				coalesced += c
 			}
-			slices.Sort(lat)
-			us := func(ns int64) float64 { return float64(ns) / 1e3 }
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(rate/float64(b.N), "writes/s")
-			b.ReportMetric(us(percentile(lat, 50)), "p50-µs")
-			b.ReportMetric(us(percentile(lat, 99)), "p99-µs")
-			b.ReportMetric(us(percentile(lat, 99.9)), "p999-µs")
+			reportLatencyMicros(b, lat)
 			b.ReportMetric(float64(coalesced)/float64(b.N), "coalesced")
 		})
 	}
@@ -394,60 +382,7 @@ func (p *convergeRec) check() error {
 	if p.runErr != nil {
 		return fmt.Errorf("controller: %w", p.runErr)
 	}
-	if st := p.inf.Stats(); st.Lists != 1 || st.ListErrors+st.WatchErrors+st.Expired != 0 {
-		return fmt.Errorf("informer restarted: %+v", st)
-	}
-	return nil
-}
-
-// sharedInformer is the client-go side's store and informer, used by the
-// client-go and controller-runtime pipelines: the fake ListWatch of the
-// informer scenarios (a list of the object pointers, wrapped in listLW, and
-// a FakeWatcher with room for every update so that a write never waits)
-// followed by a SharedIndexInformer with no indexers and no resync.
-type sharedInformer struct {
-	o       *informerObjects
-	w       *watch.FakeWatcher
-	lists   atomic.Int32
-	watches atomic.Int32
-	inf     cache.SharedIndexInformer
-}
-
-func newSharedInformer(o *informerObjects, updates int) *sharedInformer {
-	s := &sharedInformer{o: o, w: watch.NewFakeWithChanSize(updates, false)}
-	rv := strconv.Itoa(o.n)
-	lw := listLW{&cache.ListWatch{
-		ListWithContextFunc: func(context.Context, metav1.ListOptions) (kruntime.Object, error) {
-			s.lists.Add(1)
-			return &benchObjList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: slices.Clone(o.objs)}, nil
-		},
-		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
-			if s.watches.Add(1) > 1 {
-				return nil, errors.New("bench: the fake watch cannot be resumed")
-			}
-			return s.w, nil
-		},
-	}}
-	s.inf = cache.NewSharedIndexInformer(lw, &benchObj{}, 0, cache.Indexers{})
-	return s
-}
-
-// get is the reconcilers' cache read.
-func (s *sharedInformer) get(key string) (*benchObj, bool) {
-	obj, ok, err := s.inf.GetIndexer().GetByKey(key)
-	if err != nil || !ok {
-		return nil, false
-	}
-	return obj.(*benchObj), true
-}
-
-func (s *sharedInformer) push(u *benchObj) { s.w.Modify(u) }
-
-func (s *sharedInformer) check() error {
-	if l, w := s.lists.Load(), s.watches.Load(); l != 1 || w != 1 {
-		return fmt.Errorf("reflector restarted: %d lists, %d watches", l, w)
-	}
-	return nil
+	return listedOnce(p.inf.Stats())
 }
 
 // clientGoRec: sharedInformer → a handler queueing namespace/name keys →
