@@ -130,10 +130,8 @@ func (m *Manager) AddInformer(c Cache) error {
 		return errors.New("reconcile: AddInformer(nil)")
 	}
 	return m.add(func() error {
-		for _, have := range m.caches {
-			if have == c {
-				return fmt.Errorf("informer %q added twice", c.Name())
-			}
+		if m.hasCache(c) {
+			return fmt.Errorf("informer %q added twice", c.Name())
 		}
 		if err := m.claim("informer", c.Name()); err != nil {
 			return err

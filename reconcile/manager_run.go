@@ -81,7 +81,7 @@ func (m *Manager) Run(ctx context.Context) error {
 // runTerm runs the leader-only tasks for one term, whose context is lctx,
 // and returns when they have returned.
 func (m *Manager) runTerm(runCtx context.Context, fail context.CancelCauseFunc, lctx context.Context) {
-	term, _ := leaderTerm(lctx)
+	term, _ := leader.TermFromContext(lctx)
 	m.opts.Logger.Info("leading", "term", term)
 	tctx, cancel := context.WithCancelCause(context.WithoutCancel(lctx))
 	stop := context.AfterFunc(lctx, func() {
@@ -222,10 +222,4 @@ func (m *Manager) serveChecks(checks func() []string) http.HandlerFunc {
 		}
 		fmt.Fprintln(w, "ok")
 	}
-}
-
-// leaderTerm is leader.TermFromContext, kept apart for the log line.
-func leaderTerm(ctx context.Context) (uint64, bool) {
-	t, ok := leader.TermFromContext(ctx)
-	return uint64(t), ok
 }

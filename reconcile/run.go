@@ -179,9 +179,6 @@ func (r *run[K]) fail(err error) {
 
 // changed queues keys that a watch reports changed.
 func (r *run[K]) changed(prio int, keys []K) {
-	if len(keys) == 0 {
-		return
-	}
 	for _, k := range keys {
 		r.changedOne(prio, k)
 	}
