@@ -163,20 +163,32 @@ func (b *blocker) Reconcile(ctx context.Context, key string) (reconcile.Result, 
 	}
 }
 
-func TestShutdownLetsReconcilesInProgressFinishWithinTheGrace(t *testing.T) {
+// runBlocked runs a one-worker controller with a blocker over a store
+// holding keys, with the given shutdown grace, and returns once the first
+// reconcile has started: its blocker, a stop function giving Run's context
+// a cause, Run's result, and the harness whose clock times the grace.
+func runBlocked(t *testing.T, grace time.Duration, keys ...string) (*blocker, context.CancelCauseFunc, chan error, *reconciletest.Harness) {
+	t.Helper()
 	h := reconciletest.New(t)
 	store := memory.New[string, int]()
-	store.Put("a", 1)
-	store.Put("b", 1)
+	for _, k := range keys {
+		store.Put(k, 1)
+	}
 	inf := reconciletest.Informer(h, "ints", store)
 	b := newBlocker()
-	c, err := reconcile.New("c", b, reconcile.For(inf), reconcile.WithClock(h.Clock), reconcile.WithShutdownGrace(10*time.Second), quiet)
+	c, err := reconcile.New("c", b, reconcile.For(inf), reconcile.WithClock(h.Clock), reconcile.WithShutdownGrace(grace), quiet)
 	require.NoError(t, err)
-	ctx, stop := context.WithCancel(h.Context())
+	ctx, stop := context.WithCancelCause(h.Context())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	<-b.started // one worker: "b" waits in the queue
-	stop()
+	<-b.started
+	t.Cleanup(func() { stop(nil) })
+	return b, stop, done, h
+}
+
+func TestShutdownLetsReconcilesInProgressFinishWithinTheGrace(t *testing.T) {
+	b, stop, done, _ := runBlocked(t, 10*time.Second, "a", "b") // one worker: "b" waits in the queue
+	stop(nil)
 	time.Sleep(20 * time.Millisecond) // Run must not return, nor cancel, within the grace
 	select {
 	case err := <-done:
@@ -192,18 +204,8 @@ func TestShutdownLetsReconcilesInProgressFinishWithinTheGrace(t *testing.T) {
 }
 
 func TestShutdownCancelsReconcilesThatOutliveTheGrace(t *testing.T) {
-	h := reconciletest.New(t)
-	store := memory.New[string, int]()
-	store.Put("a", 1)
-	inf := reconciletest.Informer(h, "ints", store)
-	b := newBlocker()
-	c, err := reconcile.New("c", b, reconcile.For(inf), reconcile.WithClock(h.Clock), reconcile.WithShutdownGrace(10*time.Second), quiet)
-	require.NoError(t, err)
-	ctx, stop := context.WithCancel(h.Context())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	<-b.started
-	stop()
+	b, stop, done, h := runBlocked(t, 10*time.Second, "a")
+	stop(nil)
 	require.Eventually(t, func() bool { return h.Clock.HasWaiters() }, 10*time.Second, time.Millisecond)
 	h.Clock.Step(10 * time.Second)
 	assert.ErrorIs(t, <-b.ended, context.Canceled)
@@ -211,17 +213,7 @@ func TestShutdownCancelsReconcilesThatOutliveTheGrace(t *testing.T) {
 }
 
 func TestLosingLeadershipCancelsReconcilesAtOnce(t *testing.T) {
-	h := reconciletest.New(t)
-	store := memory.New[string, int]()
-	store.Put("a", 1)
-	inf := reconciletest.Informer(h, "ints", store)
-	b := newBlocker()
-	c, err := reconcile.New("c", b, reconcile.For(inf), reconcile.WithClock(h.Clock), reconcile.WithShutdownGrace(time.Hour), quiet)
-	require.NoError(t, err)
-	ctx, lose := context.WithCancelCause(h.Context())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	<-b.started
+	b, lose, done, _ := runBlocked(t, time.Hour, "a")
 	lose(reconcile.ErrLeadershipLost)
 	assert.ErrorIs(t, <-b.ended, context.Canceled)
 	assert.NoError(t, <-done)
