@@ -435,7 +435,7 @@ func (p *convergePipeline) start(h *objHandler) {
 	p.inf = informer.New("bench", informer.Source[string, *benchObj](p.store))
 	reg, err := p.inf.AddHandler(informer.HandlerFuncs[string, *benchObj]{
 		AddFunc:    func(_ string, v *benchObj, _ bool) { h.onAdd(v) },
-		UpdateFunc: func(_ string, _, v *benchObj) { h.onUpdate(v) },
+		UpdateFunc: func(_ string, _, v *benchObj, _ bool) { h.onUpdate(v) },
 	})
 	if err != nil {
 		panic(err)

@@ -66,7 +66,7 @@ func Example() {
 	seen := make(chan string)
 	_, _ = inf.AddHandler(informer.HandlerFuncs[string, string]{
 		AddFunc:    func(k, v string, initial bool) { seen <- fmt.Sprintf("add %s=%s initial=%v", k, v, initial) },
-		UpdateFunc: func(k, old, v string) { seen <- fmt.Sprintf("update %s: %s -> %s", k, old, v) },
+		UpdateFunc: func(k, old, v string, _ bool) { seen <- fmt.Sprintf("update %s: %s -> %s", k, old, v) },
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)

@@ -22,10 +22,14 @@ type Handler[K comparable, V any] interface {
 	// fresh changes go first.
 	OnAdd(key K, v V, initialList bool)
 	// OnUpdate: key changed from old (the value this handler was last
-	// given) to new. A resync, and a relist that finds the key still
-	// present, deliver OnUpdate even if nothing changed; old and new are
-	// then the same value.
-	OnUpdate(key K, old, new V)
+	// given) to new. resync is true when no watch event for the key is in
+	// this update: a periodic resync re-delivered the cached value (old
+	// and new are then the same value), or a relist after an expired
+	// revision found the key still present (new may then differ from old
+	// by changes the watch missed, or not at all). A handler that reacts
+	// to changes only (cancelling work in flight, say) can ignore resync
+	// updates; a level-triggered one treats them like any other.
+	OnUpdate(key K, old, new V, resync bool)
 	// OnDelete: key is gone. last is the last value the informer held for
 	// it, which may be newer than the last value this handler was given.
 	OnDelete(key K, last V)
@@ -35,7 +39,7 @@ type Handler[K comparable, V any] interface {
 // of change.
 type HandlerFuncs[K comparable, V any] struct {
 	AddFunc    func(key K, v V, initialList bool)
-	UpdateFunc func(key K, old, new V)
+	UpdateFunc func(key K, old, new V, resync bool)
 	DeleteFunc func(key K, last V)
 }
 
@@ -47,9 +51,9 @@ func (f HandlerFuncs[K, V]) OnAdd(key K, v V, initialList bool) {
 }
 
 // OnUpdate calls UpdateFunc if it is set.
-func (f HandlerFuncs[K, V]) OnUpdate(key K, old, new V) {
+func (f HandlerFuncs[K, V]) OnUpdate(key K, old, new V, resync bool) {
 	if f.UpdateFunc != nil {
-		f.UpdateFunc(key, old, new)
+		f.UpdateFunc(key, old, new, resync)
 	}
 }
 

@@ -230,9 +230,9 @@ func TestRelistAfterExpiryEmitsTheDifferenceWithLastKnownValues(t *testing.T) {
 	calls := h.waitCalls(t, 8)[4:]
 	slices.SortFunc(calls, func(x, y call) int { return compareStrings(x.Key, y.Key) })
 	assert.Equal(t, []call{
-		{Op: "update", Key: "change", Old: 2, New: 4},
+		{Op: "update", Key: "change", Old: 2, New: 4, Resync: true},
 		{Op: "delete", Key: "gone", New: 5},
-		{Op: "update", Key: "keep", Old: 1, New: 1},
+		{Op: "update", Key: "keep", Old: 1, New: 1, Resync: true},
 		{Op: "add", Key: "new", New: 6},
 	}, calls)
 	assert.Equal(t, map[string]int{"keep": 1, "change": 4, "new": 6}, cacheMap(inf))
@@ -314,8 +314,8 @@ func TestResyncRedeliversEveryKeyAsAnUpdate(t *testing.T) {
 	calls := h.waitCalls(t, 4)[2:]
 	slices.SortFunc(calls, func(x, y call) int { return compareStrings(x.Key, y.Key) })
 	assert.Equal(t, []call{
-		{Op: "update", Key: "a", Old: 1, New: 1},
-		{Op: "update", Key: "b", Old: 2, New: 2},
+		{Op: "update", Key: "a", Old: 1, New: 1, Resync: true},
+		{Op: "update", Key: "b", Old: 2, New: 2, Resync: true},
 	}, calls)
 	assert.Equal(t, uint64(1), inf.Stats().Resyncs)
 }
@@ -417,7 +417,7 @@ func TestARegistrationIsIdleOnceItsHandlerReturnedForEveryChange(t *testing.T) {
 	inf := informer.New("t", src, quiet)
 	gate := make(chan struct{})
 	reg, err := inf.AddHandler(informer.HandlerFuncs[string, int]{
-		UpdateFunc: func(string, int, int) { <-gate },
+		UpdateFunc: func(string, int, int, bool) { <-gate },
 	})
 	require.NoError(t, err)
 	src.list(1, map[string]int{"a": 1})

@@ -27,6 +27,9 @@ type change[V any] struct {
 	cur V
 	// initialList is set on kindAdd from the first list or a replay.
 	initialList bool
+	// resync is set on a kindUpdate that no watch event went into: a
+	// resync or a relist re-delivered the key (Handler.OnUpdate).
+	resync bool
 }
 
 // merge coalesces next, a change the cache made after p, into p, such that
@@ -36,7 +39,7 @@ type change[V any] struct {
 //	pending          next            result
 //	add v1           update → v2     add v2 (initialList cleared)
 //	add v1           delete          nothing (the handler never had the key)
-//	update o → v1    update → v2     update o → v2
+//	update o → v1    update → v2     update o → v2 (resync only if both were)
 //	update o → v1    delete v2       delete v2 (the last known value)
 //	delete last      add v2          update o → v2 (o: what the handler had)
 //	nothing          add v2          add v2
@@ -62,7 +65,9 @@ func merge[V any](p, next change[V]) change[V] {
 		if next.kind == kindDelete {
 			return change[V]{kind: kindDelete, old: p.old, cur: next.cur}
 		}
-		return change[V]{kind: kindUpdate, old: p.old, cur: next.cur}
+		// A delete then an add is a change, whatever delivered the add.
+		resync := p.kind == kindUpdate && p.resync && next.resync
+		return change[V]{kind: kindUpdate, old: p.old, cur: next.cur, resync: resync}
 	}
 }
 
@@ -192,7 +197,7 @@ func (l *listener[K, V]) resync(key K, v V) {
 	if !ok {
 		// The informer holds its lock, so nothing can make key pending
 		// between the check and the push.
-		l.push(key, change[V]{kind: kindUpdate, old: v, cur: v})
+		l.push(key, change[V]{kind: kindUpdate, old: v, cur: v, resync: true})
 	}
 }
 
@@ -244,7 +249,7 @@ func (l *listener[K, V]) run() {
 		case kindAdd:
 			l.h.OnAdd(key, c.cur, c.initialList)
 		case kindUpdate:
-			l.h.OnUpdate(key, c.old, c.cur)
+			l.h.OnUpdate(key, c.old, c.cur, c.resync)
 		case kindDelete:
 			l.h.OnDelete(key, c.cur)
 		}

@@ -12,6 +12,7 @@ func add(v int, initial bool) change[int] {
 }
 func update(old, v int) change[int] { return change[int]{kind: kindUpdate, old: old, cur: v} }
 func del(last int) change[int]      { return change[int]{kind: kindDelete, old: last, cur: last} }
+func resync(v int) change[int]      { return change[int]{kind: kindUpdate, old: v, cur: v, resync: true} }
 
 func TestMergeTakesTheHandlerFromWhatItHadToTheLatestState(t *testing.T) {
 	none := change[int]{kind: kindNone}
@@ -28,6 +29,11 @@ func TestMergeTakesTheHandlerFromWhatItHadToTheLatestState(t *testing.T) {
 		{"nothing then add is an add", none, add(4, false), add(4, false)},
 		{"nothing then delete stays nothing", none, del(4), none},
 		{"delete then delete keeps the latest last", del(1), del(2), change[int]{kind: kindDelete, old: 1, cur: 2}},
+		{"resync then resync is a resync", resync(1), resync(1), resync(1)},
+		{"resync then a change is a change", resync(1), update(1, 2), update(1, 2)},
+		{"a change then a resync is still a change", update(1, 2), resync(2), update(1, 2)},
+		{"delete then a relisted add is a change", del(1), add(1, false), update(1, 1)},
+		{"add then resync is still an add", add(1, true), resync(1), add(1, false)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, merge(tc.pending, tc.next))
@@ -66,7 +72,7 @@ func TestListenerResyncSkipsKeysAlreadyPending(t *testing.T) {
 	l.resync("a", 2)
 	l.resync("b", 5)
 	assert.Equal(t, update(1, 2), l.pending["a"])
-	assert.Equal(t, update(5, 5), l.pending["b"])
+	assert.Equal(t, resync(5), l.pending["b"])
 }
 
 func TestListenerSyncsWhenEverythingPushedBeforeTheMarkIsDelivered(t *testing.T) {

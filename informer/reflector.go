@@ -197,7 +197,7 @@ func (inf *Informer[K, V]) relist(entries []Entry[K, V], rev Revision) {
 		listed[e.Key] = struct{}{}
 		v := inf.ingest(e.Value)
 		if old, existed := inf.cache.set(e.Key, v, rev); existed {
-			inf.notifyLocked(e.Key, change[V]{kind: kindUpdate, old: old, cur: v})
+			inf.notifyLocked(e.Key, change[V]{kind: kindUpdate, old: old, cur: v, resync: true})
 		} else {
 			inf.notifyLocked(e.Key, change[V]{kind: kindAdd, cur: v})
 		}

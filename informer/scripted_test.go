@@ -130,6 +130,7 @@ type call struct {
 	Key         string
 	Old, New    int // New is the value for add, the last value for delete
 	InitialList bool
+	Resync      bool // an update no watch event went into
 }
 
 // recorder is a Handler that records its calls and keeps the view they
@@ -154,8 +155,8 @@ func (r *recorder) OnAdd(key string, v int, initialList bool) {
 	r.record(call{Op: "add", Key: key, New: v, InitialList: initialList}, func() { r.view[key] = v })
 }
 
-func (r *recorder) OnUpdate(key string, old, new int) {
-	r.record(call{Op: "update", Key: key, Old: old, New: new}, func() { r.view[key] = new })
+func (r *recorder) OnUpdate(key string, old, new int, resync bool) {
+	r.record(call{Op: "update", Key: key, Old: old, New: new, Resync: resync}, func() { r.view[key] = new })
 }
 
 func (r *recorder) OnDelete(key string, last int) {

@@ -57,6 +57,11 @@ type Change[K comparable, V any] struct {
 	// InitialList is true for an Added that comes from the informer's
 	// list when the controller started, not from a fresh change.
 	InitialList bool
+	// Resync is true for an Updated that no fresh change went into: a
+	// periodic resync re-delivered the key unchanged, or a relist after an
+	// expired revision found it still present (its value may then differ
+	// by changes the watch missed). See informer.Handler's OnUpdate.
+	Resync bool
 }
 
 // Predicate decides whether a change is worth reconciling for. Predicates
@@ -199,8 +204,8 @@ func (w *informerWatch[K, WK, WV]) start(r *run[K]) (func(), error) {
 		AddFunc: func(key WK, v WV, initial bool) {
 			w.deliver(r, Change[WK, WV]{Kind: Added, Key: key, New: v, InitialList: initial})
 		},
-		UpdateFunc: func(key WK, old, new WV) {
-			w.deliver(r, Change[WK, WV]{Kind: Updated, Key: key, Old: old, New: new})
+		UpdateFunc: func(key WK, old, new WV, resync bool) {
+			w.deliver(r, Change[WK, WV]{Kind: Updated, Key: key, Old: old, New: new, Resync: resync})
 		},
 		DeleteFunc: func(key WK, last WV) {
 			w.deliver(r, Change[WK, WV]{Kind: Deleted, Key: key, Old: last})

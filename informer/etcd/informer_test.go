@@ -102,7 +102,7 @@ func startHarness(t *testing.T, informerEndpoints, writerEndpoints []string) *ha
 		informer.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	_, err := h.inf.AddHandler(informer.HandlerFuncs[string, item]{
 		AddFunc:    func(k string, v item, _ bool) { h.set(k, v, true) },
-		UpdateFunc: func(k string, _, v item) { h.set(k, v, true) },
+		UpdateFunc: func(k string, _, v item, _ bool) { h.set(k, v, true) },
 		DeleteFunc: func(k string, _ item) { h.set(k, item{}, false) },
 	})
 	require.NoError(t, err)
