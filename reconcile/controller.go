@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"k8s.io/client-go/util/workqueue"
-
 	"github.com/converge-go/converge/backoff"
 )
 
@@ -28,7 +26,7 @@ type Controller[K comparable] struct {
 	name    string
 	rec     Reconciler[K]
 	s       settings
-	limiter workqueue.TypedRateLimiter[K]
+	limiter backoff.Limiter[K]
 	watches []watch[K]
 	metrics *metrics // nil without WithMetrics
 	keys    keyStates[K]
@@ -79,7 +77,7 @@ func New[K comparable](name string, rec Reconciler[K], opts ...Option) (*Control
 	switch l := s.limiter.(type) {
 	case nil:
 		c.limiter = backoff.DefaultController[K]()
-	case workqueue.TypedRateLimiter[K]:
+	case backoff.Limiter[K]:
 		c.limiter = l
 	default:
 		return nil, fmt.Errorf("reconcile.New(%q): WithRateLimiter: %T does not limit keys of type %v", name, l, reflect.TypeFor[K]())
@@ -173,7 +171,7 @@ func (c *Controller[K]) begin(ctx context.Context) (*run[K], error) {
 	if c.cur != nil {
 		return nil, fmt.Errorf("controller %q: already running", c.name)
 	}
-	c.keys.reset()
+	c.keys.reset(c.limiter.Forget)
 	if c.metrics != nil {
 		c.metrics.parked.Set(0)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memory"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
@@ -239,23 +240,119 @@ func TestAPanicIsRecoveredAndRetried(t *testing.T) {
 	assert.False(t, failing)
 }
 
-func TestTheReconcileTimeoutCancelsTheContext(t *testing.T) {
+// timedReconciler reports, for its first call, the deadline its context
+// had and how the context ended.
+type timedReconciler struct {
+	started  chan time.Time // the deadline, if any
+	ended    chan [2]error  // ctx.Err(), context.Cause(ctx)
+	noDeadln chan struct{}
+}
+
+func newTimedReconciler() *timedReconciler {
+	return &timedReconciler{started: make(chan time.Time, 1), ended: make(chan [2]error, 1), noDeadln: make(chan struct{}, 1)}
+}
+
+func (r *timedReconciler) Reconcile(ctx context.Context, _ string) (reconcile.Result, error) {
+	// Non-blocking sends: only the first call is reported, and retries
+	// must not block a stopping controller.
+	if d, ok := ctx.Deadline(); ok {
+		trySend(r.started, d)
+	} else {
+		trySend(r.noDeadln, struct{}{})
+	}
+	<-ctx.Done()
+	trySend(r.ended, [2]error{ctx.Err(), context.Cause(ctx)})
+	return reconcile.Result{}, ctx.Err()
+}
+
+func trySend[T any](ch chan T, v T) {
+	select {
+	case ch <- v:
+	default:
+	}
+}
+
+func TestTheReconcileTimeoutIsADeadlineOnTheControllersClock(t *testing.T) {
 	h := reconciletest.New(t)
 	store := memory.New[string, int]()
 	store.Put("a", 1)
-	started := make(chan struct{})
-	gotErr := make(chan error, 1)
-	rec := reconcile.Func[string](func(ctx context.Context, _ string) (reconcile.Result, error) {
-		close(started)
-		<-ctx.Done()
-		gotErr <- context.Cause(ctx)
-		return reconcile.Result{}, ctx.Err()
+	rec := newTimedReconciler()
+	inf := reconciletest.Informer(h, "ints", store)
+	before := time.Now()
+	reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithReconcileTimeout(5*time.Second), quiet)
+	var deadline time.Time
+	select {
+	case deadline = <-rec.started:
+	case <-rec.noDeadln:
+		t.Fatal("the reconcile's context has no deadline")
+	}
+	assert.WithinRange(t, deadline, before.Add(5*time.Second), time.Now().Add(5*time.Second),
+		"the deadline is wall-clock time, for clients that read it")
+	h.Clock.Step(4 * time.Second)
+	select {
+	case got := <-rec.ended:
+		t.Fatalf("ended before the fake clock reached the timeout: %v", got)
+	default:
+	}
+	h.Clock.Step(time.Second)
+	got := <-rec.ended
+	assert.ErrorIs(t, got[0], context.DeadlineExceeded, "ctx.Err()")
+	assert.ErrorIs(t, got[1], context.DeadlineExceeded, "context.Cause(ctx)")
+}
+
+func TestTheReconcileTimeoutOnTheRealClockIsTheStandardDeadline(t *testing.T) {
+	store := memory.New[string, int]()
+	store.Put("a", 1)
+	inf := informer.New("ints", store)
+	rec := newTimedReconciler()
+	c, err := reconcile.New("ints", rec, reconcile.For(inf), reconcile.WithReconcileTimeout(50*time.Millisecond), quiet)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = inf.Run(ctx) })
+	wg.Go(func() { _ = c.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	select {
+	case <-rec.started:
+	case <-rec.noDeadln:
+		t.Fatal("the reconcile's context has no deadline")
+	}
+	got := <-rec.ended
+	assert.Equal(t, context.DeadlineExceeded, got[0], "ctx.Err()")
+	assert.Equal(t, context.DeadlineExceeded, got[1], "context.Cause(ctx)")
+}
+
+func TestAKeyThatVanishedBetweenRunsIsForgottenByTheRateLimiter(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	store.Put("doomed", 1)
+	limiter := backoff.NewPerKey[string](backoff.Exponential{Base: time.Millisecond, Cap: time.Second})
+	rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+		return reconcile.Result{}, errors.New("always failing")
 	})
 	inf := reconciletest.Informer(h, "ints", store)
-	reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithReconcileTimeout(5*time.Second), quiet)
-	<-started
-	h.Clock.Step(5 * time.Second)
-	assert.ErrorIs(t, <-gotErr, context.DeadlineExceeded)
+	c, err := reconcile.New("c", rec, reconcile.For(inf), reconcile.WithClock(h.Clock), reconcile.WithRateLimiter(limiter),
+		reconcile.WithShutdownGrace(0), quiet)
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(h.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	require.Eventually(t, func() bool { return limiter.NumRequeues("doomed") > 0 }, 10*time.Second, time.Millisecond)
+	stop()
+	require.NoError(t, <-done)
+	require.Positive(t, limiter.NumRequeues("doomed"))
+
+	store.Delete("doomed") // while no Run is in progress: never reconciled again
+	require.Eventually(t, func() bool { _, ok := inf.Get("doomed"); return !ok }, 10*time.Second, time.Millisecond)
+	ctx, stop = context.WithCancel(h.Context())
+	defer stop()
+	go func() { done <- c.Run(ctx) }()
+	h.Settle()
+	assert.Zero(t, limiter.NumRequeues("doomed"), "its failures are forgotten when the next Run starts")
+	_, failing := c.Status("doomed")
+	assert.False(t, failing)
+	stop()
+	require.NoError(t, <-done)
 }
 
 func TestAKeyIsParkedAfterItsAttemptBudgetAndRetriedOnItsNextChange(t *testing.T) {

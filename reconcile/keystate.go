@@ -38,10 +38,16 @@ type keyStates[K comparable] struct {
 
 func (ks *keyStates[K]) init() { ks.m = make(map[K]*KeyStatus) }
 
-// reset forgets every key, as a new Run starts from the informers' state.
-func (ks *keyStates[K]) reset() {
+// reset forgets every key, as a new Run starts from the informers' state,
+// calling forget for each: a key that was failing when the last Run ended
+// may be gone from the store, and would otherwise keep its failure count in
+// the rate limiter for good.
+func (ks *keyStates[K]) reset(forget func(K)) {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
+	for k := range ks.m {
+		forget(k)
+	}
 	clear(ks.m)
 	ks.size.Store(0)
 	ks.nParked.Store(0)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -95,6 +96,10 @@ func TestNewRejectsBadInputWithClearErrors(t *testing.T) {
 		{"nil informer", "c", ok, []reconcile.Option{reconcile.For[string, int](nil)}, "nil informer"},
 		{"nil channel", "c", ok, []reconcile.Option{reconcile.FromChannel[string]("ch", nil)}, "nil channel"},
 		{"metrics name taken", "taken", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithMetrics(reg)}, "already registered"},
+		{"nil predicate in For", "c", ok, []reconcile.Option{reconcile.For(inf, nil)}, `For(informer "ints"): predicate 0 is nil`},
+		{"nil predicate in Watch", "c", ok, []reconcile.Option{reconcile.Watch(inf, same, passAll, nil)}, `Watch(informer "ints"): predicate 1 is nil`},
+		{"IgnoreUnchanged(nil)", "c", ok, []reconcile.Option{reconcile.For(inf, reconcile.IgnoreUnchanged[string, int](nil))}, "predicate 0 is nil"},
+		{"absurd worker count", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithWorkers(1_000_000)}, "WithWorkers(1000000): more than MaxWorkers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := reconcile.New(tc.ctrl, tc.rec, tc.opts...)
@@ -187,20 +192,22 @@ func runBlocked(t *testing.T, grace time.Duration, keys ...string) (*blocker, co
 }
 
 func TestShutdownLetsReconcilesInProgressFinishWithinTheGrace(t *testing.T) {
-	b, stop, done, _ := runBlocked(t, 10*time.Second, "a", "b") // one worker: "b" waits in the queue
-	stop(nil)
-	time.Sleep(20 * time.Millisecond) // Run must not return, nor cancel, within the grace
-	select {
-	case err := <-done:
-		t.Fatalf("Run returned during the grace period: %v", err)
-	case err := <-b.ended:
-		t.Fatalf("reconcile ended during the grace period: %v", err)
-	default:
-	}
-	close(b.release)
-	assert.NoError(t, <-b.ended)
-	assert.NoError(t, <-done)
-	assert.Len(t, b.started, 0, "no key is taken after shutdown began")
+	synctest.Test(t, func(t *testing.T) {
+		b, stop, done, _ := runBlocked(t, 10*time.Second, "a", "b") // one worker: "b" waits in the queue
+		stop(nil)
+		synctest.Wait() // everything that would act on the stop has
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned during the grace period: %v", err)
+		case err := <-b.ended:
+			t.Fatalf("reconcile ended during the grace period: %v", err)
+		default:
+		}
+		close(b.release)
+		assert.NoError(t, <-b.ended)
+		assert.NoError(t, <-done)
+		assert.Len(t, b.started, 0, "no key is taken after shutdown began")
+	})
 }
 
 func TestShutdownCancelsReconcilesThatOutliveTheGrace(t *testing.T) {
@@ -296,3 +303,6 @@ func (w syncWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	return w.b.Write(p)
 }
+
+func same(k string, _ int) []string              { return []string{k} }
+func passAll(reconcile.Change[string, int]) bool { return true }

@@ -32,6 +32,7 @@ type metrics struct {
 	duration                                    prometheus.Histogram
 	active, maxWorkers                          prometheus.Gauge
 	parked                                      prometheus.Gauge
+	watchPanics                                 prometheus.Counter
 
 	all []prometheus.Collector
 }
@@ -66,9 +67,11 @@ func newMetrics(name string, workers int, reg prometheus.Registerer) (*metrics, 
 		active:     gauge("controller_runtime_active_workers", "Number of currently used workers per controller"),
 		maxWorkers: gauge("controller_runtime_max_concurrent_reconciles", "Maximum number of concurrent reconciles per controller"),
 		parked:     gauge("converge_reconcile_parked_keys", "Number of keys parked after too many failed attempts, per controller"),
+		watchPanics: counter("converge_watch_panics_total",
+			"Total number of panics recovered in a controller's predicates, key mappings and enqueues, per controller"),
 	}
 	m.maxWorkers.Set(float64(workers))
-	m.all = []prometheus.Collector{total, m.errors, m.terminal, m.panics, m.duration, m.active, m.maxWorkers, m.parked}
+	m.all = []prometheus.Collector{total, m.errors, m.terminal, m.panics, m.duration, m.active, m.maxWorkers, m.parked, m.watchPanics}
 	if err := reg.Register(m); err != nil {
 		var dup prometheus.AlreadyRegisteredError
 		if errors.As(err, &dup) {

@@ -9,8 +9,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"go.opentelemetry.io/otel/trace"
-	"k8s.io/client-go/util/workqueue"
 
+	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/queue"
 )
 
@@ -25,6 +25,11 @@ const (
 	// DefaultShutdownGrace is how long Run lets reconciles in flight finish
 	// after its context is done, before it cancels theirs.
 	DefaultShutdownGrace = 30 * time.Second
+	// MaxWorkers is the most workers WithWorkers accepts. Reconciles
+	// that wait on I/O gain nothing from more goroutines than a backend
+	// has connections, and a value far above it is a typo (a million
+	// workers took 15 s to stop).
+	MaxWorkers = 10_000
 )
 
 // Option configures a Controller in New. Options that carry the controller's
@@ -44,7 +49,7 @@ type settings struct {
 	logger         *slog.Logger
 	registerer     prometheus.Registerer
 	clock          Clock
-	limiter        any // workqueue.TypedRateLimiter[K], checked by New
+	limiter        any // backoff.Limiter[K], checked by New
 	queueOpts      []queue.Option
 	watches        []any // watch[K] values, checked by New
 	tracer         trace.Tracer
@@ -60,24 +65,31 @@ func defaults() settings {
 }
 
 // WithWorkers sets how many keys are reconciled at once; one key is never
-// reconciled by two workers at once. n must be at least 1. Default:
-// DefaultWorkers (1).
+// reconciled by two workers at once. Each worker is a goroutine started by
+// Run. n must be at least 1 and at most MaxWorkers. Default: DefaultWorkers
+// (1).
 func WithWorkers(n int) Option {
 	return func(s *settings) error {
 		if n < 1 {
 			return fmt.Errorf("WithWorkers(%d): need at least one worker", n)
+		}
+		if n > MaxWorkers {
+			return fmt.Errorf("WithWorkers(%d): more than MaxWorkers (%d)", n, MaxWorkers)
 		}
 		s.workers = n
 		return nil
 	}
 }
 
-// WithReconcileTimeout bounds each call of Reconcile: its context is
-// cancelled d after it starts, by the controller's clock (so a fake clock
-// drives it in tests); ctx.Err() is then context.Canceled and
-// context.Cause(ctx) is context.DeadlineExceeded. A reconcile that returns
-// because of it returns an error, which is retried with backoff like any
-// other. d must not be negative. Default: no timeout.
+// WithReconcileTimeout bounds each call of Reconcile: its context has a
+// deadline d after the call starts, which ctx.Deadline reports, so that
+// gRPC, HTTP and database clients see the budget; when it passes, ctx.Err()
+// is context.DeadlineExceeded. The deadline follows the controller's clock
+// (WithClock): under a fake clock, ctx is done when the fake clock reaches
+// it, and ctx.Deadline reports the wall-clock instant d after the call
+// started, which is what clients that read it expect. A reconcile that
+// returns because of it returns an error, which is retried with backoff
+// like any other. d must not be negative. Default: no timeout.
 func WithReconcileTimeout(d time.Duration) Option {
 	return func(s *settings) error {
 		if d < 0 {
@@ -117,11 +129,20 @@ func WithMaxAttempts(n int) Option {
 }
 
 // WithCancelOnChange cancels the context of a reconcile in progress when its
-// key changes again (a watched informer reports a change that maps to it),
-// for reconciles that take long and whose work a change makes moot. The
-// key is then reconciled again at once, and the cancelled call's outcome is
-// counted as a requeue, not as a failure. Default: off; a change waits for the
-// reconcile in progress, and then runs it once more.
+// key changes again (a watched informer reports a change that maps to it, or
+// a FromFunc or FromChannel source delivers it), for reconciles that take
+// long and whose work a change makes moot. The key is then reconciled again
+// at once, and the cancelled call's outcome is counted as a requeue, not as a
+// failure. A resync or relist re-delivery (Change.Resync) is not a change and
+// never cancels. Default: off; a change waits for the reconcile in progress,
+// and then runs it once more.
+//
+// A reconciler's own writes are changes too: a reconcile that writes a value
+// it watches (a status on its own key, a child that maps back to it) is
+// cancelled by its own write as soon as the informer delivers it. Make such
+// a write the reconcile's last step, so that being cancelled after it costs
+// nothing, or drop the change with a predicate (IgnoreUnchanged comparing
+// only the fields the reconciler does not write).
 func WithCancelOnChange() Option {
 	return func(s *settings) error {
 		s.cancelOnChange = true
@@ -206,12 +227,13 @@ func WithClock(clk Clock) Option {
 	}
 }
 
-// WithRateLimiter sets the retry policy for failed reconciles. Every
-// backoff.Limiter[K] is a workqueue.TypedRateLimiter[K]; K must be the
-// controller's key type. Default: backoff.DefaultController, per-key
+// WithRateLimiter sets the retry policy for failed reconciles. Any
+// backoff.Limiter[K] works, and so does every client-go or
+// controller-runtime rate limiter (workqueue.TypedRateLimiter[K] has the
+// same methods); K must be the controller's key type. Default: backoff.DefaultController, per-key
 // exponential backoff from 5ms to 1000s, and 10 retries per second overall
 // (burst 100), as in client-go and controller-runtime.
-func WithRateLimiter[K comparable](l workqueue.TypedRateLimiter[K]) Option {
+func WithRateLimiter[K comparable](l backoff.Limiter[K]) Option {
 	return func(s *settings) error {
 		if l == nil {
 			return fmt.Errorf("WithRateLimiter(nil)")

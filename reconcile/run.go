@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"k8s.io/client-go/util/workqueue"
 
+	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/queue"
 )
 
@@ -80,7 +80,7 @@ func (l recordingLimiter[K]) When(key K) time.Duration {
 func (l recordingLimiter[K]) Forget(key K)          { l.c.limiter.Forget(key) }
 func (l recordingLimiter[K]) NumRequeues(key K) int { return l.c.limiter.NumRequeues(key) }
 
-var _ workqueue.TypedRateLimiter[string] = recordingLimiter[string]{}
+var _ backoff.Limiter[string] = recordingLimiter[string]{}
 
 func (r *run[K]) serve(ctx context.Context) (err error) {
 	defer r.cancelWork()
@@ -177,28 +177,55 @@ func (r *run[K]) fail(err error) {
 	}
 }
 
-// changed queues keys that a watch reports changed.
-func (r *run[K]) changed(prio int, keys []K) {
+// enqueueEvent says how a watch queues a key.
+type enqueueEvent struct {
+	prio int
+	// change is false for a resync or relist re-delivery: it queues the
+	// key but cancels no reconcile in flight (WithCancelOnChange), since
+	// nothing is known to have changed; a reconcile longer than the
+	// resync period would otherwise never finish.
+	change bool
+}
+
+// enqueueAll queues keys that a watch delivered.
+func (r *run[K]) enqueueAll(ev enqueueEvent, keys []K) {
 	for _, k := range keys {
-		r.changedOne(prio, k)
+		r.enqueue(ev, k)
 	}
 }
 
-func (r *run[K]) changedOne(prio int, key K) {
+// enqueue queues a key that a watch delivered: it unparks it (anything
+// watched for it was delivered again), cancels its reconcile in flight if
+// the delivery is a change and WithCancelOnChange is set, and adds it.
+func (r *run[K]) enqueue(ev enqueueEvent, key K) {
 	if r.c.keys.unpark(key) {
 		r.q.Forget(key)
 		if m := r.c.metrics; m != nil {
 			m.parked.Dec()
 		}
 	}
-	if r.inflight != nil {
+	if ev.change && r.inflight != nil {
 		r.inflightMu.Lock()
 		if cancel, ok := r.inflight[key]; ok {
 			cancel(errChanged)
 		}
 		r.inflightMu.Unlock()
 	}
-	r.q.AddWithOptions(queue.AddOptions{Priority: prio}, key)
+	r.q.AddWithOptions(queue.AddOptions{Priority: ev.prio}, key)
+}
+
+// recoverWatch recovers a panic in a watch's predicate, key mapping or
+// enqueue of key, logs it with its stack and counts it. Deferred directly.
+func (r *run[K]) recoverWatch(w watch[K], key any) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if m := r.c.metrics; m != nil {
+		m.watchPanics.Inc()
+	}
+	r.c.s.logger.Error("watch panicked; change dropped", "watch", w.describe(), "watchedKey", key,
+		"panic", p, "stack", string(debug.Stack()))
 }
 
 // work is one worker: it reconciles keys until the queue shuts down.
@@ -218,25 +245,17 @@ func (r *run[K]) work() {
 // process reconciles key once and acts on the outcome.
 func (r *run[K]) process(key K) {
 	c := r.c
-	var ctx context.Context = r.workCtx
-	var cancel context.CancelCauseFunc
-	if c.s.timeout > 0 || r.inflight != nil {
-		ctx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
-		if c.s.timeout > 0 {
-			t := c.s.clock.AfterFunc(c.s.timeout, func() { cancel(context.DeadlineExceeded) })
-			defer t.Stop()
-		}
-		if r.inflight != nil {
+	ctx, cancel, release := r.reconcileContext()
+	defer release()
+	if r.inflight != nil {
+		r.inflightMu.Lock()
+		r.inflight[key] = cancel
+		r.inflightMu.Unlock()
+		defer func() {
 			r.inflightMu.Lock()
-			r.inflight[key] = cancel
+			delete(r.inflight, key)
 			r.inflightMu.Unlock()
-			defer func() {
-				r.inflightMu.Lock()
-				delete(r.inflight, key)
-				r.inflightMu.Unlock()
-			}()
-		}
+		}()
 	}
 	info := &reconcileInfo[K]{Context: ctx, logger: c.s.logger, key: key, id: c.ids.Add(1)}
 	if c.s.tracer != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/queue"
@@ -72,20 +73,28 @@ type Predicate[K comparable, V any] func(Change[K, V]) bool
 
 // IgnoreUnchanged drops updates whose old and new values are equal by equal,
 // such as those of a resync, or writes that only touched a status the
-// controller itself maintains (compare just the spec).
+// controller itself maintains (compare just the spec). A nil equal gives a
+// nil Predicate, which For and Watch reject.
 func IgnoreUnchanged[K comparable, V any](equal func(old, new V) bool) Predicate[K, V] {
+	if equal == nil {
+		return nil
+	}
 	return func(c Change[K, V]) bool {
 		return c.Kind != Updated || !equal(c.Old, c.New)
 	}
 }
 
 // For watches the controller's primary informer: every change to a key
-// reconciles that same key. inf's key type must be the controller's, or New
+// reconciles that same key, if every predicate lets the change through. inf's
+// key type must be the controller's, and no predicate may be nil, or New
 // fails.
 func For[K comparable, V any](inf *informer.Informer[K, V], preds ...Predicate[K, V]) Option {
 	return func(s *settings) error {
 		if inf == nil {
 			return fmt.Errorf("For: nil informer")
+		}
+		if i := slices.IndexFunc(preds, func(p Predicate[K, V]) bool { return p == nil }); i >= 0 {
+			return fmt.Errorf("For(informer %q): predicate %d is nil", inf.Name(), i)
 		}
 		s.watches = append(s.watches, &informerWatch[K, K, V]{inf: inf, same: func(k K) K { return k }, preds: preds})
 		return nil
@@ -97,12 +106,18 @@ func For[K comparable, V any](inf *informer.Informer[K, V], preds ...Predicate[K
 // (for an update, for the old value and the new one, since a change of owner
 // matters to both). Typical toKeys return the owner named in the value, or
 // look keys up in the primary informer's index (see ByIndex). toKeys must
-// return keys of the controller's key type K, or New fails; it runs on the
-// informer's delivery goroutine for this controller, so it must be quick.
+// return keys of the controller's key type K, and no predicate may be nil,
+// or New fails. toKeys and the predicates run on the informer's delivery
+// goroutine for this controller, so they must be quick; a panic in one is
+// recovered, logged with its stack and counted in
+// converge_watch_panics_total, and that change is dropped.
 func Watch[K comparable, WK comparable, WV any](inf *informer.Informer[WK, WV], toKeys func(key WK, v WV) []K, preds ...Predicate[WK, WV]) Option {
 	return func(s *settings) error {
 		if inf == nil || toKeys == nil {
 			return fmt.Errorf("watch: nil informer or key function")
+		}
+		if i := slices.IndexFunc(preds, func(p Predicate[WK, WV]) bool { return p == nil }); i >= 0 {
+			return fmt.Errorf("Watch(informer %q): predicate %d is nil", inf.Name(), i)
 		}
 		s.watches = append(s.watches, &informerWatch[K, WK, WV]{inf: inf, toKeys: toKeys, preds: preds})
 		return nil
@@ -125,9 +140,11 @@ func ByIndex[K comparable, V any, WK comparable, WV any](primary *informer.Infor
 
 // FromFunc adds a source of keys that is not an informer: run is started
 // with the controller's Run and is given enqueue to reconcile keys with,
-// and must return when ctx is done. It suits webhooks, timers and other
-// external triggers. An error from run other than ctx's ends Run with that
-// error. K must be the controller's key type, or New fails.
+// and must return when ctx is done. ctx carries the values of Run's context
+// (under a Manager, the leader's term: leader.TermFromContext). It suits
+// webhooks, timers and other external triggers. An error from run other
+// than ctx's ends Run with that error. K must be the controller's key type,
+// or New fails.
 func FromFunc[K comparable](name string, run func(ctx context.Context, enqueue func(K)) error) Option {
 	return func(s *settings) error {
 		if run == nil {
@@ -139,7 +156,11 @@ func FromFunc[K comparable](name string, run func(ctx context.Context, enqueue f
 }
 
 // FromChannel reconciles every key received on ch, until ch is closed or
-// the controller stops. K must be the controller's key type, or New fails.
+// the controller stops. Nothing receives from ch while the controller is not
+// running (under a Manager with leader election: while this replica is not
+// the leader), so a producer that must not block should send with a select
+// or use a buffered channel. K must be the controller's key type, or New
+// fails.
 func FromChannel[K comparable](name string, ch <-chan K) Option {
 	if ch == nil {
 		return func(*settings) error { return fmt.Errorf("FromChannel(%q): nil channel", name) }
@@ -218,43 +239,68 @@ func (w *informerWatch[K, WK, WV]) start(r *run[K]) (func(), error) {
 	return reg.Remove, nil
 }
 
+// deliver turns one change into keys to reconcile. A panic in a
+// predicate, in toKeys, or in the queue (a key that cannot be used) is
+// recovered: the process and the other keys must not pay for one bad
+// change.
 func (w *informerWatch[K, WK, WV]) deliver(r *run[K], c Change[WK, WV]) {
+	defer r.recoverWatch(w, c.Key)
 	for _, p := range w.preds {
 		if !p(c) {
 			return
 		}
 	}
-	prio := queue.PriorityNormal
+	ev := enqueueEvent{prio: queue.PriorityNormal, change: !(c.Kind == Updated && c.Resync)}
 	if c.InitialList {
-		prio = queue.PriorityLow
+		ev.prio = queue.PriorityLow
 	}
 	if w.same != nil {
-		r.changedOne(prio, w.same(c.Key))
+		r.enqueue(ev, w.same(c.Key))
 		return
 	}
 	switch c.Kind {
 	case Added:
-		r.changed(prio, w.toKeys(c.Key, c.New))
+		r.enqueueAll(ev, w.toKeys(c.Key, c.New))
 	case Deleted:
-		r.changed(prio, w.toKeys(c.Key, c.Old))
+		r.enqueueAll(ev, w.toKeys(c.Key, c.Old))
 	case Updated:
 		oldKeys, newKeys := w.toKeys(c.Key, c.Old), w.toKeys(c.Key, c.New)
-		r.changed(prio, newKeys)
-		for _, k := range oldKeys {
-			if !contains(newKeys, k) {
-				r.changed(prio, []K{k})
-			}
-		}
+		r.enqueueAll(ev, newKeys)
+		// Queueing a key twice is a no-op, so only the old keys'
+		// order matters here, not whether they repeat a new key; but
+		// enqueueing with a change may cancel a reconcile in flight
+		// twice, which is harmless.
+		r.enqueueAll(ev, missingFrom(oldKeys, newKeys))
 	}
 }
 
-func contains[K comparable](keys []K, k K) bool {
-	for _, x := range keys {
-		if x == k {
-			return true
+// missingFrom returns the keys of from that are not in in. It is linear in
+// their lengths for the long slices that index lookups return, and avoids
+// a map for the one or two keys an owner mapping returns.
+func missingFrom[K comparable](from, in []K) []K {
+	if len(from) == 0 {
+		return nil
+	}
+	if len(from)*len(in) <= 64 {
+		var out []K
+		for _, k := range from {
+			if !slices.Contains(in, k) {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	set := make(map[K]struct{}, len(in))
+	for _, k := range in {
+		set[k] = struct{}{}
+	}
+	var out []K
+	for _, k := range from {
+		if _, ok := set[k]; !ok {
+			out = append(out, k)
 		}
 	}
-	return false
+	return out
 }
 
 type funcWatch[K comparable] struct {
@@ -266,11 +312,18 @@ func (w *funcWatch[K]) describe() string { return fmt.Sprintf("source %q", w.nam
 func (w *funcWatch[K]) cache() Cache     { return nil }
 
 func (w *funcWatch[K]) start(r *run[K]) (func(), error) {
-	ctx, cancel := context.WithCancel(context.Background())
+	// Run's values (a leader's term), but stopped by stop, not by Run's
+	// context: serve stops its sources after the workers.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.workCtx))
 	done := make(chan struct{})
+	ev := enqueueEvent{prio: queue.PriorityNormal, change: true}
+	enqueue := func(k K) {
+		defer r.recoverWatch(w, k)
+		r.enqueue(ev, k)
+	}
 	go func() {
 		defer close(done)
-		err := w.run(ctx, func(k K) { r.changed(queue.PriorityNormal, []K{k}) })
+		err := w.run(ctx, enqueue)
 		if err != nil && ctx.Err() == nil {
 			r.fail(fmt.Errorf("%s: %w", w.describe(), err))
 		}

@@ -1,0 +1,72 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// reconcileContext returns the context of one reconcile: workCtx, bounded by
+// the reconcile timeout if there is one, and cancellable with cancel (with
+// WithCancelOnChange; otherwise cancel is nil). release frees what it holds
+// and must be called when the reconcile has returned.
+func (r *run[K]) reconcileContext() (ctx context.Context, cancel context.CancelCauseFunc, release func()) {
+	ctx, release = r.workCtx, func() {}
+	timeout := r.c.s.timeout
+	if timeout > 0 && isRealClock(r.c.s.clock) {
+		// The standard deadline: Err is DeadlineExceeded for ctx and for
+		// every context derived from it.
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, timeout)
+		release = stop
+		timeout = 0
+	}
+	if timeout == 0 && r.inflight == nil {
+		return ctx, nil, release
+	}
+	inner, cancel := context.WithCancelCause(ctx)
+	ctx = inner
+	if timeout > 0 {
+		// An injected clock drives the timeout, so that a fake clock
+		// decides when it passes.
+		t := r.c.s.clock.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
+		ctx = deadlineContext{Context: inner, deadline: time.Now().Add(timeout)}
+		prev := release
+		release = func() { t.Stop(); prev() }
+	}
+	prev := release
+	return ctx, cancel, func() { cancel(nil); prev() }
+}
+
+func isRealClock(c Clock) bool {
+	switch c.(type) {
+	case clock.RealClock, *clock.RealClock:
+		return true
+	}
+	return false
+}
+
+// deadlineContext is a context cancelled by an injected clock (with cause
+// context.DeadlineExceeded) that reports the deadline as the wall-clock
+// instant it would pass if that clock kept real time: clients that read
+// Deadline (gRPC, net/http, pgx) need a wall-clock time, and a fake clock's
+// instant is meaningless to them.
+type deadlineContext struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c deadlineContext) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// Err reports DeadlineExceeded once the injected clock ended the context.
+// Contexts derived from c report Canceled with the cause DeadlineExceeded:
+// only the standard library's own deadline reaches its descendants.
+func (c deadlineContext) Err() error {
+	err := c.Context.Err()
+	if err != nil && errors.Is(context.Cause(c.Context), context.DeadlineExceeded) {
+		return context.DeadlineExceeded
+	}
+	return err
+}
