@@ -14,6 +14,11 @@ GOFLAGS ?= -buildvcs=false
 export GOFLAGS
 
 PKGS ?= ./...
+# bench/ is a module of its own (bench/go.mod): client-go and controller-runtime
+# are its dependencies, not the library's. test and lint run these packages of
+# it, in it; BENCH_PKGS= (empty) leaves it out.
+BENCH_MOD := bench
+BENCH_PKGS ?= ./...
 
 # --- test -------------------------------------------------------------------
 #
@@ -35,7 +40,10 @@ PKGS ?= ./...
 # The packages that use the servers run one at a time (-p 1), after the rest
 # (which run in parallel): some of their tests kill and restart the shared
 # servers, which must not happen under another package's test; and tests
-# that time leases on them must not run under one that does.
+# that time leases on them must not run under one that does. The bench
+# module's tests (bench/report's parser, the scenarios' smoke tests; no
+# benchmark, as go test runs none without -bench) run in between, in their
+# own module.
 SERVERS := bash scripts/servers.sh
 TEST_ENV ?= CONVERGE_INTEGRATION=1
 TEST_FLAGS ?= -race -count=1 -timeout 12m
@@ -65,12 +73,13 @@ test: ## Start etcd and PostgreSQL (installing them if missing), run all tests w
 	$(SERVERS) start; \
 	eval "$$($(SERVERS) env)"; \
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) $$($(GO) list $(PKGS) | grep -Ev '$(SERVER_PKG_PATTERN)'); \
+	$(if $(BENCH_PKGS),$(TEST_ENV) $(GO) -C $(BENCH_MOD) test $(TEST_FLAGS) $(BENCH_PKGS);) \
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) -p 1 $(SERVER_PKGS)
 
 bench: ## Run the benchmarks against client-go/controller-runtime and print the table (BENCH_COUNT=3).
-	BENCH_COUNT=$(BENCH_COUNT) $(GO) run ./bench/report
+	BENCH_COUNT=$(BENCH_COUNT) $(GO) -C $(BENCH_MOD) run ./report
 
-lint: $(STATICCHECK) ## gofmt (must list nothing), go vet and staticcheck on all packages.
+lint: $(STATICCHECK) ## gofmt (must list nothing), go vet and staticcheck on all packages of both modules.
 	@echo 'gofmt -l'
 	@unformatted="$$(find . -mindepth 1 \( -name '.*' -o -name '_*' -o -name testdata -o -name vendor \) -prune -o \
 		-type f -name '*.go' -print0 | xargs -0 -r gofmt -l)"; \
@@ -79,6 +88,8 @@ lint: $(STATICCHECK) ## gofmt (must list nothing), go vet and staticcheck on all
 	fi
 	$(GO) vet $(PKGS)
 	$(STATICCHECK) $(PKGS)
+	$(if $(BENCH_PKGS),$(GO) -C $(BENCH_MOD) vet $(BENCH_PKGS))
+	$(if $(BENCH_PKGS),cd $(BENCH_MOD) && $(STATICCHECK) $(BENCH_PKGS))
 
 demo: ## Run the self-healing ReplicaSet demo (examples/replicaset): real processes, kill -9, scale, crash loop, delete.
 	$(GO) run ./examples/replicaset demo

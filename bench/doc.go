@@ -10,13 +10,16 @@
 //
 // # Reproduce
 //
-//	make bench                          # = go run ./bench/report
-//	BENCH_COUNT=1 go run ./bench/report # one run per benchmark instead of 3
-//	go test -run '^$' -bench . -benchtime=1x ./bench   # raw output
+//	make bench                                   # = go -C bench run ./report
+//	BENCH_COUNT=1 go -C bench run ./report       # one run per benchmark instead of 3
+//	go -C bench test -run '^$' -bench . -benchtime=1x .   # raw output
 //
-// The report runs
+// bench is a Go module of its own (bench/go.mod, with a replace directive
+// pointing at the repository root), so that client-go and controller-runtime
+// are its dependencies, not the library's: run its commands in bench/ (or
+// with go -C bench), not from the root. The report runs, in bench/,
 //
-//	go test -run '^$' -bench . -benchtime=1x -count=$BENCH_COUNT ./bench
+//	go test -run '^$' -bench . -benchtime=1x -count=$BENCH_COUNT .
 //
 // streaming its output to stderr, and prints a markdown table of the
 // median of each metric per queue, the ratios converge/client-go and

@@ -63,7 +63,7 @@ func candidateStore(b *testing.B, backend string) []string {
 	env := map[string]string{"etcd": testserver.EtcdEndpointsEnv, "postgres": testserver.PostgresDSNEnv}[backend]
 	if os.Getenv(env) == "" && !testserver.Integration() {
 		b.Skipf("SKIPPED: %s is not set, so there is no %s server to measure. Start the servers and run again: "+
-			`scripts/servers.sh start; eval "$(scripts/servers.sh env)"; go test -run '^$' -bench LeaderFailover ./bench; scripts/servers.sh stop`,
+			`scripts/servers.sh start; eval "$(scripts/servers.sh env)"; go -C bench test -run '^$' -bench LeaderFailover .; scripts/servers.sh stop`,
 			env, backend)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

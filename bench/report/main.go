@@ -4,11 +4,14 @@
 // and client-go's SharedIndexInformer (scenarios 7-9), the ratios, and
 // whether each of the issues' targets is met.
 //
-//	go run ./bench/report            # BENCH_COUNT=3 runs per benchmark
-//	BENCH_COUNT=1 go run ./bench/report
+//	make bench                             # from the repository root
+//	go -C bench run ./report               # the same: BENCH_COUNT=3 runs per benchmark
+//	BENCH_COUNT=1 go -C bench run ./report
 //
-// The go test output streams to stderr while it runs; the report goes to
-// stdout and to bench/out/queue.md.
+// It runs in the bench module (bench/go.mod), which holds the benchmarks'
+// dependencies (client-go, controller-runtime) so that the library's go.mod
+// does not. The go test output streams to stderr while it runs; the report
+// goes to stdout and to bench/out/queue.md.
 package main
 
 import (
@@ -43,7 +46,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	args := []string{"test", "-run", "^$", "-bench", ".", "-benchtime=1x", "-count=" + count, "./bench"}
+	args := []string{"test", "-run", "^$", "-bench", ".", "-benchtime=1x", "-count=" + count, "."}
 	command := "go " + strings.Join(quote(args), " ")
 	fmt.Fprintf(os.Stderr, "report: running %s in %s\n", command, root)
 
@@ -66,7 +69,7 @@ func run() error {
 	report := render(res, command, count, took, runErr)
 	fmt.Print(report)
 
-	dir := filepath.Join(root, "bench", "out")
+	dir := filepath.Join(root, "out")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -107,15 +110,20 @@ func render(res *Results, command, count string, took time.Duration, runErr erro
 	return b.String()
 }
 
-// moduleRoot is the directory of the main module's go.mod.
+// benchModule is the bench module's path: the benchmarks run in it, not in
+// the library's module.
+const benchModule = "github.com/converge-go/converge/bench"
+
+// moduleRoot is the directory of the bench module's go.mod, found from the
+// working directory (go -C bench run ./report, or make bench, run there).
 func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Path}} {{.GoMod}}").Output()
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
+		return "", fmt.Errorf("go list -m: %w (run from the bench module: make bench, or go -C bench run ./report)", err)
 	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("not inside a Go module: run from the converge repository")
+	path, gomod, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	if path != benchModule {
+		return "", fmt.Errorf("the current module is %q, not %s: run make bench, or go -C bench run ./report", path, benchModule)
 	}
 	return filepath.Dir(gomod), nil
 }
