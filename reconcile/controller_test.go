@@ -9,10 +9,12 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
@@ -330,36 +332,44 @@ func TestTheReconcileTimeoutOnTheRealClockIsTheStandardDeadline(t *testing.T) {
 }
 
 func TestAKeyThatVanishedBetweenRunsIsForgottenByTheRateLimiter(t *testing.T) {
-	h := reconciletest.New(t)
-	store := memory.New[string, int]()
-	store.Put("doomed", 1)
-	limiter := backoff.NewPerKey[string](backoff.Exponential{Base: time.Millisecond, Cap: time.Second})
-	rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
-		return reconcile.Result{}, errors.New("always failing")
-	})
-	inf := reconciletest.Informer(h, "ints", store)
-	c, err := reconcile.New("c", rec, reconcile.For(inf), reconcile.WithClock(h.Clock), reconcile.WithRateLimiter(limiter),
-		reconcile.WithShutdownGrace(0), quiet)
-	require.NoError(t, err)
-	ctx, stop := context.WithCancel(h.Context())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	require.Eventually(t, func() bool { return limiter.NumRequeues("doomed") > 0 }, 10*time.Second, time.Millisecond)
-	stop()
-	require.NoError(t, <-done)
-	require.Positive(t, limiter.NumRequeues("doomed"))
+	synctest.Test(t, func(t *testing.T) {
+		clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+		store := memory.New[string, int]()
+		store.Put("doomed", 1)
+		limiter := backoff.NewPerKey[string](backoff.Exponential{Base: time.Millisecond, Cap: time.Second})
+		rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+			return reconcile.Result{}, errors.New("always failing")
+		})
+		inf := informer.New("ints", store, informer.WithClock(clk))
+		c, err := reconcile.New("c", rec, reconcile.For(inf), reconcile.WithClock(clk), reconcile.WithRateLimiter(limiter),
+			reconcile.WithShutdownGrace(0), quiet)
+		require.NoError(t, err)
+		infCtx, stopInf := context.WithCancel(context.Background())
+		infDone := make(chan error, 1)
+		go func() { infDone <- inf.Run(infCtx) }()
+		run := func() (stop func()) {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- c.Run(ctx) }()
+			return func() { cancel(); require.NoError(t, <-done) }
+		}
 
-	store.Delete("doomed") // while no Run is in progress: never reconciled again
-	require.Eventually(t, func() bool { _, ok := inf.Get("doomed"); return !ok }, 10*time.Second, time.Millisecond)
-	ctx, stop = context.WithCancel(h.Context())
-	defer stop()
-	go func() { done <- c.Run(ctx) }()
-	h.Settle()
-	assert.Zero(t, limiter.NumRequeues("doomed"), "its failures are forgotten when the next Run starts")
-	_, failing := c.Status("doomed")
-	assert.False(t, failing)
-	stop()
-	require.NoError(t, <-done)
+		stop := run()
+		synctest.Wait()
+		require.Equal(t, 1, limiter.NumRequeues("doomed"), "failed once, waiting for its backoff")
+		stop()
+
+		store.Delete("doomed") // while no Run is in progress: never reconciled again
+		synctest.Wait()
+		stop = run()
+		synctest.Wait()
+		assert.Zero(t, limiter.NumRequeues("doomed"), "its failures are forgotten when the next Run starts")
+		_, failing := c.Status("doomed")
+		assert.False(t, failing)
+		stop()
+		stopInf()
+		require.NoError(t, <-infDone)
+	})
 }
 
 func TestAKeyIsParkedAfterItsAttemptBudgetAndRetriedOnItsNextChange(t *testing.T) {
