@@ -76,8 +76,10 @@ func TestAnUndecodableValueShouldNeverDeleteTheKeyAcrossARelist(t *testing.T) {
 		calls = append(calls, s)
 	}
 	_, err = inf.AddHandler(informer.HandlerFuncs[string, item]{
-		AddFunc:    func(k string, v item, _ bool) { record("add " + k + " " + strconv.Itoa(v.N)) },
-		UpdateFunc: func(k string, o, v item, _ bool) { record("update " + k + " " + strconv.Itoa(o.N) + "->" + strconv.Itoa(v.N)) },
+		AddFunc: func(k string, v item, _ bool) { record("add " + k + " " + strconv.Itoa(v.N)) },
+		UpdateFunc: func(k string, o, v item, _ bool) {
+			record("update " + k + " " + strconv.Itoa(o.N) + "->" + strconv.Itoa(v.N))
+		},
 		DeleteFunc: func(k string, _ item) { record("delete " + k) },
 	})
 	require.NoError(t, err)
