@@ -61,7 +61,8 @@ type Informer[K comparable, V any] struct {
 	// Everything below is guarded by mu. Changes are pushed to listeners
 	// with mu held for writing, so that every listener sees the cache's
 	// changes in the order they were made, and a handler added later gets
-	// a replay that is exactly the cache at that point of the sequence.
+	// a replay of the cache, interleaved with the changes made meanwhile
+	// by the rules in replay.go, that takes it to the cache's state.
 
 	cache *cache[K, V]
 	// listeners are the handlers' buffers, in order of AddHandler.

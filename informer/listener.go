@@ -220,8 +220,9 @@ func (l *listener[K, V]) resync(key K, v V) {
 	_, ok := l.pending[key]
 	l.mu.Unlock()
 	if !ok {
-		// The informer holds its lock, so nothing can make key pending
-		// between the check and the push.
+		// The informer holds its lock (for reading: a replay may hold it
+		// too, but it makes nothing pending), so nothing can make key
+		// pending between the check and the push.
 		l.push(key, change[V]{kind: kindUpdate, old: v, cur: v, resync: true})
 	}
 }
