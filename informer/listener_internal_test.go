@@ -179,6 +179,7 @@ func TestAReplayShouldGiveEachKeyItsAddBeforeItsChanges(t *testing.T) {
 		l.replayLocked("a", 2) // pending: told through its change
 		l.replayLocked("b", 1)
 		l.mu.Unlock()
+		l.wake() // as replay does after each chunk
 		synctest.Wait()
 		assert.Equal(t, []string{fmt.Sprintf("b %v 0->1", kindAdd)}, drain(got), "the replay is delivered as it is built")
 
@@ -190,6 +191,7 @@ func TestAReplayShouldGiveEachKeyItsAddBeforeItsChanges(t *testing.T) {
 		l.replayLocked("b", 6)
 		l.replayLocked("e", 7)
 		l.mu.Unlock()
+		l.wake()
 		synctest.Wait()
 		assert.Equal(t, []string{fmt.Sprintf("e %v 0->7", kindAdd)}, drain(got), "changes wait for the replay")
 		assert.False(t, l.hasSynced())
