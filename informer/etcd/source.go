@@ -83,18 +83,18 @@ func (s *Source[V]) Prefix() string { return s.prefix }
 // on a value and is resumed meets it again).
 func (s *Source[V]) DecodeErrors() uint64 { return s.decodeErrors.Load() }
 
-// DecodeError is the error of a List or Watch that met a value its codec
-// cannot decode: it names the key and its mod revision, and wraps the
-// codec's error. Match it with errors.As.
+// DecodeError is the error of a Source's List or Watch, or of a Client's
+// Get, that met a value its codec cannot decode: it names the key and its
+// mod revision, and wraps the codec's error. Match it with errors.As.
 type DecodeError struct {
-	Prefix   string            // the Source's prefix
+	Prefix   string            // the Source's or Client's prefix
 	Key      string            // relative to the prefix
 	Revision informer.Revision // the value's mod revision
 	Err      error             // the codec's error
 }
 
 func (e *DecodeError) Error() string {
-	return fmt.Sprintf("etcd source %q: the value of key %q at mod revision %d does not decode: %v",
+	return fmt.Sprintf("etcd prefix %q: the value of key %q at mod revision %d does not decode: %v",
 		e.Prefix, e.Key, e.Revision, e.Err)
 }
 
