@@ -14,7 +14,7 @@ var errWatchEnded = errors.New("watch returned without an error")
 // reflect lists and watches until ctx is done.
 //
 // Backoff: attempt counts failures since the last watch that made progress
-// (delivered an event, or ran for backoffResetAfter). Every failed list and
+// (moved the last revision seen forward, or ran for backoffResetAfter). Every failed list and
 // failed watch waits backoff.Delay(attempt) before the next try. An expired
 // revision relists at once if the watch before it made progress, so that a
 // compaction costs no delay, and otherwise waits too, so that a source that
