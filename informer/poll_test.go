@@ -87,12 +87,3 @@ func TestATransientPollErrorShouldResumeTheWatchWithoutARelist(t *testing.T) {
 		stop()
 	})
 }
-
-// cacheOf returns an informer's cache as a map.
-func cacheOf[K comparable, V any](inf *informer.Informer[K, V]) map[K]V {
-	m := map[K]V{}
-	for _, e := range inf.List() {
-		m[e.Key] = e.Value
-	}
-	return m
-}
