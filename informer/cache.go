@@ -1,6 +1,9 @@
 package informer
 
-import "fmt"
+import (
+	"fmt"
+	"runtime/debug"
+)
 
 // IndexFunc returns the values under which an entry is filed in a secondary
 // index: the owner of an object, its labels, its node. An entry may have
@@ -10,7 +13,14 @@ import "fmt"
 // under its write lock on every change, once for the new value and once for
 // the old one, which it recomputes instead of storing, so that an index
 // costs no memory per entry beyond the index itself. The returned slice is
-// not kept, and may be reused by the caller.
+// not kept, so the function may reuse it from call to call.
+//
+// A panic in it is recovered: the change that made the informer call it is
+// skipped (see [Stats].Panics).
+//
+// Do not mutate a cached value in place (through a pointer V, say): the old
+// value's index values would then be recomputed from the new state, and the
+// entry would stay filed under values it no longer has.
 type IndexFunc[K comparable, V any] func(key K, v V) []string
 
 // item is a cached value and the revision of the change that set it.
@@ -22,32 +32,51 @@ type item[V any] struct {
 	rev Revision
 }
 
+// index is one secondary index.
+type index[K comparable, V any] struct {
+	name string
+	fn   IndexFunc[K, V]
+	// keys[value] is the set of keys whose entry fn files under value.
+	// Invariant, after every set and remove: k is in keys[val] exactly
+	// when k is cached and val is among fn(k, its value). Empty sets are
+	// deleted, so the index never holds more than the live entries'
+	// values.
+	keys map[string]map[K]struct{}
+}
+
+// filed holds the values every index files one entry under: index i's are
+// vals[ends[i-1]:ends[i]]. Copied out of the IndexFuncs' results, which
+// they may reuse, and kept for reuse so that filing allocates nothing.
+type filed struct {
+	vals []string
+	ends []int
+}
+
 // cache is the informer's indexed map. It is not safe for concurrent use:
 // the Informer guards it with its mutex.
 type cache[K comparable, V any] struct {
 	items map[K]item[V]
-
-	// indexFuncs are the secondary indexes, by name; fixed at New.
-	indexFuncs map[string]IndexFunc[K, V]
-
-	// indices[name][value] is the set of keys whose entry indexFuncs[name]
-	// files under value. Invariant, after every set and remove: k is in
-	// indices[name][val] exactly when k is in items and val is among
-	// indexFuncs[name](k, items[k].value). Empty sets are deleted, so the
-	// indices never hold more than the live entries' values.
-	indices map[string]map[string]map[K]struct{}
+	// indexes are fixed at New, in the order they were given.
+	indexes []index[K, V]
+	byName  map[string]int
+	// scratch for set and remove: the new and the old value's filing.
+	newVals, oldVals filed
 }
 
-func newCache[K comparable, V any](indexFuncs map[string]IndexFunc[K, V]) *cache[K, V] {
-	c := &cache[K, V]{
-		items:      make(map[K]item[V]),
-		indexFuncs: indexFuncs,
-		indices:    make(map[string]map[string]map[K]struct{}, len(indexFuncs)),
-	}
-	for name := range indexFuncs {
-		c.indices[name] = make(map[string]map[K]struct{})
-	}
-	return c
+func newCache[K comparable, V any]() *cache[K, V] {
+	return &cache[K, V]{items: make(map[K]item[V]), byName: make(map[string]int)}
+}
+
+// addIndex adds an index; for New only, before the cache is used.
+func (c *cache[K, V]) addIndex(name string, fn IndexFunc[K, V]) {
+	c.byName[name] = len(c.indexes)
+	c.indexes = append(c.indexes, index[K, V]{name: name, fn: fn, keys: make(map[string]map[K]struct{})})
+}
+
+// hasIndex reports whether there is an index named name.
+func (c *cache[K, V]) hasIndex(name string) bool {
+	_, ok := c.byName[name]
+	return ok
 }
 
 // grow makes room for n more items in an empty cache, so that filling it
@@ -65,31 +94,77 @@ func (c *cache[K, V]) get(key K) (item[V], bool) {
 }
 
 // set stores v for key at rev and returns the value it replaced, if any.
-func (c *cache[K, V]) set(key K, v V, rev Revision) (old V, existed bool) {
+// It calls the IndexFuncs before it changes anything, so that if one
+// panics it returns the panic as an error and the cache is as it was.
+func (c *cache[K, V]) set(key K, v V, rev Revision) (old V, existed bool, err error) {
 	prev, existed := c.items[key]
-	if existed {
-		c.unindex(key, prev.value)
+	if len(c.indexes) > 0 {
+		if err := c.file(key, v, &c.newVals); err != nil {
+			return old, existed, err
+		}
+		if existed {
+			if err := c.file(key, prev.value, &c.oldVals); err != nil {
+				return old, existed, err
+			}
+			c.unindex(key, &c.oldVals)
+		}
+		c.index(key, &c.newVals)
 	}
 	c.items[key] = item[V]{value: v, rev: rev}
-	c.index(key, v)
-	return prev.value, existed
+	return prev.value, existed, nil
 }
 
-// remove deletes key and returns the value it held, if any.
-func (c *cache[K, V]) remove(key K) (last V, existed bool) {
+// setRev records that key's cached value is current as of rev; for a
+// relist whose value for key could not be taken (see Informer.relist).
+func (c *cache[K, V]) setRev(key K, rev Revision) {
+	if it, ok := c.items[key]; ok {
+		it.rev = rev
+		c.items[key] = it
+	}
+}
+
+// remove deletes key and returns the value it held, if any. If an
+// IndexFunc panics on that value (so it is not a pure function), it still
+// removes key, from every index by a scan, and returns the panic as an
+// error too.
+func (c *cache[K, V]) remove(key K) (last V, existed bool, err error) {
 	prev, existed := c.items[key]
 	if !existed {
-		return last, false
+		return last, false, nil
 	}
-	c.unindex(key, prev.value)
+	if len(c.indexes) > 0 {
+		if err = c.file(key, prev.value, &c.oldVals); err != nil {
+			c.purge(key)
+		} else {
+			c.unindex(key, &c.oldVals)
+		}
+	}
 	delete(c.items, key)
-	return prev.value, true
+	return prev.value, true, err
 }
 
-func (c *cache[K, V]) index(key K, v V) {
-	for name, fn := range c.indexFuncs {
-		idx := c.indices[name]
-		for _, val := range fn(key, v) {
+// file computes every index's values for (key, v) into f, recovering a
+// panic of an IndexFunc as an error.
+func (c *cache[K, V]) file(key K, v V, f *filed) (err error) {
+	f.vals, f.ends = f.vals[:0], f.ends[:0]
+	i := 0
+	defer func() {
+		if r := recover(); r != nil {
+			err = &recovered{what: fmt.Sprintf("IndexFunc %q", c.indexes[i].name), value: r, stack: debug.Stack()}
+		}
+	}()
+	for ; i < len(c.indexes); i++ {
+		f.vals = append(f.vals, c.indexes[i].fn(key, v)...)
+		f.ends = append(f.ends, len(f.vals))
+	}
+	return nil
+}
+
+func (c *cache[K, V]) index(key K, f *filed) {
+	start := 0
+	for i, end := range f.ends {
+		idx := c.indexes[i].keys
+		for _, val := range f.vals[start:end] {
 			keys := idx[val]
 			if keys == nil {
 				keys = make(map[K]struct{})
@@ -97,17 +172,35 @@ func (c *cache[K, V]) index(key K, v V) {
 			}
 			keys[key] = struct{}{}
 		}
+		start = end
 	}
+	clear(f.vals) // do not keep the strings alive
 }
 
-func (c *cache[K, V]) unindex(key K, v V) {
-	for name, fn := range c.indexFuncs {
-		idx := c.indices[name]
-		for _, val := range fn(key, v) {
+func (c *cache[K, V]) unindex(key K, f *filed) {
+	start := 0
+	for i, end := range f.ends {
+		idx := c.indexes[i].keys
+		for _, val := range f.vals[start:end] {
 			keys := idx[val]
 			delete(keys, key)
 			if len(keys) == 0 {
 				delete(idx, val)
+			}
+		}
+		start = end
+	}
+	clear(f.vals)
+}
+
+// purge removes key from every index by scanning them all: the way out
+// when its values cannot be recomputed.
+func (c *cache[K, V]) purge(key K) {
+	for _, ix := range c.indexes {
+		for val, keys := range ix.keys {
+			delete(keys, key)
+			if len(keys) == 0 {
+				delete(ix.keys, val)
 			}
 		}
 	}
@@ -118,11 +211,11 @@ func (c *cache[K, V]) unindex(key K, v V) {
 // is built, so an unknown one is a bug in the caller, and an empty answer
 // would hide it.
 func (c *cache[K, V]) byIndex(name, value string) []Entry[K, V] {
-	idx, ok := c.indices[name]
+	i, ok := c.byName[name]
 	if !ok {
 		panic(fmt.Sprintf("informer: no index named %q", name))
 	}
-	keys := idx[value]
+	keys := c.indexes[i].keys[value]
 	out := make([]Entry[K, V], 0, len(keys))
 	for k := range keys {
 		out = append(out, Entry[K, V]{Key: k, Value: c.items[k].value})

@@ -46,8 +46,12 @@
 //     handler, including one added later, whose initial state is a replay of
 //     the cache as OnAdds.
 //   - Duplicate events (which the Source contract allows) are skipped: an
-//     event for a key at or below the revision the cache holds for it
-//     changes nothing.
+//     event for a key at the revision the cache holds for it changes
+//     nothing. Events that break the contract's revision order (one at or
+//     below the revision the watch started after, or older than the key's
+//     cached revision) are skipped too, but also logged and counted
+//     ([Stats].Violations): they mean a store whose revisions went back
+//     without its Source returning ErrRevisionExpired, and changes lost.
 //   - A watch resumes after the last revision known to be complete, not
 //     the last one seen: changes sharing a revision may arrive one by one,
 //     and a watch that failed between them must not skip the rest. So a
@@ -56,7 +60,19 @@
 //   - A resync ([WithResync]) re-delivers every cached key to every handler
 //     as an update with old == new, unless a change to it is already pending.
 //   - Errors from the source are never fatal: they are wrapped with the
-//     informer's name, logged, counted ([Informer.Stats]) and retried.
+//     informer's name, logged, counted ([Informer.Stats]) and retried. A
+//     failed list leaves the cache as it was: an entry the source cannot
+//     read is an error, never a delete.
+//   - A panic in the user's code (a handler's method, the transform, an
+//     IndexFunc) is recovered, logged with its stack and counted
+//     ([Stats].Panics), and the informer goes on with the next change: a
+//     handler's change counts as delivered (see [Handler]); a watch event
+//     whose value the transform or an IndexFunc panics on is skipped, so
+//     the cache keeps the key's last value; a listed entry is skipped
+//     likewise (on a relist the key keeps its last value, it is not
+//     deleted); a delete is applied anyway.
+//   - [Registration.Remove] returns only once no call of its handler is in
+//     progress; the handler is never called again.
 //   - Run returns only after every goroutine it started has returned.
 //
 // # Cost
@@ -66,5 +82,7 @@
 // entry per (value, key) and nothing per entry otherwise, since old values'
 // index values are recomputed. Every change is pushed to every handler's
 // buffer under the informer's lock: a map update and, unless the key is
-// already pending, an append.
+// already pending, an append. A handler added to a filled cache holds the
+// lock only while the cache's map is cloned; its replay is built from the
+// clone without the lock.
 package informer

@@ -13,7 +13,16 @@ package informer
 // level-triggered controller does, not count events.
 //
 // A method that blocks stalls this handler's deliveries, and Informer.Run
-// does not return until the call in progress has returned.
+// and Registration.Remove do not return until the call in progress has
+// returned.
+//
+// A method that panics does not take the process down: the informer
+// recovers the panic, logs it with its stack, counts it (Stats.Panics) and
+// goes on with the handler's next change. The change that panicked counts
+// as delivered: the handler is not given it again, so its view of that key
+// is whatever the method got done; the key's next change, a resync
+// (WithResync) or a relist brings it up to date. (A panic is a bug to fix;
+// recovering only keeps one bad key from stopping every other.)
 type Handler[K comparable, V any] interface {
 	// OnAdd: key is new to this handler, with value v. initialList is true
 	// when the add comes from the informer's first list, or from the replay
@@ -79,8 +88,13 @@ type Registration[K comparable, V any] struct {
 func (r *Registration[K, V]) HasSynced() bool { return r.l.hasSynced() }
 
 // Remove stops deliveries to the handler: changes not yet delivered are
-// dropped. A call in progress is not interrupted and may return after
-// Remove does. Removing twice is a no-op.
+// dropped, and a call in progress is waited for. Once Remove returns, the
+// handler is not running and is never called again, so whatever it
+// touches can be reused or torn down. Removing twice is a no-op.
+//
+// Because it waits, Remove must not be called from inside the handler's
+// own methods (that call would wait for itself, forever), nor while
+// holding a lock that a method of the handler may be waiting for.
 func (r *Registration[K, V]) Remove() { r.inf.removeListener(r.l) }
 
 // Idle reports whether the handler has been given every change the informer

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -60,7 +61,8 @@ type Informer[K comparable, V any] struct {
 	// Everything below is guarded by mu. Changes are pushed to listeners
 	// with mu held for writing, so that every listener sees the cache's
 	// changes in the order they were made, and a handler added later gets
-	// a replay that is exactly the cache at that point of the sequence.
+	// a replay of the cache, interleaved with the changes made meanwhile
+	// by the rules in replay.go, that takes it to the cache's state.
 
 	cache *cache[K, V]
 	// listeners are the handlers' buffers, in order of AddHandler.
@@ -84,9 +86,15 @@ type Informer[K comparable, V any] struct {
 }
 
 // New returns an informer named name (for errors and logs) that follows
-// src. It panics on options built for other key or value types, and on
-// duplicate or nil indexes, which are programming errors.
+// src. It panics, with a message naming the informer, on a nil src (or a
+// nil pointer, map, channel or function that implements Source), on
+// options built for other key or value types, and on duplicate or nil
+// indexes: programming errors, which would otherwise surface only when Run
+// fails on another goroutine.
 func New[K comparable, V any](name string, src Source[K, V], opts ...Option) *Informer[K, V] {
+	if isNil(src) {
+		panic(fmt.Sprintf("informer %q: New: nil Source %T", name, src))
+	}
 	var c config
 	for _, o := range opts {
 		o(&c)
@@ -112,19 +120,31 @@ func New[K comparable, V any](name string, src Source[K, V], opts ...Option) *In
 		inf.log = slog.Default()
 	}
 	inf.log = inf.log.With("informer", name)
-	indexFuncs := make(map[string]IndexFunc[K, V], len(c.indexes))
+	inf.cache = newCache[K, V]()
 	for _, ix := range c.indexes {
 		fn := optionFor[IndexFunc[K, V]]("WithIndex", ix.fn)
 		if fn == nil {
 			panic(fmt.Sprintf("informer %q: WithIndex(%q): nil IndexFunc", name, ix.name))
 		}
-		if _, dup := indexFuncs[ix.name]; dup {
+		if inf.cache.hasIndex(ix.name) {
 			panic(fmt.Sprintf("informer %q: WithIndex(%q): duplicate index name", name, ix.name))
 		}
-		indexFuncs[ix.name] = fn
+		inf.cache.addIndex(ix.name, fn)
 	}
-	inf.cache = newCache(indexFuncs)
 	return inf
+}
+
+// isNil reports whether src is nil, or a nil value of a kind whose methods
+// could not work on nil.
+func isNil(src any) bool {
+	if src == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(src); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func:
+		return v.IsNil()
+	}
+	return false
 }
 
 // Name returns the informer's name.
@@ -173,45 +193,12 @@ func (inf *Informer[K, V]) Run(ctx context.Context) error {
 
 // startLocked starts l's dispatcher. mu must be held, with state running.
 func (inf *Informer[K, V]) startLocked(l *listener[K, V]) {
+	l.started = true
 	inf.wg.Add(1)
 	go func() {
 		defer inf.wg.Done()
 		l.run()
 	}()
-}
-
-// AddHandler adds a handler, before or during Run. A handler added once
-// the cache holds entries is first given every cached entry as an OnAdd
-// with initialList true (a replay), then the changes after it. It fails
-// with ErrStopped after Run has returned, and on a nil handler.
-func (inf *Informer[K, V]) AddHandler(h Handler[K, V]) (*Registration[K, V], error) {
-	if h == nil {
-		return nil, fmt.Errorf("informer %q: AddHandler: nil handler", inf.name)
-	}
-	l := newListener(h)
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	if inf.state == stopped {
-		return nil, fmt.Errorf("informer %q: AddHandler: %w", inf.name, ErrStopped)
-	}
-	for k, it := range inf.cache.items {
-		l.push(k, change[V]{kind: kindAdd, cur: it.value, initialList: true})
-	}
-	if inf.isCached {
-		l.markSync() // the replay is its initial state
-	} // else marked when the first list is stored
-	inf.listeners = append(inf.listeners, l)
-	if inf.state == running {
-		inf.startLocked(l)
-	}
-	return &Registration[K, V]{inf: inf, l: l}, nil
-}
-
-func (inf *Informer[K, V]) removeListener(l *listener[K, V]) {
-	inf.mu.Lock()
-	inf.listeners = slices.DeleteFunc(inf.listeners, func(x *listener[K, V]) bool { return x == l })
-	inf.mu.Unlock()
-	l.halt(true)
 }
 
 // HasSynced reports whether the first full list has been delivered: the
@@ -294,11 +281,22 @@ func (inf *Informer[K, V]) List() []Entry[K, V] {
 // ByIndex returns the cached entries that the index named index files under
 // value, in no particular order; none if there are none. It panics if no
 // index of that name was given to New: index names are fixed, so an
-// unknown one is a typo that an empty answer would hide.
+// unknown one is a typo that an empty answer would hide. Check names up
+// front with HasIndex.
 func (inf *Informer[K, V]) ByIndex(index, value string) []Entry[K, V] {
 	inf.mu.RLock()
 	defer inf.mu.RUnlock()
 	return inf.cache.byIndex(index, value)
+}
+
+// HasIndex reports whether an index named name was given to New (see
+// WithIndex), that is whether ByIndex accepts it. Index names are fixed at
+// New, so a caller that will query an index later (a mapper on another
+// informer's handler, say) can check the name once, when it is set up,
+// instead of panicking on the first change.
+func (inf *Informer[K, V]) HasIndex(name string) bool {
+	// No lock: the indexes are fixed at New.
+	return inf.cache.hasIndex(name)
 }
 
 // Len returns the number of cached entries.
@@ -314,40 +312,4 @@ func (inf *Informer[K, V]) LastRevision() Revision {
 	inf.mu.RLock()
 	defer inf.mu.RUnlock()
 	return inf.lastRev
-}
-
-// notifyLocked pushes a change to every listener. mu must be held for
-// writing.
-func (inf *Informer[K, V]) notifyLocked(key K, c change[V]) {
-	for _, l := range inf.listeners {
-		l.push(key, c)
-	}
-}
-
-// resyncLoop re-delivers the cache every resync period until ctx is done.
-func (inf *Informer[K, V]) resyncLoop(ctx context.Context) {
-	defer inf.wg.Done()
-	t := inf.clock.NewTicker(inf.resync)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			inf.resyncAll()
-		}
-	}
-}
-
-func (inf *Informer[K, V]) resyncAll() {
-	// Read lock suffices: it excludes every writer of the cache, so no
-	// change can slip between a listener's pending check and its push.
-	inf.mu.RLock()
-	defer inf.mu.RUnlock()
-	for _, l := range inf.listeners {
-		for k, it := range inf.cache.items {
-			l.resync(k, it.value)
-		}
-	}
-	inf.stats.resyncs.Add(1)
 }

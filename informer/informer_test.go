@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -154,46 +155,52 @@ func compareStrings(a, b string) int {
 }
 
 func TestHasSyncedWaitsUntilEveryEarlyHandlerHasTheFirstList(t *testing.T) {
-	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet)
-	fast, slow := newRecorder(), newRecorder()
-	slow.gate = make(chan struct{})
-	_, err := inf.AddHandler(fast)
-	require.NoError(t, err)
-	slowReg, err := inf.AddHandler(slow)
-	require.NoError(t, err)
-	assert.False(t, inf.HasSynced())
-
-	src.list(1, map[string]int{"a": 1, "b": 2})
-	stop := start(t, inf)
-	src.nextWatch(t)
-	fast.waitCalls(t, 2)
-	assert.Equal(t, 2, inf.Len(), "the cache is filled")
-	assert.False(t, inf.HasSynced(), "but the slow handler has not been given the list")
-	assert.False(t, slowReg.HasSynced())
-
-	synced := make(chan error, 1)
-	go func() { synced <- inf.WaitForSync(context.Background()) }()
-	slow.gate <- struct{}{}
-	select {
-	case <-synced:
-		require.FailNow(t, "WaitForSync returned with one add undelivered")
-	case <-time.After(20 * time.Millisecond):
-	}
-	slow.gate <- struct{}{}
-	select {
-	case err := <-synced:
+	synctest.Test(t, func(t *testing.T) {
+		src := newScript()
+		inf := informer.New[string, int]("t", src, quiet)
+		fast, slow := newRecorder(), newRecorder()
+		slow.gate = make(chan struct{})
+		_, err := inf.AddHandler(fast)
 		require.NoError(t, err)
-	case <-time.After(wait):
-		require.FailNow(t, "WaitForSync did not return")
-	}
-	assert.True(t, inf.HasSynced())
-	assert.True(t, slowReg.HasSynced())
-	for _, c := range slow.Calls() {
-		assert.True(t, c.InitialList, "%+v", c)
-	}
-	close(slow.gate)
-	stop()
+		slowReg, err := inf.AddHandler(slow)
+		require.NoError(t, err)
+		assert.False(t, inf.HasSynced())
+
+		src.list(1, map[string]int{"a": 1, "b": 2})
+		stop := start(t, inf)
+		src.nextWatch(t)
+		synctest.Wait()
+		assert.Len(t, fast.Calls(), 2)
+		assert.Equal(t, 2, inf.Len(), "the cache is filled")
+		assert.False(t, inf.HasSynced(), "but the slow handler has not been given the list")
+		assert.False(t, slowReg.HasSynced())
+
+		synced := make(chan error, 1)
+		go func() { synced <- inf.WaitForSync(context.Background()) }()
+		slow.gate <- struct{}{}
+		synctest.Wait() // everything that can happen now has happened
+		select {
+		case <-synced:
+			require.FailNow(t, "WaitForSync returned with one add undelivered")
+		default:
+		}
+		assert.False(t, inf.HasSynced())
+		slow.gate <- struct{}{}
+		synctest.Wait()
+		select {
+		case err := <-synced:
+			require.NoError(t, err)
+		default:
+			require.FailNow(t, "WaitForSync did not return")
+		}
+		assert.True(t, inf.HasSynced())
+		assert.True(t, slowReg.HasSynced())
+		for _, c := range slow.Calls() {
+			assert.True(t, c.InitialList, "%+v", c)
+		}
+		close(slow.gate)
+		stop()
+	})
 }
 
 func TestWaitForSyncFailsWhenContextEndsOrRunStops(t *testing.T) {
@@ -241,44 +248,53 @@ func TestRelistAfterExpiryEmitsTheDifferenceWithLastKnownValues(t *testing.T) {
 }
 
 func TestWatchErrorsResumeAfterTheLastRevisionWithExponentialBackoff(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet, informer.WithClock(clk),
-		informer.WithWatchBackoff(backoff.Exponential{Base: time.Second, Cap: time.Minute}))
-	src.list(1, nil)
-	start(t, inf)
-	w := src.nextWatch(t)
-	w.put(t, "a", 1, 2)
-	w.put(t, "b", 1, 3)
-	w.end <- assert.AnError
+	synctest.Test(t, func(t *testing.T) {
+		src := newScript()
+		inf := informer.New[string, int]("t", src, quiet,
+			informer.WithWatchBackoff(backoff.Exponential{Base: time.Second, Cap: time.Minute}))
+		src.list(1, nil)
+		start(t, inf)
+		w := src.nextWatch(t)
+		w.put(t, "a", 1, 2)
+		w.put(t, "b", 1, 3)
+		w.end <- assert.AnError
 
-	// The watch made progress, so the first retry waits Base.
-	waitAndStep(t, clk, time.Second, src)
-	w = src.nextWatch(t)
-	// Revision 3 might have been one of several changes at 3: resume
-	// after 2 and skip the duplicates.
-	assert.Equal(t, informer.Revision(2), w.after)
-	w.end <- assert.AnError
+		// The watch made progress, so the first retry waits Base.
+		w = nextWatchAfter(t, src, time.Second)
+		// Revision 3 might have been one of several changes at 3: resume
+		// after 2 and skip the duplicates.
+		assert.Equal(t, informer.Revision(2), w.after)
+		w.put(t, "b", 1, 3) // re-sent: not progress
+		w.end <- assert.AnError
 
-	// No progress: the next waits twice as long.
-	waitAndStep(t, clk, 2*time.Second, src)
-	w = src.nextWatch(t)
-	assert.Equal(t, informer.Revision(2), w.after)
-	assert.Equal(t, uint64(2), inf.Stats().WatchErrors)
+		// No progress: the next waits twice as long.
+		w = nextWatchAfter(t, src, 2*time.Second)
+		assert.Equal(t, informer.Revision(2), w.after)
+		assert.Equal(t, uint64(2), inf.Stats().WatchErrors)
+		assert.Equal(t, uint64(2), inf.Stats().Events)
+	})
 }
 
-// waitAndStep waits for the informer to arm its backoff timer, checks that
-// nothing happens before d, and steps the clock to d.
-func waitAndStep(t *testing.T, clk *clocktesting.FakeClock, d time.Duration, src *script) {
+// nextWatchAfter checks, in a synctest bubble, that src is watched again
+// exactly d from now, not earlier, and returns that watch.
+func nextWatchAfter(t *testing.T, src *script, d time.Duration) *watchCall {
 	t.Helper()
-	require.Eventually(t, clk.HasWaiters, wait, time.Millisecond)
-	clk.Step(d - time.Millisecond)
+	time.Sleep(d - time.Nanosecond)
+	synctest.Wait()
 	select {
 	case <-src.watches:
 		require.FailNow(t, "watched again before the backoff")
-	case <-time.After(20 * time.Millisecond):
+	default:
 	}
-	clk.Step(time.Millisecond)
+	time.Sleep(time.Nanosecond)
+	synctest.Wait()
+	select {
+	case w := <-src.watches:
+		return w
+	default:
+		require.FailNow(t, "not watched again after the backoff")
+		return nil
+	}
 }
 
 func TestListErrorsAreRetriedWithBackoff(t *testing.T) {
@@ -390,74 +406,4 @@ func TestRunStopsEverythingWhenTheContextEnds(t *testing.T) {
 	// goleak (TestMain) checks that no dispatcher outlived Run.
 	_, err = inf.AddHandler(newRecorder())
 	require.ErrorIs(t, err, informer.ErrStopped)
-}
-
-func TestRemovedHandlerGetsNothingMore(t *testing.T) {
-	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet)
-	h, other := newRecorder(), newRecorder()
-	reg, err := inf.AddHandler(h)
-	require.NoError(t, err)
-	_, err = inf.AddHandler(other)
-	require.NoError(t, err)
-	src.list(1, map[string]int{"a": 1})
-	start(t, inf)
-	w := src.nextWatch(t)
-	h.waitCalls(t, 1)
-	reg.Remove()
-	reg.Remove()
-	w.put(t, "b", 2, 2)
-	other.waitCalls(t, 2)
-	assert.Len(t, h.Calls(), 1)
-	assert.True(t, reg.HasSynced())
-}
-
-func TestARegistrationIsIdleOnceItsHandlerReturnedForEveryChange(t *testing.T) {
-	src := newScript()
-	inf := informer.New("t", src, quiet)
-	gate := make(chan struct{})
-	reg, err := inf.AddHandler(informer.HandlerFuncs[string, int]{
-		UpdateFunc: func(string, int, int, bool) { <-gate },
-	})
-	require.NoError(t, err)
-	src.list(1, map[string]int{"a": 1})
-	start(t, inf)
-	w := src.nextWatch(t)
-	require.Eventually(t, reg.Idle, 5*time.Second, time.Millisecond, "the initial add was delivered")
-
-	w.put(t, "a", 2, 2)
-	require.Equal(t, informer.Revision(2), inf.LastRevision())
-	assert.False(t, reg.Idle(), "the update is applied, and its delivery blocks")
-	close(gate)
-	require.Eventually(t, reg.Idle, 5*time.Second, time.Millisecond)
-	reg.Remove()
-	assert.True(t, reg.Idle())
-}
-
-func TestHandlersRemovedWhileRunReturnsAreAllHalted(t *testing.T) {
-	for range 20 {
-		src := newScript()
-		inf := informer.New("t", src, quiet)
-		var regs []*informer.Registration[string, int]
-		for range 8 {
-			reg, err := inf.AddHandler(informer.HandlerFuncs[string, int]{})
-			require.NoError(t, err)
-			regs = append(regs, reg)
-		}
-		src.list(1, map[string]int{"a": 1})
-		stop := start(t, inf)
-		src.nextWatch(t)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for _, reg := range regs {
-				reg.Remove()
-			}
-		}()
-		stop()
-		<-done
-		for _, reg := range regs {
-			assert.True(t, reg.Idle())
-		}
-	}
 }

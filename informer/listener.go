@@ -77,13 +77,21 @@ func merge[V any](p, next change[V]) change[V] {
 // handler never holds up the informer.
 type listener[K comparable, V any] struct {
 	h Handler[K, V]
+	// panicked reports a panic recovered from h's method for key.
+	panicked func(key K, err error)
 
 	// signal (buffered 1) wakes the dispatcher after a push.
 	signal chan struct{}
-	// stop is closed once, by stopLocked.
+	// stop is closed once, by halt.
 	stop chan struct{}
 	// synced is closed once the listener has synced, or is removed.
 	synced chan struct{}
+	// exited is closed when the dispatcher returns, if it was started.
+	exited chan struct{}
+
+	// started says that the dispatcher was started; guarded by the
+	// informer's mu, under which it is started.
+	started bool
 
 	mu sync.Mutex
 	// Everything below is guarded by mu.
@@ -119,15 +127,23 @@ type listener[K comparable, V any] struct {
 	marked   bool
 	isSynced bool
 	stopped  bool
+	// replaying is set while the cache is being replayed to a handler
+	// added late (see replay.go); replayed holds the keys replayed so far.
+	// Meanwhile line holds the changes made since the replay began, and
+	// waits for it.
+	replaying bool
+	replayed  map[K]struct{}
 }
 
-func newListener[K comparable, V any](h Handler[K, V]) *listener[K, V] {
+func newListener[K comparable, V any](h Handler[K, V], panicked func(K, error)) *listener[K, V] {
 	return &listener[K, V]{
-		h:       h,
-		signal:  make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		synced:  make(chan struct{}),
-		pending: make(map[K]change[V]),
+		h:        h,
+		panicked: panicked,
+		signal:   make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		synced:   make(chan struct{}),
+		exited:   make(chan struct{}),
+		pending:  make(map[K]change[V]),
 	}
 }
 
@@ -140,7 +156,7 @@ type keyed[K comparable, V any] struct {
 // startBulkLocked reports whether the buffer is empty, so that a fill may
 // use pushBulkLocked, and makes room for n changes.
 func (l *listener[K, V]) startBulkLocked(n int) bool {
-	if l.stopped || len(l.line) > 0 || l.bulkAt < len(l.bulk) {
+	if l.stopped || l.replaying || len(l.line) > 0 || l.bulkAt < len(l.bulk) {
 		return false
 	}
 	l.bulk, l.bulkAt = make([]keyed[K, V], 0, n), 0
@@ -174,6 +190,15 @@ func (l *listener[K, V]) pushLocked(key K, c change[V]) {
 		l.pending[key] = merge(p, c)
 		return
 	}
+	if l.replaying {
+		if _, ok := l.replayed[key]; !ok {
+			// The handler has not been given the key, and will not be
+			// by the replay (see replayLocked): tell it as new.
+			if c = unseen(c); c.kind == kindNone {
+				return
+			}
+		}
+	}
 	l.pending[key] = c
 	l.line = append(l.line, key)
 	l.peak = max(l.peak, len(l.line))
@@ -195,8 +220,9 @@ func (l *listener[K, V]) resync(key K, v V) {
 	_, ok := l.pending[key]
 	l.mu.Unlock()
 	if !ok {
-		// The informer holds its lock, so nothing can make key pending
-		// between the check and the push.
+		// The informer holds its lock (for reading: a replay may hold it
+		// too, but it makes nothing pending), so nothing can make key
+		// pending between the check and the push.
 		l.push(key, change[V]{kind: kindUpdate, old: v, cur: v, resync: true})
 	}
 }
@@ -240,24 +266,36 @@ func (l *listener[K, V]) halt(removed bool) {
 
 // run is the dispatcher: it delivers pending changes until halted.
 func (l *listener[K, V]) run() {
+	defer close(l.exited)
 	for {
 		key, c, ok := l.next()
 		if !ok {
 			return
 		}
-		switch c.kind {
-		case kindAdd:
-			l.h.OnAdd(key, c.cur, c.initialList)
-		case kindUpdate:
-			l.h.OnUpdate(key, c.old, c.cur, c.resync)
-		case kindDelete:
-			l.h.OnDelete(key, c.cur)
+		if err := l.call(key, c); err != nil {
+			// The change counts as delivered: the handler is not given
+			// it again, only the key's next change, or a resync.
+			l.panicked(key, err)
 		}
 		l.mu.Lock()
 		l.taken++
 		l.checkSyncLocked()
 		l.mu.Unlock()
 	}
+}
+
+// call delivers one change, and returns a panic of the handler as an
+// error.
+func (l *listener[K, V]) call(key K, c change[V]) error {
+	switch c.kind {
+	case kindAdd:
+		return protect("OnAdd", func() { l.h.OnAdd(key, c.cur, c.initialList) })
+	case kindUpdate:
+		return protect("OnUpdate", func() { l.h.OnUpdate(key, c.old, c.cur, c.resync) })
+	case kindDelete:
+		return protect("OnDelete", func() { l.h.OnDelete(key, c.cur) })
+	}
+	return nil
 }
 
 // next waits for the oldest pending key and takes it, or reports false
@@ -274,11 +312,17 @@ func (l *listener[K, V]) next() (K, change[V], bool) {
 			kc := l.bulk[l.bulkAt]
 			l.bulk[l.bulkAt] = keyed[K, V]{} // let the key and values be collected
 			if l.bulkAt++; l.bulkAt == len(l.bulk) {
-				l.bulk, l.bulkAt = nil, 0
+				if l.replaying {
+					// The replay goes on appending: reuse the room
+					// it was given.
+					l.bulk, l.bulkAt = l.bulk[:0], 0
+				} else {
+					l.bulk, l.bulkAt = nil, 0
+				}
 			}
 			return kc.key, kc.c, true
 		}
-		for len(l.line) > 0 {
+		for len(l.line) > 0 && !l.replaying {
 			key := l.line[0]
 			var zero K
 			l.line[0] = zero // let the key be collected
@@ -308,12 +352,12 @@ func (l *listener[K, V]) next() (K, change[V], bool) {
 // memory back; below it, keeping the map saves reallocating it.
 const dropBufferAbove = 1024
 
-// idle reports whether every pushed change has been delivered, or the
-// listener is halted.
+// idle reports whether every pushed change has been delivered (the
+// replay, if any, included), or the listener is halted.
 func (l *listener[K, V]) idle() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.stopped || l.taken >= l.pushed
+	return l.stopped || !l.replaying && l.taken >= l.pushed
 }
 
 // pendingLen is the number of keys waiting for delivery.

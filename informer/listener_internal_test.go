@@ -3,6 +3,7 @@ package informer
 import (
 	"fmt"
 	"testing"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -42,7 +43,7 @@ func TestMergeTakesTheHandlerFromWhatItHadToTheLatestState(t *testing.T) {
 }
 
 func TestListenerKeepsOneEntryPerKeyInFirstChangeOrder(t *testing.T) {
-	l := newListener[string, int](HandlerFuncs[string, int]{})
+	l := newListener[string, int](HandlerFuncs[string, int]{}, nil)
 	l.push("a", add(1, false))
 	l.push("b", add(1, false))
 	for i := range 100 {
@@ -67,7 +68,7 @@ func TestListenerKeepsOneEntryPerKeyInFirstChangeOrder(t *testing.T) {
 }
 
 func TestListenerResyncSkipsKeysAlreadyPending(t *testing.T) {
-	l := newListener[string, int](HandlerFuncs[string, int]{})
+	l := newListener[string, int](HandlerFuncs[string, int]{}, nil)
 	l.push("a", update(1, 2))
 	l.resync("a", 2)
 	l.resync("b", 5)
@@ -76,7 +77,7 @@ func TestListenerResyncSkipsKeysAlreadyPending(t *testing.T) {
 }
 
 func TestListenerSyncsWhenEverythingPushedBeforeTheMarkIsDelivered(t *testing.T) {
-	l := newListener[string, int](HandlerFuncs[string, int]{})
+	l := newListener[string, int](HandlerFuncs[string, int]{}, nil)
 	l.push("a", add(1, true))
 	l.push("b", add(1, true))
 	l.markSync()
@@ -91,7 +92,7 @@ func TestListenerSyncsWhenEverythingPushedBeforeTheMarkIsDelivered(t *testing.T)
 }
 
 func TestListenerShouldDropItsBufferOnceABurstHasDrained(t *testing.T) {
-	l := newListener[int, int](HandlerFuncs[int, int]{})
+	l := newListener[int, int](HandlerFuncs[int, int]{}, nil)
 	const burst = 3 * dropBufferAbove
 	for k := range burst {
 		l.push(k, add(k, true))
@@ -115,7 +116,7 @@ func TestListenerShouldDropItsBufferOnceABurstHasDrained(t *testing.T) {
 }
 
 func TestListenerShouldDeliverAChangeToAKeyStillInBulkAfterItsAdd(t *testing.T) {
-	l := newListener[string, int](HandlerFuncs[string, int]{})
+	l := newListener[string, int](HandlerFuncs[string, int]{}, nil)
 	l.mu.Lock()
 	assert.True(t, l.startBulkLocked(2))
 	l.pushBulkLocked("a", add(1, true))
@@ -146,4 +147,82 @@ func TestListenerShouldDeliverAChangeToAKeyStillInBulkAfterItsAdd(t *testing.T) 
 	l.pushLocked("c", add(3, false))
 	assert.False(t, l.startBulkLocked(1), "a buffer with pending keys is not filled in bulk")
 	l.mu.Unlock()
+}
+
+func TestAReplayShouldGiveEachKeyItsAddBeforeItsChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newListener[string, int](HandlerFuncs[string, int]{}, nil)
+		l.replaying = true
+		got := make(chan string, 10)
+		go func() {
+			for {
+				k, c, ok := l.next()
+				if !ok {
+					close(got)
+					return
+				}
+				got <- fmt.Sprintf("%s %v %d->%d", k, c.kind, c.old, c.cur)
+				l.mu.Lock()
+				l.taken++
+				l.checkSyncLocked()
+				l.mu.Unlock()
+			}
+		}()
+
+		// Changes made before the replay reached their keys: the handler
+		// never had a, so its update is an add; d's delete is nothing.
+		l.push("a", update(1, 2))
+		l.push("d", del(4))
+		l.push("c", add(3, false))
+		l.mu.Lock()
+		l.replayed = map[string]struct{}{}
+		l.replayLocked("a", 2) // pending: told through its change
+		l.replayLocked("b", 1)
+		l.mu.Unlock()
+		l.wake() // as replay does after each chunk
+		synctest.Wait()
+		assert.Equal(t, []string{fmt.Sprintf("b %v 0->1", kindAdd)}, drain(got), "the replay is delivered as it is built")
+
+		// Changes to a key the replay has given: after its add.
+		l.push("b", update(1, 5))
+		l.push("b", del(5))
+		l.push("b", add(6, false)) // created again: the replay may meet it twice
+		l.mu.Lock()
+		l.replayLocked("b", 6)
+		l.replayLocked("e", 7)
+		l.mu.Unlock()
+		l.wake()
+		synctest.Wait()
+		assert.Equal(t, []string{fmt.Sprintf("e %v 0->7", kindAdd)}, drain(got), "changes wait for the replay")
+		assert.False(t, l.hasSynced())
+		assert.False(t, l.idle())
+
+		l.mu.Lock()
+		l.endReplayLocked()
+		l.mu.Unlock()
+		l.wake()
+		synctest.Wait()
+		assert.Equal(t, []string{
+			fmt.Sprintf("a %v 0->2", kindAdd),
+			fmt.Sprintf("c %v 0->3", kindAdd),
+			fmt.Sprintf("b %v 1->6", kindUpdate),
+		}, drain(got))
+		assert.True(t, l.hasSynced())
+		assert.True(t, l.idle())
+		l.halt(true)
+		synctest.Wait()
+	})
+}
+
+// drain returns what is in ch now.
+func drain(ch <-chan string) []string {
+	var out []string
+	for {
+		select {
+		case s := <-ch:
+			out = append(out, s)
+		default:
+			return out
+		}
+	}
 }

@@ -20,9 +20,10 @@ var DefaultWatchBackoff = backoff.Exponential{
 	Jitter: backoff.FullJitter,
 }
 
-// backoffResetAfter is how long a watch must have run, if it delivered no
-// event, for the next failure to count as the first again. A watch that
-// delivered anything resets the backoff at once.
+// backoffResetAfter is how long a watch must have run, if it delivered
+// nothing new, for the next failure to count as the first again. A watch
+// that moved the revision forward resets the backoff at once; one that only
+// re-sent what the informer had does not.
 const backoffResetAfter = time.Minute
 
 // Option configures an Informer in New.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 )
 
 // errWatchEnded stands for a Watch that returned nil before its context
@@ -12,43 +11,10 @@ import (
 // any other watch failure.
 var errWatchEnded = errors.New("watch returned without an error")
 
-// Stats counts what an informer's reflector has done since New.
-type Stats struct {
-	// Lists counts successful lists; the first fills the cache, the rest
-	// are relists after an expired revision.
-	Lists uint64
-	// ListErrors counts failed lists.
-	ListErrors uint64
-	// WatchErrors counts watches that failed, other than by expiry.
-	WatchErrors uint64
-	// Expired counts watches that failed with ErrRevisionExpired.
-	Expired uint64
-	// Events counts watch events applied (duplicates skipped excluded).
-	Events uint64
-	// Resyncs counts resync periods that fired.
-	Resyncs uint64
-}
-
-type stats struct {
-	lists, listErrors, watchErrors, expired, events, resyncs atomic.Uint64
-}
-
-// Stats returns the reflector's counters.
-func (inf *Informer[K, V]) Stats() Stats {
-	return Stats{
-		Lists:       inf.stats.lists.Load(),
-		ListErrors:  inf.stats.listErrors.Load(),
-		WatchErrors: inf.stats.watchErrors.Load(),
-		Expired:     inf.stats.expired.Load(),
-		Events:      inf.stats.events.Load(),
-		Resyncs:     inf.stats.resyncs.Load(),
-	}
-}
-
 // reflect lists and watches until ctx is done.
 //
 // Backoff: attempt counts failures since the last watch that made progress
-// (delivered an event, or ran for backoffResetAfter). Every failed list and
+// (moved the last revision seen forward, or ran for backoffResetAfter). Every failed list and
 // failed watch waits backoff.Delay(attempt) before the next try. An expired
 // revision relists at once if the watch before it made progress, so that a
 // compaction costs no delay, and otherwise waits too, so that a source that
@@ -168,9 +134,19 @@ func (inf *Informer[K, V]) fill(entries []Entry[K, V], rev Revision, initialList
 			l.mu.Lock()
 		}
 		for _, e := range chunk {
-			v := inf.ingest(e.Value)
+			v, err := inf.ingest(e.Value)
+			var old V
+			var existed bool
+			if err == nil {
+				old, existed, err = inf.cache.set(e.Key, v, rev)
+			}
+			if err != nil {
+				// Never seen, so never told: as if it had not been listed.
+				inf.panicked(err, e.Key, rev, "entry not cached")
+				continue
+			}
 			c := change[V]{kind: kindAdd, cur: v, initialList: initialList}
-			if old, existed := inf.cache.set(e.Key, v, rev); existed {
+			if existed {
 				// A source listed the key twice: the later value wins.
 				c = change[V]{kind: kindUpdate, old: old, cur: v}
 			}
@@ -194,11 +170,21 @@ func (inf *Informer[K, V]) fill(entries []Entry[K, V], rev Revision, initialList
 func (inf *Informer[K, V]) relist(entries []Entry[K, V], rev Revision) {
 	listed := make(map[K]struct{}, len(entries))
 	for _, e := range entries {
+		// Listed, so not deleted, even if its value cannot be taken.
 		listed[e.Key] = struct{}{}
-		v := inf.ingest(e.Value)
-		if old, existed := inf.cache.set(e.Key, v, rev); existed {
+		v, err := inf.ingest(e.Value)
+		var old V
+		var existed bool
+		if err == nil {
+			old, existed, err = inf.cache.set(e.Key, v, rev)
+		}
+		switch {
+		case err != nil:
+			inf.cache.setRev(e.Key, rev)
+			inf.panicked(err, e.Key, rev, "entry skipped: the cache keeps the key's last value, if any")
+		case existed:
 			inf.notifyLocked(e.Key, change[V]{kind: kindUpdate, old: old, cur: v, resync: true})
-		} else {
+		default:
 			inf.notifyLocked(e.Key, change[V]{kind: kindAdd, cur: v})
 		}
 	}
@@ -207,75 +193,124 @@ func (inf *Informer[K, V]) relist(entries []Entry[K, V], rev Revision) {
 	// key that happened to carry it would then survive.
 	for k := range inf.cache.items {
 		if _, ok := listed[k]; !ok {
-			last, _ := inf.cache.remove(k)
+			last, _, err := inf.cache.remove(k)
+			if err != nil {
+				inf.panicked(err, k, rev, "deleted anyway, and removed from every index by a scan")
+			}
 			inf.notifyLocked(k, change[V]{kind: kindDelete, old: last, cur: last})
 		}
 	}
 }
 
 // watch watches the source after the last complete revision, until it
-// fails. It reports whether the watch made progress, for the backoff.
+// fails. It reports whether the watch made progress, for the backoff: that
+// is, whether it moved the last revision seen forward (events re-sent
+// after a resume do not count, or a watch that fails after replaying them
+// would retry without backing off).
 func (inf *Informer[K, V]) watch(ctx context.Context) (progressed bool, err error) {
 	inf.mu.RLock()
 	after := inf.resumeRev
 	inf.mu.RUnlock()
 	start := inf.clock.Now()
-	emitted := false
+	var violations uint64
 	err = inf.src.Watch(ctx, after, func(ev Event[K, V]) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		emitted = true
-		inf.apply(ev)
+		advanced, violation := inf.apply(ev, after)
+		progressed = progressed || advanced
+		if violation != "" {
+			inf.stats.violations.Add(1)
+			if violations == 0 { // one line per watch: a broken source can send many
+				inf.log.Warn("source broke the revision contract; event skipped", "violation", violation,
+					"type", ev.Type, "key", ev.Key, "revision", ev.Revision, "watch_after", after)
+			}
+			violations++
+		}
 		return nil
 	})
+	if violations > 1 {
+		inf.log.Warn("source broke the revision contract; events skipped", "count", violations, "watch_after", after)
+	}
 	if err == nil {
 		err = errWatchEnded
 	}
-	return emitted || inf.clock.Since(start) >= backoffResetAfter,
+	return progressed || inf.clock.Since(start) >= backoffResetAfter,
 		fmt.Errorf("informer %q: watch after revision %d: %w", inf.name, after, err)
 }
 
-// apply applies one watch event to the cache and tells the handlers.
-func (inf *Informer[K, V]) apply(ev Event[K, V]) {
+// apply applies one event of a watch that started after after to the
+// cache and tells the handlers. It reports whether the event moved the
+// last revision seen forward, and why it broke the Source contract, if it
+// did (see Stats.Violations).
+func (inf *Informer[K, V]) apply(ev Event[K, V], after Revision) (advanced bool, violation string) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	if ev.Revision > inf.lastRev {
 		inf.resumeRev, inf.lastRev = inf.lastRev, ev.Revision
+		advanced = true
 	}
 	it, ok := inf.cache.get(ev.Key)
 	switch ev.Type {
 	case Put:
-		if ok && ev.Revision <= it.rev {
-			return // a duplicate, which the contract allows
+		switch {
+		case ok && ev.Revision == it.rev:
+			return advanced, "" // a duplicate, which the contract allows
+		case ok && ev.Revision < it.rev:
+			return advanced, fmt.Sprintf("a Put older than the key's cached revision %d", it.rev)
+		case ev.Revision <= after:
+			return advanced, "a Put at or below the revision the watch started after"
 		}
-		v := inf.ingest(ev.Value)
-		inf.cache.set(ev.Key, v, ev.Revision)
-		if ok {
-			inf.notifyLocked(ev.Key, change[V]{kind: kindUpdate, old: it.value, cur: v})
+		v, err := inf.ingest(ev.Value)
+		var old V
+		var existed bool
+		if err == nil {
+			old, existed, err = inf.cache.set(ev.Key, v, ev.Revision)
+		}
+		if err != nil {
+			inf.panicked(err, ev.Key, ev.Revision, "event skipped: the cache keeps the key's last value, if any")
+			return advanced, ""
+		}
+		if existed {
+			inf.notifyLocked(ev.Key, change[V]{kind: kindUpdate, old: old, cur: v})
 		} else {
 			inf.notifyLocked(ev.Key, change[V]{kind: kindAdd, cur: v})
 		}
 	case Delete:
-		if !ok || ev.Revision <= it.rev {
-			return // gone already, or a stale duplicate
+		switch {
+		case ok && ev.Revision <= it.rev:
+			return advanced, fmt.Sprintf("a Delete at or below the key's cached revision %d", it.rev)
+		case !ok && ev.Revision == after:
+			return advanced, "" // gone already: a re-sent delete
+		case ev.Revision <= after:
+			return advanced, "a Delete at or below the revision the watch started after"
+		case !ok:
+			return advanced, "" // gone already: a duplicate
 		}
-		inf.cache.remove(ev.Key)
-		inf.notifyLocked(ev.Key, change[V]{kind: kindDelete, old: it.value, cur: it.value})
+		last, _, err := inf.cache.remove(ev.Key)
+		if err != nil {
+			inf.panicked(err, ev.Key, ev.Revision, "deleted anyway, and removed from every index by a scan")
+		}
+		inf.notifyLocked(ev.Key, change[V]{kind: kindDelete, old: last, cur: last})
 	case Bookmark:
-		inf.resumeRev = inf.lastRev
-		return
+		// Every revision up to the bookmark's is complete. One below the
+		// last seen (etcd can send those) says nothing of the last.
+		inf.resumeRev = max(inf.resumeRev, ev.Revision)
+		return advanced, ""
 	default:
 		inf.log.Warn("ignoring watch event of unknown type", "type", ev.Type, "revision", ev.Revision)
-		return
+		return advanced, ""
 	}
 	inf.stats.events.Add(1)
+	return advanced, ""
 }
 
-// ingest applies the transform, if any.
-func (inf *Informer[K, V]) ingest(v V) V {
-	if inf.transform != nil {
-		return inf.transform(v)
+// ingest applies the transform, if any, and returns a panic in it as an
+// error.
+func (inf *Informer[K, V]) ingest(v V) (out V, err error) {
+	if inf.transform == nil {
+		return v, nil
 	}
-	return v
+	err = protect("transform", func() { out = inf.transform(v) })
+	return out, err
 }

@@ -235,8 +235,11 @@ func start[K comparable, V any](t *testing.T, inf *informer.Informer[K, V]) (sto
 }
 
 // cacheMap returns the informer's cache as a map.
-func cacheMap(inf *informer.Informer[string, int]) map[string]int {
-	m := map[string]int{}
+func cacheMap(inf *informer.Informer[string, int]) map[string]int { return cacheOf(inf) }
+
+// cacheOf returns an informer's cache as a map.
+func cacheOf[K comparable, V any](inf *informer.Informer[K, V]) map[K]V {
+	m := map[K]V{}
 	for _, e := range inf.List() {
 		m[e.Key] = e.Value
 	}

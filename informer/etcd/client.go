@@ -35,7 +35,7 @@ func NewClient[V any](client *clientv3.Client, prefix string, codec Codec[V]) *C
 
 // Get returns key's value and mod revision (the revision to pass to PutIf),
 // or ok false if the key does not exist. A value that does not decode is an
-// error.
+// error wrapping a *DecodeError.
 func (c *Client[V]) Get(ctx context.Context, key string) (v V, rev informer.Revision, ok bool, err error) {
 	resp, err := c.kv.Get(ctx, c.prefix+key)
 	if err != nil {
@@ -47,7 +47,8 @@ func (c *Client[V]) Get(ctx context.Context, key string) (v V, rev informer.Revi
 	kv := resp.Kvs[0]
 	v, err = c.codec.Unmarshal(kv.Value)
 	if err != nil {
-		return v, 0, false, fmt.Errorf("etcd client: get %q: decode: %w", key, err)
+		return v, 0, false, fmt.Errorf("etcd client: get %q: %w", key,
+			&DecodeError{Prefix: c.prefix, Key: key, Revision: informer.Revision(kv.ModRevision), Err: err})
 	}
 	return v, informer.Revision(kv.ModRevision), true, nil
 }

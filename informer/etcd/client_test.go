@@ -71,8 +71,11 @@ func TestClientShouldRoundTripValuesUnderItsPrefix(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, deleted)
 
-	_, err = cli.Put(ctx, prefix+"bad", "nope")
+	resp, err := cli.Put(ctx, prefix+"bad", "nope")
 	require.NoError(t, err)
 	_, _, _, err = c.Get(ctx, "bad")
-	assert.ErrorContains(t, err, "decode")
+	var decodeErr *etcd.DecodeError
+	require.ErrorAs(t, err, &decodeErr)
+	assert.Equal(t, "bad", decodeErr.Key)
+	assert.EqualValues(t, resp.Header.Revision, decodeErr.Revision)
 }

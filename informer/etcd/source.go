@@ -29,16 +29,18 @@ func WithCodec[V any](c Codec[V]) Option[V] {
 	return func(o *options[V]) { o.codec = c }
 }
 
-// WithLogger sets where undecodable values are logged. Default:
-// slog.Default().
+// WithLogger sets where the Source logs the undecodable values it skips
+// because a later write has replaced them (see the package doc); the ones
+// it fails on are in the error it returns. Default: slog.Default().
 func WithLogger[V any](l *slog.Logger) Option[V] {
 	return func(o *options[V]) { o.logger = l }
 }
 
 // WithDecodeErrorHandler sets a function called, from the goroutine running
 // List or Watch, with the key (relative to the prefix) and the error of every
-// value the codec cannot decode. It must not block. Default: none (the error
-// is still counted and logged).
+// value the codec cannot decode, before List or Watch fails with it (or
+// skips it, see the package doc). It must not block. Default: none (the
+// error is still counted, and returned or logged).
 func WithDecodeErrorHandler[V any](f func(key string, err error)) Option[V] {
 	return func(o *options[V]) { o.onDecodeError = f }
 }
@@ -77,11 +79,32 @@ func NewSource[V any](client *clientv3.Client, prefix string, opts ...Option[V])
 func (s *Source[V]) Prefix() string { return s.prefix }
 
 // DecodeErrors returns how many values the codec failed to decode so far,
-// in List and Watch together. Each failure was skipped.
+// in List and Watch together, counting every attempt (a watch that fails
+// on a value and is resumed meets it again).
 func (s *Source[V]) DecodeErrors() uint64 { return s.decodeErrors.Load() }
 
-// List reads every key under the prefix with one Get and returns the
-// decodable ones with the revision of the read.
+// DecodeError is the error of a Source's List or Watch, or of a Client's
+// Get, that met a value its codec cannot decode: it names the key and its
+// mod revision, and wraps the codec's error. Match it with errors.As.
+type DecodeError struct {
+	Prefix   string            // the Source's or Client's prefix
+	Key      string            // relative to the prefix
+	Revision informer.Revision // the value's mod revision
+	Err      error             // the codec's error
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("etcd prefix %q: the value of key %q at mod revision %d does not decode: %v",
+		e.Prefix, e.Key, e.Revision, e.Err)
+}
+
+// Unwrap returns the codec's error.
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// List reads every key under the prefix with one Get and returns them with
+// the revision of the read. If a value does not decode, it fails with a
+// *DecodeError: leaving the key out would tell the informer that it was
+// deleted.
 func (s *Source[V]) List(ctx context.Context) ([]informer.Entry[string, V], informer.Revision, error) {
 	resp, err := s.client.Get(ctx, s.prefix, clientv3.WithPrefix())
 	if err != nil {
@@ -92,8 +115,7 @@ func (s *Source[V]) List(ctx context.Context) ([]informer.Entry[string, V], info
 		key := s.key(kv.Key)
 		v, err := s.opts.codec.Unmarshal(kv.Value)
 		if err != nil {
-			s.decodeFailed(key, kv.ModRevision, err)
-			continue
+			return nil, 0, s.decodeFailed(key, kv.ModRevision, err)
 		}
 		entries = append(entries, informer.Entry[string, V]{Key: key, Value: v})
 	}
@@ -102,12 +124,17 @@ func (s *Source[V]) List(ctx context.Context) ([]informer.Entry[string, V], info
 
 // Watch emits every change under the prefix with a revision greater than
 // after, and bookmarks from etcd's progress notifications, until ctx is done
-// (it returns ctx.Err()), the watch fails, or emit returns an error.
+// (it returns ctx.Err()), the watch fails, or emit returns an error. It
+// fails with a *DecodeError at a value that does not decode, unless a later
+// write has replaced it, and with an error matching
+// informer.ErrRevisionExpired if after is compacted, or beyond the store's
+// revision (see the package doc).
 func (s *Source[V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, V]) error) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the watch on the etcd side when we return early
 	wch := s.client.Watch(clientv3.WithRequireLeader(wctx), s.prefix,
-		clientv3.WithPrefix(), clientv3.WithRev(int64(after)+1), clientv3.WithProgressNotify())
+		clientv3.WithPrefix(), clientv3.WithRev(int64(after)+1), clientv3.WithProgressNotify(),
+		clientv3.WithCreatedNotify())
 
 	last := after // highest revision emitted; bookmarks never go back
 	for resp := range wch {
@@ -124,11 +151,21 @@ func (s *Source[V]) Watch(ctx context.Context, after informer.Revision, emit fun
 		if resp.Canceled {
 			return fmt.Errorf("etcd source %q: watch canceled: %s", s.prefix, resp.CancelReason)
 		}
+		if resp.Created || resp.IsProgressNotify() {
+			// Both carry the member's current revision. Below after, the
+			// watch starts in the future: the store went back (restored
+			// from a snapshot without a revision bump), or this member
+			// lags the one the list read from.
+			if rev := informer.Revision(resp.Header.Revision); rev < after {
+				if err := s.checkNotBehind(ctx, after); err != nil {
+					return err
+				}
+			}
+		}
 		if resp.IsProgressNotify() {
 			// etcd 3.4 can answer a progress request with a revision below
-			// events already sent (etcd-io/etcd#15220), and reports the
-			// current revision to a watch that starts in the future: only
-			// a bookmark that moves forward is news.
+			// events already sent (etcd-io/etcd#15220): only a bookmark
+			// that moves forward is news.
 			if rev := informer.Revision(resp.Header.Revision); rev > last {
 				last = rev
 				if err := emit(informer.Event[string, V]{Type: informer.Bookmark, Revision: rev}); err != nil {
@@ -137,8 +174,14 @@ func (s *Source[V]) Watch(ctx context.Context, after informer.Revision, emit fun
 			}
 			continue
 		}
+		if resp.Created {
+			continue
+		}
 		for _, ev := range resp.Events {
-			e, ok := s.event(ev)
+			e, ok, err := s.event(ctx, ev)
+			if err != nil {
+				return err
+			}
 			if !ok {
 				continue
 			}
@@ -154,32 +197,61 @@ func (s *Source[V]) Watch(ctx context.Context, after informer.Revision, emit fun
 	return fmt.Errorf("etcd source %q: watch channel closed", s.prefix)
 }
 
-// event converts one etcd event; false if its value does not decode.
-func (s *Source[V]) event(ev *clientv3.Event) (informer.Event[string, V], bool) {
+// checkNotBehind returns an error matching informer.ErrRevisionExpired if
+// the store's revision is below after. It asks with a linearizable read,
+// which a member that merely lags answers only once it has caught up, so
+// that only a store that really went back makes the informer relist.
+func (s *Source[V]) checkNotBehind(ctx context.Context, after informer.Revision) error {
+	resp, err := s.client.Get(ctx, s.prefix) // one key: O(1), for the header
+	if err != nil {
+		return fmt.Errorf("etcd source %q: watch after revision %d: check the store's revision: %w", s.prefix, after, err)
+	}
+	if rev := informer.Revision(resp.Header.Revision); rev < after {
+		return fmt.Errorf("etcd source %q: watch after revision %d: the store is at revision %d, so it went back (restored from a snapshot?): %w",
+			s.prefix, after, rev, informer.ErrRevisionExpired)
+	}
+	return nil
+}
+
+// event converts one etcd event. A value that does not decode is an error,
+// unless a later write has replaced it: then the event is skipped (false),
+// since the later one, which the watch will deliver, says what the key is
+// now, and the informer may coalesce intermediate values.
+func (s *Source[V]) event(ctx context.Context, ev *clientv3.Event) (informer.Event[string, V], bool, error) {
 	e := informer.Event[string, V]{
 		Key:      s.key(ev.Kv.Key),
 		Revision: informer.Revision(ev.Kv.ModRevision),
 	}
 	if ev.Type == mvccpb.DELETE {
 		e.Type = informer.Delete
-		return e, true
+		return e, true, nil
 	}
 	v, err := s.opts.codec.Unmarshal(ev.Kv.Value)
 	if err != nil {
-		s.decodeFailed(e.Key, ev.Kv.ModRevision, err)
-		return e, false
+		decodeErr := s.decodeFailed(e.Key, ev.Kv.ModRevision, err)
+		resp, err := s.client.Get(ctx, string(ev.Kv.Key), clientv3.WithKeysOnly())
+		if err != nil {
+			return e, false, fmt.Errorf("%w; and reading the key again failed: %w", decodeErr, err)
+		}
+		if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision > ev.Kv.ModRevision {
+			s.opts.logger.Warn("etcd source: skipping a value that does not decode, which a later write replaced",
+				"prefix", s.prefix, "key", e.Key, "mod_revision", ev.Kv.ModRevision, "error", decodeErr.Err)
+			return e, false, nil
+		}
+		return e, false, decodeErr
 	}
 	e.Type, e.Value = informer.Put, v
-	return e, true
+	return e, true, nil
 }
 
 func (s *Source[V]) key(k []byte) string { return strings.TrimPrefix(string(k), s.prefix) }
 
-func (s *Source[V]) decodeFailed(key string, rev int64, err error) {
+// decodeFailed counts and reports a value that does not decode, and
+// returns the error to fail with.
+func (s *Source[V]) decodeFailed(key string, rev int64, err error) *DecodeError {
 	s.decodeErrors.Add(1)
-	s.opts.logger.Warn("etcd source: skipping value that does not decode",
-		"prefix", s.prefix, "key", key, "mod_revision", rev, "error", err)
 	if s.opts.onDecodeError != nil {
 		s.opts.onDecodeError(key, err)
 	}
+	return &DecodeError{Prefix: s.prefix, Key: key, Revision: informer.Revision(rev), Err: err}
 }

@@ -3,10 +3,12 @@ package etcd_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -156,54 +158,99 @@ func TestProgressNotificationShouldBecomeABookmark(t *testing.T) {
 	}
 }
 
-func TestUndecodableValueShouldBeCountedLoggedAndSkipped(t *testing.T) {
+func TestAnUndecodableValueShouldFailListAndWatchWithADecodeErrorNamingTheKeyAndRevision(t *testing.T) {
+	t.Parallel()
+	cli := etcdClient(t)
+	ctx := ctxFor(t, 20*time.Second)
+	prefix := uniquePrefix(t)
+	var mu sync.Mutex
+	var badKeys []string
+	src := etcd.NewSource(cli, prefix, etcd.WithDecodeErrorHandler[item](func(key string, err error) {
+		mu.Lock()
+		badKeys = append(badKeys, key)
+		mu.Unlock()
+	}))
+	c := etcd.NewClient[item](cli, prefix, nil)
+	good, err := c.Put(ctx, "good", item{N: 1})
+	require.NoError(t, err)
+	resp, err := cli.Put(ctx, prefix+"bad", "not json")
+	require.NoError(t, err)
+	bad := informer.Revision(resp.Header.Revision)
+
+	_, _, err = src.List(ctx)
+	var decodeErr *etcd.DecodeError
+	require.ErrorAs(t, err, &decodeErr, "a List that left the key out would delete it")
+	assert.Equal(t, etcd.DecodeError{Prefix: prefix, Key: "bad", Revision: bad, Err: decodeErr.Err}, *decodeErr)
+	var syntaxErr *json.SyntaxError
+	assert.ErrorAs(t, err, &syntaxErr, "it wraps the codec's error")
+	assert.Contains(t, err.Error(), `key "bad" at mod revision `+strconv.FormatUint(uint64(bad), 10))
+
+	var events []informer.Event[string, item]
+	err = src.Watch(ctx, good-1, func(e informer.Event[string, item]) error {
+		events = append(events, e)
+		return nil
+	})
+	require.ErrorAs(t, err, &decodeErr, "the watch keeps the last good value: it stops at the bad one")
+	assert.Equal(t, bad, decodeErr.Revision)
+	assert.Equal(t, []informer.Event[string, item]{{Type: informer.Put, Key: "good", Value: item{N: 1}, Revision: good}}, events)
+	assert.EqualValues(t, 2, src.DecodeErrors())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"bad", "bad"}, badKeys)
+}
+
+func TestWatchShouldSkipAnUndecodableValueThatALaterWriteReplaced(t *testing.T) {
 	t.Parallel()
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
 	var logs bytes.Buffer
 	var logMu sync.Mutex
-	var badKeys []string
 	src := etcd.NewSource(cli, prefix,
-		etcd.WithLogger[item](slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))),
-		etcd.WithDecodeErrorHandler[item](func(key string, err error) {
-			logMu.Lock()
-			badKeys = append(badKeys, key)
-			logMu.Unlock()
-		}))
+		etcd.WithLogger[item](slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))))
 	c := etcd.NewClient[item](cli, prefix, nil)
+	resp, err := cli.Put(ctx, prefix+"a", "{")
+	require.NoError(t, err)
+	fixed, err := c.Put(ctx, "a", item{N: 2})
+	require.NoError(t, err)
+	resp2, err := cli.Put(ctx, prefix+"b", "{")
+	require.NoError(t, err)
+	_, _, err = c.Delete(ctx, "b")
+	require.NoError(t, err)
 
-	_, err := cli.Put(ctx, prefix+"bad1", "not json")
-	require.NoError(t, err)
-	_, err = c.Put(ctx, "good1", item{N: 1})
-	require.NoError(t, err)
-
-	entries, rev, err := src.List(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, []informer.Entry[string, item]{{Key: "good1", Value: item{N: 1}}}, entries)
-	assert.EqualValues(t, 1, src.DecodeErrors())
-
-	r := startWatch(t, src, rev)
-	_, err = cli.Put(ctx, prefix+"bad2", "{")
-	require.NoError(t, err)
-	good2, err := c.Put(ctx, "good2", item{N: 2})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return r.lastRevision() >= good2 }, 10*time.Second, 10*time.Millisecond)
+	r := startWatch(t, src, informer.Revision(resp.Header.Revision)-1)
+	require.Eventually(t, func() bool { return r.lastRevision() > fixed }, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, r.stop())
-
-	var puts []informer.Event[string, item]
+	var got []string
 	for _, e := range r.snapshot() {
 		if e.Type != informer.Bookmark {
-			puts = append(puts, e)
+			got = append(got, fmt.Sprintf("%v %s %d", e.Type, e.Key, e.Value.N))
 		}
 	}
-	assert.Equal(t, []informer.Event[string, item]{{Type: informer.Put, Key: "good2", Value: item{N: 2}, Revision: good2}}, puts)
+	assert.Equal(t, []string{"Put a 2", "Delete b 0"}, got)
 	assert.EqualValues(t, 2, src.DecodeErrors())
 	logMu.Lock()
 	defer logMu.Unlock()
-	assert.Equal(t, []string{"bad1", "bad2"}, badKeys)
-	assert.Contains(t, logs.String(), "key=bad1")
-	assert.Contains(t, logs.String(), "key=bad2")
+	assert.Contains(t, logs.String(), "key=a mod_revision="+strconv.FormatInt(resp.Header.Revision, 10))
+	assert.Contains(t, logs.String(), "key=b mod_revision="+strconv.FormatInt(resp2.Header.Revision, 10))
+}
+
+func TestWatchAfterARevisionTheStoreHasNotReachedShouldExpire(t *testing.T) {
+	// As after etcd was restored from a snapshot without a revision bump:
+	// the informer's revision is from a history the store no longer has.
+	t.Parallel()
+	cli := etcdClient(t)
+	ctx := ctxFor(t, 20*time.Second)
+	src := etcd.NewSource[item](cli, uniquePrefix(t))
+	_, rev, err := src.List(ctx)
+	require.NoError(t, err)
+
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err = src.Watch(wctx, rev+1000, func(informer.Event[string, item]) error { return nil })
+	require.ErrorIs(t, err, informer.ErrRevisionExpired, "not a watch that waits for the store to catch up")
+	assert.Contains(t, err.Error(), "went back")
+	assert.NoError(t, wctx.Err(), "at once")
 }
 
 func TestWatchShouldEmitDeletesWithoutValueAtTheirRevision(t *testing.T) {

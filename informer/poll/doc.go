@@ -20,14 +20,18 @@
 //   - A diff emits a Put for each key that is new or whose value changed by
 //     the equality function (see WithEqual), in list order, then a Delete,
 //     with the last listed value, for each key that vanished, in the order
-//     of the previous list.
+//     of the previous list, then, if it emitted anything, an
+//     informer.Bookmark at its last revision.
 //   - Duplicate keys in one list: the last value wins, at the position of
 //     the first. Pagination over a changing collection returns duplicates
 //     in practice, and failing the list would stop the informer from ever
 //     converging.
 //   - A list error ends Watch with that error, wrapped; the informer backs
 //     off and calls Watch again, which expires only if another List or
-//     Watch has listed in between.
+//     Watch has listed in between. The informer resumes after the last
+//     revision it knows to be complete; the bookmark that ends each diff
+//     makes that the latest list's revision, so a transient error costs
+//     no relist.
 //   - One Source serves one informer. Concurrent calls are safe, but the
 //     Source has one latest list: a List, or another Watch's poll, makes a
 //     running Watch expire at its next poll, and the informer relists.

@@ -85,9 +85,11 @@ func (s *Source[K, V]) List(ctx context.Context) ([]informer.Entry[K, V], inform
 
 // Watch polls: it waits one jittered interval, lists, diffs the list
 // against the previous one and emits the changes, each with the next
-// revision, and repeats until ctx is done (it returns ctx.Err()), emit
-// returns an error (it returns that error), or the list function fails (it
-// returns that error, wrapped).
+// revision, then, if there were any, an informer.Bookmark at the last of
+// them, which tells the informer that the batch is complete (so that it
+// resumes a failed watch after it). It repeats until ctx is done (it
+// returns ctx.Err()), emit returns an error (it returns that error), or
+// the list function fails (it returns that error, wrapped).
 //
 // after must be the revision of the Source's latest list: what List
 // returned, or the revision of the last event a Watch emitted, if nothing
@@ -129,7 +131,18 @@ func (s *Source[K, V]) Watch(ctx context.Context, after informer.Revision, emit 
 				return err
 			}
 		}
+		if len(events) == 0 {
+			continue
+		}
 		after += informer.Revision(len(events))
+		// The batch is complete: say so. An informer resumes a failed
+		// watch after the last revision it knows to be complete, which
+		// without this would be one short of after, and a Watch after
+		// anything but the latest list expires: one failed list would
+		// relist and re-deliver every key.
+		if err := emit(informer.Event[K, V]{Type: informer.Bookmark, Revision: after}); err != nil {
+			return err
+		}
 	}
 }
 

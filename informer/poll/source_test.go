@@ -31,6 +31,9 @@ func name(o object) string { return o.Name }
 
 type event = informer.Event[string, object]
 
+// bookmark is the event that ends a poll that found changes.
+func bookmark(rev informer.Revision) event { return event{Type: informer.Bookmark, Revision: rev} }
+
 const interval = 10 * time.Second
 
 // backend is a fake list endpoint: the test sets what it lists, or an error,
@@ -205,6 +208,7 @@ func TestWatchShouldEmitPutsForNewAndChangedKeysThenDeletesWithTheLastValue(t *t
 		{Type: informer.Put, Key: "b", Value: b2, Revision: 4},
 		{Type: informer.Put, Key: "d", Value: d1, Revision: 5},
 		{Type: informer.Delete, Key: "c", Value: c1, Revision: 6},
+		bookmark(6), // the poll is complete
 	}, pollOnce(t, w, b, clk))
 
 	assert.Empty(t, pollOnce(t, w, b, clk), "nothing changed")
@@ -214,6 +218,7 @@ func TestWatchShouldEmitPutsForNewAndChangedKeysThenDeletesWithTheLastValue(t *t
 		{Type: informer.Delete, Key: "b", Value: b2, Revision: 7},
 		{Type: informer.Delete, Key: "d", Value: d1, Revision: 8},
 		{Type: informer.Delete, Key: "a", Value: a1, Revision: 9},
+		bookmark(9),
 	}, pollOnce(t, w, b, clk), "deletes in the previous list's order")
 
 	_, rev = list(t, s, b)
@@ -225,7 +230,7 @@ func TestWatchFromZeroOnANewSourceShouldEmitTheFirstListAsPuts(t *testing.T) {
 	a := object{Name: "a"}
 	b.set(a)
 	w := watch(t, s, 0)
-	assert.Equal(t, []event{{Type: informer.Put, Key: "a", Value: a, Revision: 1}}, pollOnce(t, w, b, clk))
+	assert.Equal(t, []event{{Type: informer.Put, Key: "a", Value: a, Revision: 1}, bookmark(1)}, pollOnce(t, w, b, clk))
 }
 
 func TestDuplicateKeysInOneListShouldKeepTheLastValueAtTheFirstPosition(t *testing.T) {
@@ -239,7 +244,7 @@ func TestDuplicateKeysInOneListShouldKeepTheLastValueAtTheFirstPosition(t *testi
 	w := watch(t, s, rev)
 	a3 := object{Name: "a", Version: 3}
 	b.set(a2, a3, z, a3)
-	assert.Equal(t, []event{{Type: informer.Put, Key: "a", Value: a3, Revision: 3}}, pollOnce(t, w, b, clk))
+	assert.Equal(t, []event{{Type: informer.Put, Key: "a", Value: a3, Revision: 3}, bookmark(3)}, pollOnce(t, w, b, clk))
 }
 
 func TestTheDefaultEqualityShouldCompareValuesDeeply(t *testing.T) {
@@ -252,7 +257,7 @@ func TestTheDefaultEqualityShouldCompareValuesDeeply(t *testing.T) {
 	assert.Empty(t, pollOnce(t, w, b, clk))
 	changed := object{Name: "a", Labels: []string{"y"}}
 	b.set(changed)
-	assert.Equal(t, []event{{Type: informer.Put, Key: "a", Value: changed, Revision: 2}}, pollOnce(t, w, b, clk))
+	assert.Equal(t, []event{{Type: informer.Put, Key: "a", Value: changed, Revision: 2}, bookmark(2)}, pollOnce(t, w, b, clk))
 }
 
 func TestWithEqualShouldDecideWhatIsAChange(t *testing.T) {
@@ -266,7 +271,7 @@ func TestWithEqualShouldDecideWhatIsAChange(t *testing.T) {
 	assert.Empty(t, pollOnce(t, w, b, clk))
 	v2 := object{Name: "a", Version: 2}
 	b.set(v2)
-	assert.Equal(t, []event{{Type: informer.Put, Key: "a", Value: v2, Revision: 2}}, pollOnce(t, w, b, clk))
+	assert.Equal(t, []event{{Type: informer.Put, Key: "a", Value: v2, Revision: 2}, bookmark(2)}, pollOnce(t, w, b, clk))
 }
 
 func TestWatchAfterAnotherRevisionThanTheLatestListShouldExpireWithoutListing(t *testing.T) {
@@ -308,22 +313,33 @@ func TestAListErrorShouldEndWatchWithTheErrorWrapped(t *testing.T) {
 	assert.EqualError(t, err, "poll: watch after revision 0: list: 503 Service Unavailable")
 }
 
-func TestAListErrorShouldNotExpireTheRevision(t *testing.T) {
-	// The informer resumes after a failed watch: it must not relist.
+func TestAWatchResumedAfterTheLastCompletePollShouldNotExpireAfterAListError(t *testing.T) {
+	// An informer resumes a failed watch after the last revision it knows
+	// to be complete: that of the last bookmark, or one before its last
+	// event without one. Resuming there must not expire (relisting would
+	// re-deliver every key), so a poll that found changes must end with a
+	// bookmark at its last revision.
 	s, b, clk := newTestSource(t)
 	b.set(object{Name: "a"})
 	_, rev := list(t, s, b)
-	b.fail(errors.New("timeout"))
 	w := watch(t, s, rev)
+	b.set(object{Name: "a"}, object{Name: "b"})
+	events := pollOnce(t, w, b, clk)
+	require.NotEmpty(t, events)
+	last := events[len(events)-1]
+	require.Equal(t, informer.Bookmark, last.Type, "the poll ends with a bookmark: %v", events)
+	resume := last.Revision
+
+	b.fail(errors.New("timeout"))
 	awaitTimer(t, clk)
 	clk.Step(interval)
 	require.Error(t, w.result(t))
 	b.awaitList(t)
 
 	b.fail(nil)
-	b.set(object{Name: "a"}, object{Name: "b"})
-	w = watch(t, s, rev)
-	assert.Equal(t, []event{{Type: informer.Put, Key: "b", Value: object{Name: "b"}, Revision: 2}}, pollOnce(t, w, b, clk))
+	b.set(object{Name: "a"}, object{Name: "b"}, object{Name: "c"})
+	w = watch(t, s, resume)
+	assert.Equal(t, []event{{Type: informer.Put, Key: "c", Value: object{Name: "c"}, Revision: 3}, bookmark(3)}, pollOnce(t, w, b, clk))
 }
 
 func TestListShouldReturnTheListErrorWrapped(t *testing.T) {
