@@ -34,11 +34,16 @@
 //     per-reconcile timeout, at shutdown after the grace period, at once when
 //     leadership is lost, and with WithCancelOnChange when its key changes.
 //   - Run returns only after every goroutine it started has returned.
-//   - Bad input (an empty name, a nil reconciler, zero workers, a watch of
-//     another key type, a duplicate name in a Manager or a metrics registry,
-//     a watch on an informer the Manager does not run) is an error from New or
+//   - Bad input (an empty name, a nil reconciler, a nil predicate, zero or
+//     more than MaxWorkers workers, a watch or rate limiter of another key
+//     type, a duplicate name in a Manager or a metrics registry, a watch on
+//     an informer the Manager does not run) is an error from New or
 //     Manager.AddInformer, AddController or AddFunc, never a panic at run
-//     time.
+//     time. ByIndex checks its index name when it is called, at start-up.
+//   - A panic in a predicate, a key mapping or an enqueue (a key the queue
+//     cannot use, such as NaN) is recovered, logged with its stack and
+//     counted (converge_watch_panics_total); that one change is dropped and
+//     the process goes on.
 //
 // # Metrics
 //
@@ -51,7 +56,7 @@
 // controller_runtime_reconcile_time_seconds, controller_runtime_active_workers,
 // controller_runtime_max_concurrent_reconciles; its queue exports client-go's
 // workqueue_* metrics named after the controller. converge adds
-// converge_reconcile_parked_keys.
+// converge_reconcile_parked_keys and converge_watch_panics_total.
 //
 // # Tracing
 //

@@ -127,7 +127,20 @@ func Watch[K comparable, WK comparable, WV any](inf *informer.Informer[WK, WV], 
 // ByIndex returns a key function for Watch that finds the primary keys to
 // reconcile in the primary informer's index: the keys of every entry filed
 // under value(key, v) in the index named index.
+//
+// It panics at once if primary is nil, has no index of that name, or value
+// is nil: index names are fixed when the informer is built, so this is a
+// typo, and it should stop the program where it is written, at start-up,
+// rather than drop every change on the informer's delivery goroutine.
 func ByIndex[K comparable, V any, WK comparable, WV any](primary *informer.Informer[K, V], index string, value func(key WK, v WV) string) func(WK, WV) []K {
+	switch {
+	case primary == nil:
+		panic(fmt.Sprintf("reconcile.ByIndex(nil, %q): nil informer", index))
+	case !primary.HasIndex(index):
+		panic(fmt.Sprintf("reconcile.ByIndex: informer %q has no index named %q (give it with informer.WithIndex)", primary.Name(), index))
+	case value == nil:
+		panic(fmt.Sprintf("reconcile.ByIndex(informer %q, %q): nil value function", primary.Name(), index))
+	}
 	return func(key WK, v WV) []K {
 		entries := primary.ByIndex(index, value(key, v))
 		keys := make([]K, len(entries))

@@ -173,3 +173,12 @@ func TestAnOwnerChangeReconcilesEveryOldAndNewKeyOnce(t *testing.T) {
 		assert.Len(t, vs, 1, "key %s", k)
 	}
 }
+
+func TestByIndexRejectsAnIndexTheInformerDoesNotHaveWhenItIsCalled(t *testing.T) {
+	byParity := informer.WithIndex("parity", func(_ string, v int) []string { return []string{fmt.Sprint(v % 2)} })
+	primary := informer.New("ints", memory.New[string, int](), byParity)
+	value := func(_ string, v int) string { return fmt.Sprint(v % 2) }
+	assert.PanicsWithValue(t, `reconcile.ByIndex: informer "ints" has no index named "parity-typo" (give it with informer.WithIndex)`,
+		func() { reconcile.ByIndex[string, int](primary, "parity-typo", value) })
+	assert.NotPanics(t, func() { reconcile.ByIndex[string, int](primary, "parity", value) })
+}
