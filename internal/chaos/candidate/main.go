@@ -1,7 +1,7 @@
 //go:build linux
 
 // Command candidate is one replica for the leader election chaos tests and
-// benchmarks (package leader/chaos, bench): it campaigns for a lock in etcd
+// benchmarks (package internal/chaos, bench): it campaigns for a lock in etcd
 // or PostgreSQL with a leader.Elector and, while it leads, appends entries
 // to a log in the same backend, each write fenced by its term. It reports
 // what it does as JSON lines on stdout, for the test that started it.
@@ -45,7 +45,7 @@
 // # Output
 //
 // One JSON object per line, a candidates.Event (package
-// leader/chaos/candidates defines the format, for the tests and benchmarks
+// internal/chaos/candidates defines the format, for the tests and benchmarks
 // that read it): ready (the elector is about to run), leading (a term
 // started), write (one append: ok true if it was accepted, refused true if
 // the fence refused it; neither if it failed and its outcome is unknown),
@@ -74,8 +74,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/converge-go/converge/internal/chaos/candidates"
 	"github.com/converge-go/converge/leader"
-	"github.com/converge-go/converge/leader/chaos/candidates"
 	leaderetcd "github.com/converge-go/converge/leader/etcd"
 	leaderpg "github.com/converge-go/converge/leader/postgres"
 )

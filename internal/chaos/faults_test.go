@@ -14,8 +14,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/converge-go/converge/internal/chaos/candidates"
 	"github.com/converge-go/converge/internal/testserver"
-	"github.com/converge-go/converge/leader/chaos/candidates"
 )
 
 // stepDownMargin is the time, beyond RenewDeadline, that the leader's

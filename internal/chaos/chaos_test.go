@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-go/converge/internal/chaos/candidates"
 	"github.com/converge-go/converge/internal/testserver"
-	"github.com/converge-go/converge/leader/chaos/candidates"
 )
 
 // Margins over the timings' bounds, for a 2-core machine shared with other

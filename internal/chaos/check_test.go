@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/converge-go/converge/internal/chaos/candidates"
 	"github.com/converge-go/converge/leader"
-	"github.com/converge-go/converge/leader/chaos/candidates"
 )
 
 // span is when the leader of one term acted, as far as some records show:

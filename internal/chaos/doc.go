@@ -1,9 +1,9 @@
 // Package chaos holds the leader election's tests with real processes and
 // real servers; it has no code of its own. Its tests build
-// leader/chaos/candidate, a program that campaigns for a lock in etcd or
+// internal/chaos/candidate, a program that campaigns for a lock in etcd or
 // PostgreSQL and, while it leads, appends entries fenced by its term to a
 // log in the same backend (see the candidate's doc), then run several
-// candidates and read the log, with package leader/chaos/candidates:
+// candidates and read the log, with package internal/chaos/candidates:
 //
 //   - Safety: four candidates compete for one lock while the test SIGKILLs,
 //     SIGSTOPs (longer than the lease, so that another takes over, then
@@ -28,6 +28,6 @@
 // (make test runs the server packages with -p 1):
 //
 //	scripts/servers.sh start; eval "$(scripts/servers.sh env)"
-//	CONVERGE_INTEGRATION=1 go test -race -count=1 ./leader/chaos/...
+//	CONVERGE_INTEGRATION=1 go test -race -count=1 ./internal/chaos/...
 //	scripts/servers.sh stop
 package chaos
