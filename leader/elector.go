@@ -45,15 +45,18 @@ type Elector struct {
 }
 
 // New returns an Elector for lock, or an error wrapping ErrInvalidConfig if
-// cfg is invalid: empty Identity, a negative duration, JitterFactor below 1,
-// RenewDeadline not shorter than LeaseDuration, or RenewDeadline not longer
-// than JitterFactor×RetryPeriod (all after defaults are applied).
+// cfg is invalid: empty Identity, a negative duration, JitterFactor below 1
+// or not a finite number (NaN, +Inf), RenewDeadline not shorter than
+// LeaseDuration, or RenewDeadline not longer than JitterFactor×RetryPeriod
+// (all after defaults are applied; the error marks a value the caller left
+// zero as "(the default)").
 func New(lock Lock, cfg Config) (*Elector, error) {
 	if lock == nil {
 		return nil, fmt.Errorf("%w: nil Lock", ErrInvalidConfig)
 	}
+	set := cfg
 	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.validate(set); err != nil {
 		return nil, err
 	}
 	return &Elector{lock: lock, cfg: cfg}, nil
