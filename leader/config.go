@@ -63,9 +63,12 @@ type Config struct {
 
 	// OnStartedLeading is called in its own goroutine when this elector
 	// becomes leader, with a context that carries the term (see
-	// TermFromContext) and is cancelled when leadership ends. It should
-	// return promptly once ctx is done: Run does not campaign again, call
-	// OnStoppedLeading or return until it has. Default: nothing.
+	// TermFromContext) and is cancelled when leadership ends or Run's
+	// context is done. It should return promptly once ctx is done: Run does
+	// not campaign again, call OnStoppedLeading or return until it has.
+	// After Run's context is done the elector keeps renewing the lease until
+	// it returns, so work it finishes then cannot overlap the next leader's;
+	// after leadership is lost it cannot. Default: nothing.
 	OnStartedLeading func(ctx context.Context)
 
 	// OnStoppedLeading is called after a term ends, once OnStartedLeading
