@@ -142,6 +142,15 @@ func (h *harness) leader(timeout time.Duration) (*candidates.Proc, leader.Term) 
 	}
 }
 
+// pauses returns the times each candidate was paused, by identity.
+func (h *harness) pauses() map[string][]candidates.Pause {
+	out := map[string][]candidates.Pause{}
+	for _, p := range h.Procs() {
+		out[p.ID()] = p.Pauses()
+	}
+	return out
+}
+
 // stopAll sends SIGTERM to every candidate that has not exited (resuming
 // paused ones), waits for them, and checks that they exited cleanly.
 func (h *harness) stopAll() {

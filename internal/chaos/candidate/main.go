@@ -1,29 +1,43 @@
 //go:build linux
 
 // Command candidate is one replica for the leader election chaos tests and
-// benchmarks (package internal/chaos, bench): it campaigns for a lock in etcd
-// or PostgreSQL with a leader.Elector and, while it leads, appends entries
-// to a log in the same backend, each write fenced by its term. It reports
-// what it does as JSON lines on stdout, for the test that started it.
+// benchmarks (package internal/chaos, bench): it runs a reconcile.Manager
+// with leader election over a lock in etcd or PostgreSQL and, while it
+// leads, appends entries to a log in the same backend, each write fenced by
+// its term, and, with -hold, reconciles. It reports what it does as JSON
+// lines on stdout, for the test that started it.
 //
 //	candidate -backend etcd -endpoints 127.0.0.1:2379 -lock /k -prefix /p -id a
 //	candidate -backend postgres -dsn postgres://… -lock name -prefix tbl -id a
 //
+// The Manager stands by after losing leadership (it campaigns again, as an
+// Elector's Run does), releases the lock on shutdown if -release, and
+// serves no HTTP.
+//
 // # Work and fencing
 //
-// While leading it loops: read the clock (end), check Elector.IsLeader,
-// append the entry (term, identity, start, end) where start is the previous
-// entry's end (the first entry's start is when the term began), then sleep
-// -every. IsLeader is checked at both ends of every interval, and a lease,
-// once lapsed, stays lapsed for the term, so each interval lies within the
-// lease the elector judged by its own clock; the test checks that intervals
-// of different terms never overlap. IsLeader rather than the context:
-// after a pause of the whole process (SIGSTOP, a frozen VM) the work can run
-// before the watchdog that cancels the context does, while IsLeader reads
-// the clock. When the term ends (the loop sees IsLeader false or the context
-// done) it makes one more write, marked late, without checking: the write a
-// reconciler has in flight when it is deposed. The fence must refuse it if
-// a newer term has written.
+// A leader-only function loops while the term lasts: read the clock (end),
+// check Manager.IsLeader, append the entry (term, identity, start, end)
+// where start is the previous entry's end (the first entry's start is when
+// the term began), then sleep -every. IsLeader is checked at both ends of
+// every interval, and a lease, once lapsed, stays lapsed for the term, so
+// each interval lies within the lease the elector judged by its own clock;
+// the test checks that intervals of different terms never overlap. IsLeader
+// rather than the context: after a pause of the whole process (SIGSTOP, a
+// frozen VM) the work can run before the watchdog that cancels the context
+// does, while IsLeader reads the clock. When the term ends or the Manager
+// stops (the loop sees IsLeader false or its context done) it makes one
+// more write, marked late, without checking: the write a reconciler has in
+// flight when it is deposed. The fence must refuse it if a newer term has
+// written.
+//
+// With -hold D, a controller also reconciles one key over and over while
+// the term lasts, each reconcile taking D (unless its context is cancelled)
+// and reported when it starts and ends; one that starts while IsLeader is
+// false (after a pause, before the watchdog ends the term) is marked late.
+// On SIGTERM the Manager lets the reconcile in progress finish within its
+// shutdown grace (30s) while it keeps renewing the lease: the test checks
+// that nothing of the next term begins before it has ended.
 //
 // The append is fenced: in etcd one transaction
 //
@@ -46,14 +60,14 @@
 //
 // One JSON object per line, a candidates.Event (package
 // internal/chaos/candidates defines the format, for the tests and benchmarks
-// that read it): ready (the elector is about to run), leading (a term
+// that read it): ready (the Manager is about to run), leading (a term
 // started), write (one append: ok true if it was accepted, refused true if
 // the fence refused it; neither if it failed and its outcome is unknown),
-// cancelled (the term's context was cancelled), stopped (the term's work
-// returned) and exit (Run returned, after the release if -release). Times
-// are CLOCK_MONOTONIC nanoseconds, which every process on the machine
-// shares. SIGTERM or SIGINT cancels
-// Run's context.
+// cancelled (the term's work was told to stop), stopped (the writing
+// function returned), reconciling and reconciled (a reconcile started and
+// ended), and exit (the Manager's Run returned, after the release if
+// -release). Times are CLOCK_MONOTONIC nanoseconds, which every process on
+// the machine shares. SIGTERM or SIGINT cancels Run's context.
 package main
 
 import (
@@ -62,6 +76,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -74,10 +89,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/informer/memory"
 	"github.com/converge-go/converge/internal/chaos/candidates"
 	"github.com/converge-go/converge/leader"
 	leaderetcd "github.com/converge-go/converge/leader/etcd"
 	leaderpg "github.com/converge-go/converge/leader/postgres"
+	"github.com/converge-go/converge/reconcile"
 )
 
 // errRefused reports a write the fence refused.
@@ -103,17 +121,20 @@ func main() {
 		retry     = flag.Duration("retry", leader.DefaultRetryPeriod, "RetryPeriod")
 		release   = flag.Bool("release", true, "ReleaseOnCancel")
 		every     = flag.Duration("every", 20*time.Millisecond, "time between two appends while leading")
+		hold      = flag.Duration("hold", 0, "how long each reconcile takes; 0: no controller")
 	)
 	flag.Parse()
-	if err := run(*kind, *endpoints, *dsn, *lockName, *prefix, *id, *lease, *renew, *retry, *release, *every); err != nil {
+	cfg := leader.Config{Identity: *id, LeaseDuration: *lease, RenewDeadline: *renew, RetryPeriod: *retry, ReleaseOnCancel: *release}
+	if err := run(*kind, *endpoints, *dsn, *lockName, *prefix, cfg, *every, *hold); err != nil {
 		fmt.Fprintln(os.Stderr, "candidate:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kind, endpoints, dsn, lockName, prefix, id string, lease, renew, retry time.Duration, release bool, every time.Duration) error {
+func run(kind, endpoints, dsn, lockName, prefix string, cfg leader.Config, every, hold time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	id := cfg.Identity
 	out := &emitter{enc: json.NewEncoder(os.Stdout), id: id}
 
 	var (
@@ -133,57 +154,112 @@ func run(kind, endpoints, dsn, lockName, prefix, id string, lease, renew, retry 
 	}
 	defer b.close()
 
-	write := func(e candidates.Entry) {
-		wctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		err := b.append(wctx, e)
-		ev := candidates.Event{Ev: "write", Term: e.Term, Late: e.Late, Start: e.Start, End: e.End, Done: candidates.Mono(), OK: err == nil, Refused: errors.Is(err, errRefused)}
-		if err != nil && !ev.Refused {
-			ev.Err = err.Error()
-		}
-		out.emit(ev)
-	}
-
-	var e *leader.Elector
-	e, err = leader.New(b.lock, leader.Config{
-		Identity:        id,
-		LeaseDuration:   lease,
-		RenewDeadline:   renew,
-		RetryPeriod:     retry,
-		ReleaseOnCancel: release,
-		OnStartedLeading: func(lctx context.Context) {
-			term, _ := leader.TermFromContext(lctx)
-			start := candidates.Mono()
-			out.emit(candidates.Event{Ev: "leading", Term: term, Start: start})
-			context.AfterFunc(lctx, func() { out.emit(candidates.Event{Ev: "cancelled", Term: term}) })
-			for e.IsLeader() {
-				end := candidates.Mono()
-				if !e.IsLeader() {
-					break
-				}
-				write(candidates.Entry{Term: term, Identity: id, Start: start, End: end})
-				start = end
-				t := time.NewTimer(every)
-				select {
-				case <-lctx.Done():
-				case <-t.C:
-				}
-				t.Stop()
-			}
-			now := candidates.Mono()
-			write(candidates.Entry{Term: term, Identity: id, Start: now, End: now, Late: true})
-			out.emit(candidates.Event{Ev: "stopped", Term: term})
-		},
-	})
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	m, err := reconcile.NewManager(reconcile.ManagerOptions{Lock: b.lock, Leader: cfg, Standby: true, Logger: logger})
 	if err != nil {
 		return err
 	}
+	w := &writer{b: b, m: m, out: out, id: id, every: every}
+	if err := m.AddFunc("writer", true, w.run); err != nil {
+		return err
+	}
+	if hold > 0 {
+		if err := addReconciler(m, out, hold, logger); err != nil {
+			return err
+		}
+	}
 	out.emit(candidates.Event{Ev: "ready"})
-	if err := e.Run(ctx); err != nil {
+	if err := m.Run(ctx); err != nil {
 		return err
 	}
 	out.emit(candidates.Event{Ev: "exit"})
 	return nil
+}
+
+// writer appends fenced entries while its term lasts (see the package doc).
+type writer struct {
+	b     backend
+	m     *reconcile.Manager
+	out   *emitter
+	id    string
+	every time.Duration
+}
+
+func (w *writer) run(ctx context.Context) error {
+	term, _ := leader.TermFromContext(ctx)
+	start := candidates.Mono()
+	w.out.emit(candidates.Event{Ev: "leading", Term: term, Start: start})
+	context.AfterFunc(ctx, func() { w.out.emit(candidates.Event{Ev: "cancelled", Term: term}) })
+	// The lease outlives ctx while the Manager stops (it keeps it until the
+	// controllers' grace is over): stop writing at either.
+	for ctx.Err() == nil && w.m.IsLeader() {
+		end := candidates.Mono()
+		if !w.m.IsLeader() {
+			break
+		}
+		w.write(candidates.Entry{Term: term, Identity: w.id, Start: start, End: end})
+		start = end
+		t := time.NewTimer(w.every)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	now := candidates.Mono()
+	w.write(candidates.Entry{Term: term, Identity: w.id, Start: now, End: now, Late: true})
+	w.out.emit(candidates.Event{Ev: "stopped", Term: term})
+	return nil
+}
+
+// write appends e on a context of its own (timeout 2s), not the term's, so
+// that losing leadership never cancels a write already sent: the fence,
+// not the cancellation, is what must stop it.
+func (w *writer) write(e candidates.Entry) {
+	wctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := w.b.append(wctx, e)
+	ev := candidates.Event{Ev: "write", Term: e.Term, Late: e.Late, Start: e.Start, End: e.End, Done: candidates.Mono(), OK: err == nil, Refused: errors.Is(err, errRefused)}
+	if err != nil && !ev.Refused {
+		ev.Err = err.Error()
+	}
+	w.out.emit(ev)
+}
+
+// addReconciler adds a controller that reconciles one key again and again,
+// each reconcile taking hold unless its context is cancelled first.
+func addReconciler(m *reconcile.Manager, out *emitter, hold time.Duration, logger *slog.Logger) error {
+	store := memory.New[string, int]()
+	store.Put("k", 1)
+	inf := informer.New("work", store)
+	rec := reconcile.Func[string](func(ctx context.Context, _ string) (reconcile.Result, error) {
+		term, _ := leader.TermFromContext(ctx)
+		start := candidates.Mono()
+		// Late: begun when the lease had lapsed by this replica's clock,
+		// as after a pause of the whole process, before the watchdog has
+		// cancelled the term.
+		late := !m.IsLeader()
+		out.emit(candidates.Event{Ev: "reconciling", Term: term, Start: start, Late: late})
+		t := time.NewTimer(hold)
+		defer t.Stop()
+		ev := candidates.Event{Ev: "reconciled", Term: term, Start: start, Late: late}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			ev.Err = context.Cause(ctx).Error()
+		}
+		ev.End = candidates.Mono()
+		out.emit(ev)
+		return reconcile.Result{RequeueAfter: time.Millisecond}, nil
+	})
+	c, err := reconcile.New("work", rec, reconcile.For(inf), reconcile.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	if err := m.AddInformer(inf); err != nil {
+		return err
+	}
+	return m.AddController(c)
 }
 
 // emitter writes events as JSON lines, one at a time.
