@@ -62,6 +62,19 @@ func (r *leasedReplica) stop() error {
 	return <-r.done
 }
 
+// reconcilingLeader starts replica "a" on a fresh lock, over a store with
+// one key, and returns once a leads and reconciles the key.
+func reconcilingLeader(t *testing.T) (*leadermemory.Lock, *memory.Store[string, int], *leasetest.Journal, *leasedReplica) {
+	t.Helper()
+	store := memory.New[string, int]()
+	store.Put("k", 1)
+	lock := leadermemory.NewLock()
+	j := leasetest.New()
+	a := startLeasedReplica(t, "a", lock, store, j)
+	require.True(t, j.Await(time.Minute, started("a")), "a leads and reconciles")
+	return lock, store, j, a
+}
+
 func started(replica string) func(done, running []leasetest.Interval) bool {
 	return func(done, running []leasetest.Interval) bool {
 		for _, iv := range append(done, running...) {
@@ -75,12 +88,7 @@ func started(replica string) func(done, running []leasetest.Interval) bool {
 
 func TestAGracefulStopUnderALockShouldKeepTheNextLeaderWaitingUntilItsReconcilesHaveEnded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memory.New[string, int]()
-		store.Put("k", 1)
-		lock := leadermemory.NewLock()
-		j := leasetest.New()
-		a := startLeasedReplica(t, "a", lock, store, j)
-		require.True(t, j.Await(time.Minute, started("a")), "a leads and reconciles")
+		lock, store, j, a := reconcilingLeader(t)
 		b := startLeasedReplica(t, "b", lock, store, j)
 		time.Sleep(bubbleLease) // b campaigns, and sees a renew
 		require.Empty(t, j.Done(), "a's reconcile is still in progress")
@@ -108,12 +116,7 @@ func TestAGracefulStopUnderALockShouldKeepTheNextLeaderWaitingUntilItsReconciles
 
 func TestLosingTheLeaseDuringTheShutdownGraceShouldCancelTheReconcilesInProgressAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memory.New[string, int]()
-		store.Put("k", 1)
-		lock := leadermemory.NewLock()
-		j := leasetest.New()
-		a := startLeasedReplica(t, "a", lock, store, j)
-		require.True(t, j.Await(time.Minute, started("a")))
+		lock, _, j, a := reconcilingLeader(t)
 
 		a.cancel() // a graceful stop: a's reconcile gets the grace
 		time.Sleep(bubbleLease)
