@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
+	"github.com/converge-go/converge/internal/chaos/candidates"
 	"github.com/converge-go/converge/leader"
-	"github.com/converge-go/converge/leader/chaos/candidates"
 	"github.com/converge-go/converge/leader/memory"
 )
 

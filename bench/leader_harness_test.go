@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/converge-go/converge/internal/chaos/candidates"
 	"github.com/converge-go/converge/internal/testserver"
 	"github.com/converge-go/converge/leader"
-	"github.com/converge-go/converge/leader/chaos/candidates"
 )
 
 // This file runs leader/chaos/candidate processes for the fail-over

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -47,7 +48,7 @@ type Config struct {
 
 	// JitterFactor spreads a candidate's waits uniformly over
 	// [RetryPeriod, JitterFactor×RetryPeriod] so that candidates do not
-	// retry in lockstep. It must be at least 1; 1 means no jitter.
+	// retry in lockstep. It must be a finite number, at least 1; 1 means no jitter.
 	// RenewDeadline must exceed JitterFactor×RetryPeriod, so that a leader
 	// has time for more than one renewal attempt. Default:
 	// DefaultJitterFactor (1.2).
@@ -62,9 +63,12 @@ type Config struct {
 
 	// OnStartedLeading is called in its own goroutine when this elector
 	// becomes leader, with a context that carries the term (see
-	// TermFromContext) and is cancelled when leadership ends. It should
-	// return promptly once ctx is done: Run does not campaign again, call
-	// OnStoppedLeading or return until it has. Default: nothing.
+	// TermFromContext) and is cancelled when leadership ends or Run's
+	// context is done. It should return promptly once ctx is done: Run does
+	// not campaign again, call OnStoppedLeading or return until it has.
+	// After Run's context is done the elector keeps renewing the lease until
+	// it returns, so work it finishes then cannot overlap the next leader's;
+	// after leadership is lost it cannot. Default: nothing.
 	OnStartedLeading func(ctx context.Context)
 
 	// OnStoppedLeading is called after a term ends, once OnStartedLeading
@@ -114,11 +118,26 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// validate checks a Config that has its defaults applied.
-func (c Config) validate() error {
+// validate checks a Config that has its defaults applied; set is the Config
+// as the caller gave it, so that an error can say which of the values it
+// names are defaults the caller never set.
+func (c Config) validate(set Config) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
+	// Each value as the errors show it: with "(the default)" if the caller
+	// left the field zero, so that an error about a value the caller never
+	// wrote does not read as if they had.
+	show := func(v any, defaulted bool) string {
+		if defaulted {
+			return fmt.Sprintf("%v (the default)", v)
+		}
+		return fmt.Sprint(v)
+	}
+	lease := show(c.LeaseDuration, set.LeaseDuration == 0)
+	renew := show(c.RenewDeadline, set.RenewDeadline == 0)
+	retry := show(c.RetryPeriod, set.RetryPeriod == 0)
+	jitter := show(c.JitterFactor, set.JitterFactor == 0)
 	switch {
 	case c.Identity == "":
 		return bad("Identity must not be empty")
@@ -128,12 +147,16 @@ func (c Config) validate() error {
 		return bad("RenewDeadline %v must be positive", c.RenewDeadline)
 	case c.RetryPeriod < 0:
 		return bad("RetryPeriod %v must be positive", c.RetryPeriod)
+	case math.IsNaN(c.JitterFactor) || math.IsInf(c.JitterFactor, 0):
+		// NaN fails every comparison below, and either would make the
+		// candidate's wait negative: a loop hammering the Lock.
+		return bad("JitterFactor %v must be a finite number, at least 1", c.JitterFactor)
 	case c.JitterFactor < 1:
 		return bad("JitterFactor %v must be at least 1", c.JitterFactor)
 	case c.RenewDeadline >= c.LeaseDuration:
-		return bad("RenewDeadline %v must be shorter than LeaseDuration %v", c.RenewDeadline, c.LeaseDuration)
+		return bad("RenewDeadline %s must be shorter than LeaseDuration %s", renew, lease)
 	case float64(c.RenewDeadline) <= c.JitterFactor*float64(c.RetryPeriod):
-		return bad("RenewDeadline %v must be longer than JitterFactor %v × RetryPeriod %v", c.RenewDeadline, c.JitterFactor, c.RetryPeriod)
+		return bad("RenewDeadline %s must be longer than JitterFactor %s × RetryPeriod %s", renew, jitter, retry)
 	}
 	return nil
 }

@@ -26,18 +26,27 @@
 //
 // # Safety argument
 //
+// A term's lease, as its holder reckons it, lasts from the start of the
+// acquisition until the holder's watchdog fires, the holder sees another
+// holder in the record, or the term is over (its work has returned and
+// Run's context is done). The leader's context is live only within the
+// lease: it is cancelled when the lease ends, and also as soon as Run's
+// context is done.
+//
 // Claim: given clocks whose rates differ from real time by at most a
 // fraction ρ, with RenewDeadline×(1+ρ) + ε < LeaseDuration×(1−ρ), where ε is
 // the time the leader's work needs to notice its cancelled context, no
-// candidate acquires the lock while a leader's context is still live.
+// candidate acquires the lock while a holder's lease lasts, so none while a
+// leader's context is still live.
 //
 //  1. The leader's lease is counted from the local time at which it started
 //     its last successful acquisition or renewal, t_s. The write landed at
 //     some real time t_w ≥ t_s, because the request was sent after t_s.
-//  2. A watchdog cancels the leader's context at t_s + RenewDeadline on the
-//     leader's clock, independently of any call to the Lock that may be
-//     blocked: at most RenewDeadline×(1+ρ) of real time after t_s. Check
-//     reports the case where the leader's work keeps running beyond it.
+//  2. A watchdog ends the lease, and so cancels the leader's context, at
+//     t_s + RenewDeadline on the leader's clock, independently of any call
+//     to the Lock that may be blocked: at most RenewDeadline×(1+ρ) of real
+//     time after t_s. Check reports the case where the leader's work keeps
+//     running beyond it.
 //  3. A candidate judges expiry only by its own clock: it remembers the
 //     local time t_o at which it first saw the record's current Version and
 //     takes over no earlier than LeaseDuration after t_o by its clock, that
@@ -50,11 +59,25 @@
 //  4. Any later write by the leader has a later t_s' and a new Version, so it
 //     only pushes both bounds later; a renewal the leader thought failed but
 //     that landed only makes candidates wait longer.
-//  5. Hence the leader's context is cancelled at most t_s + RenewDeadline×(1+ρ)
-//     and a candidate acquires at least t_s + LeaseDuration×(1−ρ), and the
-//     inequality in the claim orders them with ε to spare. With the defaults
-//     (15s, 10s) the margin is 5s, which tolerates drift ρ up to 20% with
-//     ε = 0; real clocks drift by far less than 0.1%.
+//  5. Hence the lease ends at most t_s + RenewDeadline×(1+ρ) and a candidate
+//     acquires at least t_s + LeaseDuration×(1−ρ), and the inequality in the
+//     claim orders them with ε to spare. With the defaults (15s, 10s) the
+//     margin is 5s, which tolerates drift ρ up to 20% with ε = 0; real
+//     clocks drift by far less than 0.1%.
+//
+// Stopping is where this matters most. When Run's context is done, the
+// leader's work is told to stop at once, but it may take a while: a
+// reconcile in progress may be given a grace to finish (reconcile.Manager
+// gives controllers one, 30s by default, longer than the default lease).
+// Run therefore keeps renewing until the work has returned, and only then
+// releases the lock (ReleaseOnCancel) or stops renewing. Had it stopped
+// renewing at once, a successor would start LeaseDuration later while the
+// old work still ran. If renewals fail while the work finishes, the lease
+// ends by step 2's bound as in any term, the work, already told to stop,
+// gets no further signal from the elector, and Check reports it once it
+// outlives the bound; a caller that must stop at that moment watches the
+// lease itself, as reconcile.Manager does by running the elector on a
+// context it cancels only after its work has returned.
 //
 // Only elapsed time on each machine's own clock is used, so the argument
 // needs bounded clock rates, not synchronised clocks. The record's

@@ -30,10 +30,11 @@ type Elector struct {
 	haveObserved bool
 	// leader is observed.HolderIdentity, kept for Leader and OnNewLeader.
 	leader string
-	// leaderCtx is the context of the current or last term, nil before the
-	// first. It is cancelled, always while holding mu, when the term ends;
-	// renewedAt only moves forward while leaderCtx is not cancelled, so a
-	// term never outlives renewedAt+RenewDeadline.
+	// leaderCtx is the leader's context of the current or last term, nil
+	// before the first. It is cancelled, always while holding mu, when the
+	// term's lease ends or Run's context is done. renewedAt only moves
+	// forward while the lease has not ended (see lead), so a lease never
+	// outlives renewedAt+RenewDeadline.
 	leaderCtx context.Context
 	// renewedAt is the local time at which the last successful acquisition
 	// or renewal of the current term was started (not finished: the write
@@ -45,27 +46,36 @@ type Elector struct {
 }
 
 // New returns an Elector for lock, or an error wrapping ErrInvalidConfig if
-// cfg is invalid: empty Identity, a negative duration, JitterFactor below 1,
-// RenewDeadline not shorter than LeaseDuration, or RenewDeadline not longer
-// than JitterFactor×RetryPeriod (all after defaults are applied).
+// cfg is invalid: empty Identity, a negative duration, JitterFactor below 1
+// or not a finite number (NaN, +Inf), RenewDeadline not shorter than
+// LeaseDuration, or RenewDeadline not longer than JitterFactor×RetryPeriod
+// (all after defaults are applied; the error marks a value the caller left
+// zero as "(the default)").
 func New(lock Lock, cfg Config) (*Elector, error) {
 	if lock == nil {
 		return nil, fmt.Errorf("%w: nil Lock", ErrInvalidConfig)
 	}
+	set := cfg
 	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.validate(set); err != nil {
 		return nil, err
 	}
 	return &Elector{lock: lock, cfg: cfg}, nil
 }
 
 // Run campaigns, leads and renews until ctx is done, and returns nil then.
-// Each term runs OnStartedLeading; when the term ends (renewals failed until
-// RenewDeadline, another holder was seen, or ctx is done) Run cancels the
-// leader's context, waits for OnStartedLeading to return, calls
-// OnStoppedLeading and, if ctx is not done, campaigns again. If ctx is done
-// and ReleaseOnCancel is set, Run releases the lock before returning. Run
-// returns an error only if it was called before on this Elector.
+// Each term runs OnStartedLeading. When the term ends (renewals failed until
+// RenewDeadline, or another holder was seen) Run cancels the leader's
+// context, waits for OnStartedLeading to return, calls OnStoppedLeading and
+// campaigns again.
+//
+// When ctx is done during a term, Run cancels the leader's context at once
+// but keeps renewing the lease until OnStartedLeading has returned, so that
+// the next leader cannot start while this one's work is still finishing;
+// if renewals fail meanwhile, the lease still ends RenewDeadline after the
+// last successful one, as in any term. Then, if ReleaseOnCancel is set, Run
+// releases the lock; it calls OnStoppedLeading and returns. Run returns an
+// error only if it was called before on this Elector.
 func (e *Elector) Run(ctx context.Context) error {
 	if !e.started.CompareAndSwap(false, true) {
 		return errors.New("leader: Run called twice on one Elector")

@@ -368,3 +368,87 @@ func TestAHangingRenewalShouldNotDelayTheCancellationPastTheRenewDeadline(t *tes
 		assert.Equal(t, lastRenew.Add(renew), a.termsSoFar()[0].cancelled, "the watchdog, not the blocked call, ends the term")
 	})
 }
+
+// drainingWork is an OnStartedLeading that, once its context is cancelled,
+// goes on for drain of fake time (a reconcile finishing within its
+// shutdown grace) and records when it was cancelled and when it returned.
+type drainingWork struct {
+	clk   *clocktesting.FakeClock
+	drain time.Duration
+
+	mu                  sync.Mutex
+	cancelled, returned time.Time
+}
+
+func (w *drainingWork) run(ctx context.Context) {
+	<-ctx.Done()
+	w.mu.Lock()
+	w.cancelled = w.clk.Now()
+	w.mu.Unlock()
+	<-w.clk.After(w.drain)
+	w.mu.Lock()
+	w.returned = w.clk.Now()
+	w.mu.Unlock()
+}
+
+func (w *drainingWork) times() (cancelled, returned time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cancelled, w.returned
+}
+
+func TestCancellingRunShouldKeepRenewingTheLeaseUntilTheLeadersWorkHasReturned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := newCluster(t)
+		work := &drainingWork{clk: cl.clk, drain: 3 * lease} // far longer than a lease
+		a := cl.start("a", func(c *leader.Config) {
+			c.ReleaseOnCancel = true
+			c.OnStartedLeading = work.run
+		})
+		b := cl.start("b", func(c *leader.Config) { c.ReleaseOnCancel = true })
+		defer b.stop()
+		cl.advance(3*time.Second+tick, nil)
+		require.True(t, a.IsLeader())
+
+		stoppedAt := cl.clk.Now()
+		a.cancel()
+		synctest.Wait()
+		cancelled, _ := work.times()
+		assert.Equal(t, stoppedAt, cancelled, "the leader's context is cancelled at once")
+		assert.False(t, a.IsLeader(), "a leader told to stop does not lead")
+		cl.until(work.drain+tick, func() bool {
+			_, returned := work.times()
+			if returned.IsZero() {
+				require.Empty(t, b.termsSoFar(), "b acquired at %v while a's work was still running", cl.clk.Since(stoppedAt))
+				require.NoError(t, a.Check(), "a renews while its work finishes")
+			}
+			return !returned.IsZero()
+		})
+		_, returned := work.times()
+		assert.Equal(t, stoppedAt.Add(work.drain), returned)
+		<-a.done
+		cl.until(retry, func() bool { return b.IsLeader() })
+		assert.LessOrEqual(t, b.termsSoFar()[0].started.Sub(returned), retry, "a released the lock once its work returned")
+	})
+}
+
+func TestFailingRenewalsWhileTheWorkFinishesShouldEndTheLeaseByTheRenewDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := newCluster(t)
+		work := &drainingWork{clk: cl.clk, drain: 3 * lease}
+		a := cl.start("a", func(c *leader.Config) { c.OnStartedLeading = work.run })
+		b := cl.start("b", nil)
+		defer b.stop()
+		cl.advance(3*time.Second+tick, nil)
+
+		a.cancel()
+		cl.advance(2*retry, nil) // renewals go on after the cancellation
+		a.lock.failing.Store(true)
+		cl.until(lease+renew, func() bool { return len(b.termsSoFar()) == 1 })
+		lastRenew := a.lock.lastSuccessfulWrite()
+		assert.GreaterOrEqual(t, b.termsSoFar()[0].started.Sub(lastRenew), lease, "b waited a full lease after a's last renewal")
+		assert.ErrorContains(t, a.Check(), "more than RenewDeadline", "a's work outlives its lease")
+		cl.until(work.drain, func() bool { _, returned := work.times(); return !returned.IsZero() })
+		<-a.done
+	})
+}

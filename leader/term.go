@@ -9,25 +9,41 @@ import (
 // lead runs one term that began with rec, acquired by an attempt started at
 // local time start, and returns when the term has ended and its work has
 // returned.
+//
+// A term has two contexts. The lease context is live while this elector
+// holds the lease by its own reckoning: the watchdog and a record showing
+// another holder end it, and so does lead once the term is over. Renewals
+// run on it. The leader's context, which OnStartedLeading gets, is its
+// child and is also cancelled as soon as ctx is done. When ctx is done the
+// lease is therefore kept, and renewed, until the work has returned: work
+// still finishing what it started never overlaps the next leader's (see
+// the package doc).
 func (e *Elector) lead(ctx context.Context, rec Record, start time.Time) {
-	leaderCtx, cancel := context.WithCancel(context.WithValue(ctx, termKey{}, rec.Term))
-	defer cancel()
+	leaseCtx, endLease := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), termKey{}, rec.Term))
+	defer endLease()
+	leaderCtx, cancelLeader := context.WithCancel(leaseCtx)
+	defer cancelLeader()
 	e.mu.Lock()
 	e.leaderCtx, e.renewedAt, e.working = leaderCtx, start, true
 	e.mu.Unlock()
+	stopOnDone := context.AfterFunc(ctx, func() { e.stop(cancelLeader) })
+	defer stopOnDone()
 
+	workDone := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer func() {
 			e.mu.Lock()
 			e.working = false
 			e.mu.Unlock()
+			close(workDone)
 		}()
 		e.cfg.OnStartedLeading(leaderCtx)
 	})
-	wg.Go(func() { e.watchdog(leaderCtx, cancel) })
-	e.renew(leaderCtx, cancel, rec)
-	e.stop(cancel)
+	wg.Go(func() { e.watchdog(leaseCtx, endLease) })
+	wg.Go(func() { e.renew(leaseCtx, endLease, rec) })
+	hold(ctx, leaseCtx, workDone)
+	e.stop(endLease)
 	wg.Wait()
 	if ctx.Err() != nil && e.cfg.ReleaseOnCancel {
 		e.release(ctx, rec.Term)
@@ -35,30 +51,49 @@ func (e *Elector) lead(ctx context.Context, rec Record, start time.Time) {
 	e.cfg.OnStoppedLeading()
 }
 
-// stop ends the term. It cancels under mu so that IsLeader, the watchdog
-// and renew see the term end atomically with respect to renewedAt.
+// hold returns when the lease has ended, or when both ctx is done and the
+// work has returned. Work that returns early, while ctx is not done, does
+// not end the term: it lasts until ctx is done or the lease is lost, as it
+// always has.
+func hold(ctx, leaseCtx context.Context, workDone <-chan struct{}) {
+	work, stop := workDone, ctx.Done()
+	for work != nil || stop != nil {
+		select {
+		case <-leaseCtx.Done():
+			return
+		case <-work:
+			work = nil // a nil channel blocks: wait for the other one
+		case <-stop:
+			stop = nil
+		}
+	}
+}
+
+// stop cancels a term's context under mu, so that IsLeader, the watchdog
+// and renew see it end atomically with respect to renewedAt (cancelling
+// the lease context cancels the leader's, its child, before returning).
 func (e *Elector) stop(cancel context.CancelFunc) {
 	e.mu.Lock()
 	cancel()
 	e.mu.Unlock()
 }
 
-// watchdog ends the term at renewedAt+RenewDeadline by the local clock,
+// watchdog ends the lease at renewedAt+RenewDeadline by the local clock,
 // however long a renewal blocks: this is the bound the safety argument
 // relies on, so it must not wait on the Lock.
-func (e *Elector) watchdog(leaderCtx context.Context, cancel context.CancelFunc) {
+func (e *Elector) watchdog(leaseCtx context.Context, endLease context.CancelFunc) {
 	for {
 		e.mu.Lock()
 		left := e.renewedAt.Add(e.cfg.RenewDeadline).Sub(e.cfg.Clock.Now())
 		if left <= 0 {
-			cancel()
+			endLease()
 			e.mu.Unlock()
 			return
 		}
 		e.mu.Unlock()
 		t := e.cfg.Clock.NewTimer(left)
 		select {
-		case <-leaderCtx.Done():
+		case <-leaseCtx.Done():
 			t.Stop()
 			return
 		case <-t.C():
@@ -66,30 +101,31 @@ func (e *Elector) watchdog(leaderCtx context.Context, cancel context.CancelFunc)
 	}
 }
 
-// renew renews the lease every RetryPeriod until leaderCtx is done or the
-// record shows another holder or term (then it ends the term at once).
-// Failed renewals are retried; the watchdog ends the term if none succeeds
-// in time.
-func (e *Elector) renew(leaderCtx context.Context, cancel context.CancelFunc, rec Record) {
-	for e.sleep(leaderCtx, e.cfg.RetryPeriod) {
+// renew renews the lease every RetryPeriod until leaseCtx is done or the
+// record shows another holder or term (then it ends the lease at once).
+// Failed renewals are retried; the watchdog ends the lease if none
+// succeeds in time.
+func (e *Elector) renew(leaseCtx context.Context, endLease context.CancelFunc, rec Record) {
+	for e.sleep(leaseCtx, e.cfg.RetryPeriod) {
 		start := e.cfg.Clock.Now()
-		cur, err := e.lock.Get(leaderCtx)
+		cur, err := e.lock.Get(leaseCtx)
 		if err != nil {
 			continue
 		}
 		e.observe(cur)
 		if cur.HolderIdentity != e.cfg.Identity || cur.Term != rec.Term {
-			return // lost; lead stops the term
+			e.stop(endLease) // lost
+			return
 		}
 		next := cur
 		next.RenewTime, next.LeaseDuration = start, e.cfg.LeaseDuration
-		stored, err := e.lock.Update(leaderCtx, cur, next)
+		stored, err := e.lock.Update(leaseCtx, cur, next)
 		if err != nil {
 			continue
 		}
 		e.observe(stored)
 		e.mu.Lock()
-		if leaderCtx.Err() == nil {
+		if leaseCtx.Err() == nil {
 			e.renewedAt = start
 		}
 		e.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -12,10 +13,6 @@ import (
 
 	"github.com/converge-go/converge/leader"
 )
-
-// DefaultAddr is the Manager's HTTP address when ManagerOptions.Addr is
-// empty: loopback only, so that nothing is exposed unless asked for.
-const DefaultAddr = "127.0.0.1:8081"
 
 // DefaultShutdownTimeout bounds how long Manager.Run waits, once its context
 // is done, for everything it started to return.
@@ -26,13 +23,21 @@ type ManagerOptions struct {
 	// Lock enables leader election over any backend (leader/memory,
 	// leader/etcd, leader/postgres): informers run on every replica, so
 	// that caches are warm, but controllers and leader-only functions run
-	// only while this replica leads, with the term's fencing token in their
-	// contexts. Default: nil, no election; controllers always run.
+	// only while this replica holds the lease, with the term's fencing
+	// token in their contexts. When Run's context is done, the Manager
+	// keeps renewing the lease until the controllers have finished their
+	// shutdown grace and every leader-only function has returned, and only
+	// then gives it up, so that no other replica starts leading while this
+	// one still acts; if the lease is lost meanwhile, the reconciles in
+	// progress are cancelled at once. Default: nil, no election;
+	// controllers always run.
 	Lock leader.Lock
 	// Leader configures the elector when Lock is set. Identity is required;
-	// the timings default to leader's defaults. Its OnStartedLeading and
-	// OnStoppedLeading must be nil: the Manager uses them. OnNewLeader is
-	// called as usual.
+	// the timings default to leader's defaults; ReleaseOnCancel releases
+	// the lease once everything leader-only has stopped. Its
+	// OnStartedLeading and OnStoppedLeading must be nil: the Manager uses
+	// them. OnNewLeader is called as usual. Setting any field without Lock
+	// is an error: it would run every replica as the leader.
 	Leader leader.Config
 	// Standby makes the Manager, on losing leadership, stop its controllers
 	// and campaign again, instead of returning an error wrapping
@@ -41,9 +46,12 @@ type ManagerOptions struct {
 	// false.
 	Standby bool
 
-	// Addr is the address of the HTTP server that serves /healthz, /readyz
-	// and /metrics; "off" disables it, and a port of 0 picks a free one
-	// (see Manager.Addr). Default: DefaultAddr, loopback.
+	// Addr is the host:port of an HTTP server that serves /healthz,
+	// /readyz and /metrics, e.g. "127.0.0.1:8081"; a port of 0 picks a
+	// free one (see Manager.Addr). NewManager rejects an address that is
+	// not host:port. Default: "" (or "off", for a command-line flag that
+	// needs a word), no server: a Manager opens no port unless asked, so
+	// that two in one process or on one host do not collide.
 	Addr string
 	// Gatherer is what /metrics serves, typically the *prometheus.Registry
 	// the controllers' WithMetrics registered on. Default: nil, /metrics
@@ -81,6 +89,14 @@ type Manager struct {
 	addr    string
 	started bool
 
+	// The terms' leader-only tasks: termsClosed is set once Run is
+	// stopping (no new term starts them), terms counts the terms running
+	// them, and term is the latest term's, for the shutdown timeout's
+	// error.
+	termsClosed bool
+	terms       sync.WaitGroup
+	term        *taskGroup
+
 	// lead runs a term's leader-only tasks; set by Run before the elector
 	// starts, called by the elector.
 	lead func(lctx context.Context)
@@ -92,11 +108,21 @@ type task struct {
 	run        func(ctx context.Context) error
 }
 
-// NewManager returns a Manager, or an error for invalid options (leader
-// timings and identity included).
+// NewManager returns a Manager, or an error for invalid options: leader
+// timings and identity, Leader set without Lock, an Addr that is not
+// host:port, a negative ShutdownTimeout.
 func NewManager(opts ManagerOptions) (*Manager, error) {
-	if opts.Addr == "" {
-		opts.Addr = DefaultAddr
+	if opts.Addr == "off" {
+		opts.Addr = ""
+	}
+	if opts.Addr != "" {
+		if _, _, err := net.SplitHostPort(opts.Addr); err != nil {
+			return nil, fmt.Errorf("reconcile.NewManager: Addr %q: want host:port (\"\" for no server): %w", opts.Addr, err)
+		}
+	}
+	if opts.Lock == nil && leaderConfigSet(opts.Leader) {
+		return nil, errors.New("reconcile.NewManager: Leader is set but Lock is nil: without a Lock there is no election " +
+			"and every replica would lead; set Lock (leader/memory, leader/etcd, leader/postgres) or leave Leader empty")
 	}
 	if opts.ShutdownTimeout < 0 {
 		return nil, fmt.Errorf("reconcile.NewManager: negative ShutdownTimeout %v", opts.ShutdownTimeout)
@@ -121,6 +147,13 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 		m.elector = e
 	}
 	return m, nil
+}
+
+// leaderConfigSet reports whether any field of c is set.
+func leaderConfigSet(c leader.Config) bool {
+	return c.Identity != "" || c.LeaseDuration != 0 || c.RenewDeadline != 0 || c.RetryPeriod != 0 ||
+		c.JitterFactor != 0 || c.ReleaseOnCancel || c.OnStartedLeading != nil || c.OnStoppedLeading != nil ||
+		c.OnNewLeader != nil || c.Clock != nil
 }
 
 // AddInformer adds an informer (*informer.Informer[K, V]) for Run to run on
@@ -158,7 +191,7 @@ func (m *Manager) AddController(c Runner) error {
 		if err := m.claim("controller", c.Name()); err != nil {
 			return err
 		}
-		m.leading = append(m.leading, task{"controller", c.Name(), c.Run})
+		m.leading = append(m.leading, task{kind: "controller", name: c.Name(), run: c.Run})
 		return nil
 	})
 }
@@ -174,7 +207,7 @@ func (m *Manager) AddFunc(name string, leaderOnly bool, fn func(ctx context.Cont
 		if err := m.claim("function", name); err != nil {
 			return err
 		}
-		t := task{"function", name, fn}
+		t := task{kind: "function", name: name, run: fn}
 		if leaderOnly {
 			m.leading = append(m.leading, t)
 		} else {
@@ -223,8 +256,9 @@ func (m *Manager) Addr() string {
 	return m.addr
 }
 
-// IsLeader reports whether this replica leads now; always true without
-// leader election.
+// IsLeader reports whether this replica leads now: it holds the lease,
+// also while its controllers finish their shutdown grace. Always true
+// without leader election.
 func (m *Manager) IsLeader() bool { return m.elector == nil || m.elector.IsLeader() }
 
 // Elector returns the Manager's elector, nil without leader election.

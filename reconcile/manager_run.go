@@ -20,13 +20,22 @@ import (
 // once; the controllers and leader-only functions at once without leader
 // election, or, with it, for each term this replica wins, with a context
 // that carries the term and is cancelled (with cause ErrLeadershipLost) the
-// moment the term ends. It also serves HTTP (see ManagerOptions.Addr).
+// moment the lease is lost. It also serves HTTP if ManagerOptions.Addr is
+// set.
+//
+// Once ctx is done, controllers stop taking keys and give the reconciles in
+// progress their shutdown grace, and leader-only functions are cancelled;
+// under leader election the lease is renewed meanwhile, and given up (or
+// released, with Leader.ReleaseOnCancel) only after all of them have
+// returned, so that the next leader never acts while this one still does.
+// A lease lost during the grace cancels the reconciles in progress at once.
 //
 // Run returns nil once ctx is done and everything has returned (at most
 // ShutdownTimeout later, or it returns an error naming what is still
 // running). It returns early with an error when anything it runs fails, and,
 // unless ManagerOptions.Standby, when leadership is lost: the error then wraps
-// ErrLeadershipLost, and the process should exit. Run may be called once.
+// ErrLeadershipLost, and the process should exit. A failure and a shutdown
+// that timed out are both returned (errors.Join). Run may be called once.
 func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	if m.started {
@@ -36,8 +45,12 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.started = true
 	m.mu.Unlock()
 
-	runCtx, fail := context.WithCancelCause(ctx)
-	defer fail(nil)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// A failure is told apart from the caller's cancellation by its cause's
+	// type and owner, never by comparing the caller's cause, which may be
+	// of any type, even an uncomparable one.
+	fail := func(err error) { cancel(&runFailure{m: m, err: err}) }
 	g := &taskGroup{ctx: runCtx, fail: fail}
 	// Informers stop after everything else has, so that controllers never
 	// run against a stopped cache, and they carry runCtx's values.
@@ -50,7 +63,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		return err
 	}
 	for _, c := range m.caches {
-		informers.start(task{"informer", c.Name(), c.Run})
+		informers.start(task{kind: "informer", name: c.Name(), run: c.Run})
 	}
 	for _, t := range m.always {
 		g.start(t)
@@ -60,44 +73,136 @@ func (m *Manager) Run(ctx context.Context) error {
 			g.start(t)
 		}
 	} else {
-		m.lead = func(lctx context.Context) { m.runTerm(runCtx, fail, lctx) }
-		g.start(task{"elector", m.opts.Lock.Describe(), m.elector.Run})
+		// The elector runs on a context of its own, cancelled only once no
+		// term's tasks run: its leader context (lctx) then means "this
+		// replica holds the lease" throughout, shutdown grace included.
+		electCtx, stopElector := context.WithCancel(context.WithoutCancel(runCtx))
+		defer stopElector()
+		m.lead = func(lctx context.Context) { m.leadTerm(runCtx, fail, lctx) }
+		g.start(task{kind: "elector", name: m.opts.Lock.Describe(), run: func(context.Context) error { return m.elector.Run(electCtx) }})
+		stop := context.AfterFunc(runCtx, func() {
+			m.closeTerms()
+			stopElector()
+		})
+		defer stop()
 	}
 	<-runCtx.Done()
 	m.opts.Logger.Info("manager stopping", "cause", context.Cause(runCtx))
 	deadline := time.Now().Add(m.opts.ShutdownTimeout)
-	err = g.wait(m.opts.ShutdownTimeout)
+	var timedOut error
+	if running := g.wait(m.opts.ShutdownTimeout); running != nil {
+		timedOut = m.shutdownTimedOut(append(m.termRunning(), running...))
+	}
 	stopInformers()
-	if err == nil {
-		err = informers.wait(time.Until(deadline))
+	if timedOut == nil {
+		if running := informers.wait(time.Until(deadline)); running != nil {
+			timedOut = m.shutdownTimedOut(running)
+		}
 	}
 	stopHTTP()
-	if cause := context.Cause(runCtx); ctx.Err() == nil || cause != context.Cause(ctx) {
-		return cause // a failure, not the caller's cancellation
-	}
-	return err
+	return joinErrs(m.failure(runCtx), timedOut)
 }
 
-// runTerm runs the leader-only tasks for one term, whose context is lctx,
-// and returns when they have returned.
-func (m *Manager) runTerm(runCtx context.Context, fail context.CancelCauseFunc, lctx context.Context) {
+// runFailure is the cause of Run's context when something Run runs failed.
+type runFailure struct {
+	m   *Manager
+	err error
+}
+
+func (f *runFailure) Error() string { return f.err.Error() }
+func (f *runFailure) Unwrap() error { return f.err }
+
+// failure returns the error that ended Run, if one of its own tasks did
+// (not the caller, nor another Manager running this one).
+func (m *Manager) failure(runCtx context.Context) error {
+	if f, ok := context.Cause(runCtx).(*runFailure); ok && f.m == m {
+		return f.err
+	}
+	return nil
+}
+
+func (m *Manager) shutdownTimedOut(running []string) error {
+	return fmt.Errorf("reconcile: manager shutdown timed out after %v; still running: %s", m.opts.ShutdownTimeout, strings.Join(running, ", "))
+}
+
+// joinErrs returns the errors that are not nil: nil, one as it is, or
+// several joined.
+func joinErrs(errs ...error) error {
+	errs = slices.DeleteFunc(errs, func(err error) bool { return err == nil })
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...) // nil for none
+}
+
+// leadTerm runs one term's leader-only tasks, unless Run is stopping, and
+// returns when they have.
+func (m *Manager) leadTerm(runCtx context.Context, fail func(error), lctx context.Context) {
+	m.mu.Lock()
+	if m.termsClosed || runCtx.Err() != nil {
+		// Won while stopping: act on nothing; the elector gives the lease
+		// up once Run cancels it.
+		m.mu.Unlock()
+		return
+	}
+	m.terms.Add(1)
+	m.mu.Unlock()
+	defer m.terms.Done()
+	m.runTerm(runCtx, fail, lctx)
+}
+
+// closeTerms stops terms from starting tasks and waits until no term's
+// tasks run.
+func (m *Manager) closeTerms() {
+	m.mu.Lock()
+	m.termsClosed = true
+	m.mu.Unlock()
+	m.terms.Wait()
+}
+
+// termRunning names the latest term's tasks still running.
+func (m *Manager) termRunning() []string {
+	m.mu.Lock()
+	g := m.term
+	m.mu.Unlock()
+	if g == nil {
+		return nil
+	}
+	return g.runningNow()
+}
+
+// runTerm runs the leader-only tasks for one term, whose context is lctx
+// (live while this replica holds the lease), and returns when they have
+// returned.
+//
+// The tasks get lctx's values (the term) but their own cancellation: a
+// lost lease cancels them with ErrLeadershipLost, on which controllers
+// cancel their reconciles at once; Run's end cancels them with its cause,
+// on which controllers give a grace. lctx also goes along (withLease), so
+// that a controller in its grace learns when the lease is lost.
+func (m *Manager) runTerm(runCtx context.Context, fail func(error), lctx context.Context) {
 	term, _ := leader.TermFromContext(lctx)
 	m.opts.Logger.Info("leading", "term", term)
-	tctx, cancel := context.WithCancelCause(context.WithoutCancel(lctx))
-	stop := context.AfterFunc(lctx, func() {
-		if runCtx.Err() == nil {
-			cancel(ErrLeadershipLost)
-		} else {
-			cancel(context.Cause(runCtx))
-		}
-	})
-	defer stop()
+	tctx, cancel := context.WithCancelCause(withLease(context.WithoutCancel(lctx), lctx))
+	defer cancel(nil)
+	stopLost := context.AfterFunc(lctx, func() { cancel(ErrLeadershipLost) })
+	defer stopLost()
+	stopShutdown := context.AfterFunc(runCtx, func() { cancel(context.Cause(runCtx)) })
+	defer stopShutdown()
 	g := &taskGroup{ctx: tctx, fail: fail}
+	m.mu.Lock()
+	m.term = g
+	m.mu.Unlock()
 	for _, t := range m.leading {
 		g.start(t)
 	}
 	g.waitAll()
-	cancel(nil)
+	// Tasks that all returned on their own leave the term held, idle,
+	// until it ends.
+	select {
+	case <-lctx.Done():
+	case <-runCtx.Done():
+	}
 	if runCtx.Err() == nil {
 		if m.opts.Standby {
 			m.opts.Logger.Warn("leadership lost; standing by", "term", term)
@@ -107,10 +212,26 @@ func (m *Manager) runTerm(runCtx context.Context, fail context.CancelCauseFunc, 
 	}
 }
 
+// leaseKey is the context key of the lease context (see withLease).
+type leaseKey struct{}
+
+// withLease returns ctx carrying lease, a context that is done when this
+// replica no longer holds the leader's lease.
+func withLease(ctx, lease context.Context) context.Context {
+	return context.WithValue(ctx, leaseKey{}, lease)
+}
+
+// leaseFrom returns the lease context a Manager put in ctx, or nil: a
+// controller's grace ends early when it is done.
+func leaseFrom(ctx context.Context) context.Context {
+	lease, _ := ctx.Value(leaseKey{}).(context.Context)
+	return lease
+}
+
 // taskGroup runs tasks and knows which are still running.
 type taskGroup struct {
 	ctx  context.Context
-	fail context.CancelCauseFunc
+	fail func(error)
 
 	wg      sync.WaitGroup
 	mu      sync.Mutex
@@ -131,15 +252,27 @@ func (g *taskGroup) start(t task) {
 			g.mu.Unlock()
 		}()
 		if err := t.run(g.ctx); err != nil && g.ctx.Err() == nil {
-			g.fail(fmt.Errorf("%s: %w", label, err))
+			// An informer's errors name it already ("informer %q: …"):
+			// say it once.
+			if !strings.HasPrefix(err.Error(), label+": ") {
+				err = fmt.Errorf("%s: %w", label, err)
+			}
+			g.fail(err)
 		}
 	})
 }
 
 func (g *taskGroup) waitAll() { g.wg.Wait() }
 
-// wait waits for every task, at most timeout of real time.
-func (g *taskGroup) wait(timeout time.Duration) error {
+func (g *taskGroup) runningNow() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.running)
+}
+
+// wait waits for every task, at most timeout of real time, and returns nil
+// or, on a timeout, the tasks still running.
+func (g *taskGroup) wait(timeout time.Duration) []string {
 	done := make(chan struct{})
 	go func() { g.wg.Wait(); close(done) }()
 	t := time.NewTimer(timeout)
@@ -148,16 +281,14 @@ func (g *taskGroup) wait(timeout time.Duration) error {
 	case <-done:
 		return nil
 	case <-t.C:
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return fmt.Errorf("reconcile: manager shutdown timed out after %v; still running: %s", timeout, strings.Join(g.running, ", "))
+		return g.runningNow()
 	}
 }
 
-// serveHTTP starts the health, readiness and metrics server, unless it is
-// off, and returns how to stop it.
+// serveHTTP starts the health, readiness and metrics server, if Addr is
+// set, and returns how to stop it.
 func (m *Manager) serveHTTP() (stop func(), err error) {
-	if m.opts.Addr == "off" {
+	if m.opts.Addr == "" {
 		return func() {}, nil
 	}
 	ln, err := net.Listen("tcp", m.opts.Addr)

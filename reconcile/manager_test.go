@@ -301,3 +301,89 @@ func TestShutdownNamesWhatDidNotStopInTime(t *testing.T) {
 	close(release)
 	assert.ErrorContains(t, err, `shutdown timed out after 50ms; still running: function "stubborn"`)
 }
+
+func TestNewManagerShouldRejectALeaderConfigWithoutALock(t *testing.T) {
+	for name, cfg := range map[string]leader.Config{
+		"identity":         {Identity: "a"},
+		"a timing":         {RenewDeadline: time.Second},
+		"release":          {ReleaseOnCancel: true},
+		"new leader hook":  {OnNewLeader: func(string) {}},
+		"identity, timing": {Identity: "a", LeaseDuration: time.Minute},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := reconcile.NewManager(reconcile.ManagerOptions{Leader: cfg})
+			assert.ErrorContains(t, err, "Leader is set but Lock is nil")
+		})
+	}
+}
+
+func TestNewManagerShouldRejectAnAddrThatIsNotHostPort(t *testing.T) {
+	for _, addr := range []string{"8081", "localhost", "http://127.0.0.1:8081"} {
+		_, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: addr})
+		assert.ErrorContains(t, err, fmt.Sprintf("Addr %q: want host:port", addr))
+	}
+	for _, addr := range []string{"", "off", ":0", "127.0.0.1:0", "[::1]:8081"} {
+		_, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: addr})
+		assert.NoError(t, err, "Addr %q", addr)
+	}
+}
+
+func TestAManagerShouldOpenNoPortUnlessAddrIsSet(t *testing.T) {
+	m, err := reconcile.NewManager(reconcile.ManagerOptions{Logger: quietLogger})
+	require.NoError(t, err)
+	running := make(chan struct{})
+	require.NoError(t, m.AddFunc("f", false, func(ctx context.Context) error {
+		close(running)
+		<-ctx.Done()
+		return nil
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	<-running
+	assert.Empty(t, m.Addr(), "no HTTP server")
+	cancel()
+	assert.NoError(t, <-done)
+}
+
+// causes is an error of an uncomparable type: == on two of them panics.
+type causes []error
+
+func (c causes) Error() string { return fmt.Sprint([]error(c)) }
+
+func TestRunShouldReturnNilWhenTheCallerCancelsWithACauseOfAnUncomparableType(t *testing.T) {
+	m, err := reconcile.NewManager(reconcile.ManagerOptions{Logger: quietLogger})
+	require.NoError(t, err)
+	require.NoError(t, m.AddFunc("f", false, func(ctx context.Context) error { <-ctx.Done(); return nil }))
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(causes{errors.New("shutting down")})
+	assert.NoError(t, m.Run(ctx), "the caller's cancellation is not a failure")
+}
+
+func TestRunShouldReturnBothAFailureAndAShutdownThatTimedOut(t *testing.T) {
+	m, err := reconcile.NewManager(reconcile.ManagerOptions{ShutdownTimeout: 50 * time.Millisecond, Logger: quietLogger})
+	require.NoError(t, err)
+	release := make(chan struct{})
+	defer close(release)
+	require.NoError(t, m.AddFunc("stubborn", false, func(context.Context) error { <-release; return nil }))
+	diskFull := errors.New("disk full")
+	require.NoError(t, m.AddFunc("flaky", false, func(context.Context) error { return diskFull }))
+	err = m.Run(context.Background())
+	assert.ErrorIs(t, err, diskFull)
+	assert.ErrorContains(t, err, `function "flaky": disk full`)
+	assert.ErrorContains(t, err, `shutdown timed out after 50ms; still running: function "stubborn"`)
+}
+
+func TestAnInformerThatFailsShouldBeNamedOnceInRunsError(t *testing.T) {
+	inf := informer.New("ints", memory.New[string, int]())
+	ctx, cancel := context.WithCancel(context.Background())
+	byHand := make(chan error, 1)
+	go func() { byHand <- inf.Run(ctx) }()
+	require.NoError(t, inf.WaitForSync(ctx))
+	m, err := reconcile.NewManager(reconcile.ManagerOptions{Logger: quietLogger})
+	require.NoError(t, err)
+	require.NoError(t, m.AddInformer(inf))
+	assert.EqualError(t, m.Run(context.Background()), `informer "ints": Run called twice`)
+	cancel()
+	assert.NoError(t, <-byHand)
+}

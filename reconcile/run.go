@@ -121,6 +121,12 @@ func (r *run[K]) serve(ctx context.Context) (err error) {
 	} else {
 		t := r.c.s.clock.AfterFunc(grace, r.cancelWork)
 		defer t.Stop()
+		// Under a Manager with leader election the grace runs under a
+		// renewed lease; it ends at once if the lease is lost.
+		if lease := leaseFrom(ctx); lease != nil {
+			stop := context.AfterFunc(lease, r.cancelWork)
+			defer stop()
+		}
 	}
 	wg.Wait()
 	return err

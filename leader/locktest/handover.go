@@ -23,35 +23,63 @@ const (
 // Handover runs two electors with ReleaseOnCancel on the real clock, each on
 // its own Lock from sameRecord, which must return a Lock over one shared
 // record through a connection of its own (as another process would have).
-// It checks that exactly one leads for longer than a lease, and that when
-// the leader is cancelled the other takes over within a retry period (plus
-// a margin), not a lease duration, with a higher term; and that the record
-// is released at the end.
+//
+// It checks safety soundly, whatever the machine's load: during a lease and
+// a quarter it samples both electors' IsLeader, and fails only if both are
+// true in a sample taken within LeaseDuration−RenewDeadline, which the
+// safety argument forbids (a renewal stall may leave neither leading; that
+// is allowed). Then liveness, with generous bounds: someone leads; when the
+// leader is cancelled, the other takes over, from the record the first one
+// released (not by waiting for its lease to expire), with a higher term;
+// and the record is released at the end.
 func Handover(t *testing.T, sameRecord func(t *testing.T) leader.Lock) {
-	a, b := startCandidate(t, sameRecord(t), "a"), startCandidate(t, sameRecord(t), "b")
+	const generous = 10 * time.Second
+	writes := &writeLog{}
+	a := startCandidate(t, &recordingLock{Lock: sameRecord(t), log: writes, id: "a"}, "a")
+	b := startCandidate(t, &recordingLock{Lock: sameRecord(t), log: writes, id: "b"}, "b")
 
-	require.Eventually(t, func() bool { return a.e.IsLeader() || b.e.IsLeader() },
-		5*time.Second, 10*time.Millisecond, "someone leads")
+	require.Eventually(t, func() bool { return a.e.IsLeader() || b.e.IsLeader() }, generous, 10*time.Millisecond, "someone leads")
+	window := handoverLease - handoverRenew
 	for end := time.Now().Add(handoverLease + handoverLease/4); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		require.NotEqual(t, a.e.IsLeader(), b.e.IsLeader(), "exactly one leader at any time")
+		before := time.Now()
+		la, lb := a.e.IsLeader(), b.e.IsLeader()
+		if took := time.Since(before); la && lb && took < window {
+			require.Failf(t, "two leaders at once", "both electors lead in reads %v apart, less than LeaseDuration−RenewDeadline %v", took, window)
+		}
 	}
-	first, other := a, b
-	if b.e.IsLeader() {
-		first, other = b, a
-	}
+
+	var first, other *candidate
+	require.Eventually(t, func() bool {
+		switch {
+		case a.e.IsLeader():
+			first, other = a, b
+		case b.e.IsLeader():
+			first, other = b, a
+		}
+		return first != nil
+	}, generous, 10*time.Millisecond, "someone leads")
 	firstTerm := first.lastTerm()
 	require.NotZero(t, firstTerm)
-	require.Equal(t, first.e.Leader(), other.e.Leader(), "both see the same holder")
+	require.Eventually(t, func() bool { return other.e.Leader() == first.id }, generous, 10*time.Millisecond, "the other sees the holder")
 
+	stopAt := writes.len()
 	first.stop() // ReleaseOnCancel: the release is written before Run returns
 	released := time.Now()
-	require.Eventually(t, other.e.IsLeader, 2*time.Second, 5*time.Millisecond)
-	took := time.Since(released)
-	t.Logf("take-over after release: %v", took)
-	assert.Less(t, took, time.Duration(leader.DefaultJitterFactor*float64(handoverRetry))+500*time.Millisecond,
-		"within a retry period plus margin, not a lease duration")
+	require.Eventually(t, other.e.IsLeader, generous, 5*time.Millisecond, "the other takes over")
+	t.Logf("take-over after release: %v", time.Since(released))
 	assert.False(t, first.e.IsLeader())
 	assert.Greater(t, other.lastTerm(), firstTerm, "the new term is higher")
+	acquired, ok := writes.find(func(w write) bool {
+		return w.by == other.id && w.to.HolderIdentity == other.id && w.to.Term > firstTerm
+	})
+	require.True(t, ok, "the other's acquisition is logged")
+	if acquired.seq < stopAt {
+		// A renewal stall longer than the lease let the other take over
+		// before the stop: there was nothing to release.
+		t.Logf("the other took over term %d by expiry before the first was stopped", acquired.to.Term)
+	} else {
+		assert.Empty(t, acquired.from.HolderIdentity, "the other took over the released record, not an expired one: %+v", acquired)
+	}
 
 	other.stop()
 	rec, err := sameRecord(t).Get(t.Context())
@@ -60,8 +88,70 @@ func Handover(t *testing.T, sameRecord func(t *testing.T) leader.Lock) {
 	assert.Equal(t, other.lastTerm(), rec.Term)
 }
 
+// write is one successful Create or Update through a recordingLock.
+type write struct {
+	seq      int
+	by       string        // the elector whose lock wrote
+	from, to leader.Record // from is zero for a Create
+}
+
+// writeLog is the successful writes of electors, in the order they
+// returned.
+type writeLog struct {
+	mu     sync.Mutex
+	writes []write
+}
+
+func (l *writeLog) add(w write) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w.seq = len(l.writes)
+	l.writes = append(l.writes, w)
+}
+
+func (l *writeLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.writes)
+}
+
+func (l *writeLog) find(match func(write) bool) (write, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, w := range l.writes {
+		if match(w) {
+			return w, true
+		}
+	}
+	return write{}, false
+}
+
+// recordingLock logs the successful writes made through a Lock.
+type recordingLock struct {
+	leader.Lock
+	log *writeLog
+	id  string
+}
+
+func (l *recordingLock) Create(ctx context.Context, r leader.Record) (leader.Record, error) {
+	stored, err := l.Lock.Create(ctx, r)
+	if err == nil {
+		l.log.add(write{by: l.id, to: stored})
+	}
+	return stored, err
+}
+
+func (l *recordingLock) Update(ctx context.Context, old, r leader.Record) (leader.Record, error) {
+	stored, err := l.Lock.Update(ctx, old, r)
+	if err == nil {
+		l.log.add(write{by: l.id, from: old, to: stored})
+	}
+	return stored, err
+}
+
 // candidate is an Elector running until stop, recording its terms.
 type candidate struct {
+	id     string
 	e      *leader.Elector
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -72,7 +162,7 @@ type candidate struct {
 
 func startCandidate(t *testing.T, l leader.Lock, id string) *candidate {
 	t.Helper()
-	c := &candidate{done: make(chan struct{})}
+	c := &candidate{id: id, done: make(chan struct{})}
 	e, err := leader.New(l, leader.Config{
 		Identity:        id,
 		LeaseDuration:   handoverLease,

@@ -11,7 +11,7 @@ import (
 )
 
 // pkg is the import path of the candidate program.
-const pkg = "github.com/converge-go/converge/leader/chaos/candidate"
+const pkg = "github.com/converge-go/converge/internal/chaos/candidate"
 
 // Binary is the candidate program, built on first use into a temporary
 // directory. Its zero value is ready to use; Remove deletes it.

@@ -14,8 +14,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/converge-go/converge/internal/chaos/candidates"
 	"github.com/converge-go/converge/internal/testserver"
-	"github.com/converge-go/converge/leader/chaos/candidates"
 )
 
 // stepDownMargin is the time, beyond RenewDeadline, that the leader's
@@ -70,7 +70,7 @@ func outage(t *testing.T, s store, kill, start func(testing.TB)) {
 	h.stopAll()
 
 	log := s.readLog(t)
-	_, problems := checkRun(log, h.Events())
+	_, problems := checkRun(log, h.Events(), h.pauses())
 	assert.Empty(t, problems, "safety")
 	n := 0
 	for _, e := range log {
@@ -122,7 +122,7 @@ func TestLeaderOnAThreeNodeEtcdClusterShouldKeepItsTermWhenTheRaftLeaderIsKilled
 	}
 	t.Logf("longest time between two accepted writes: %v", ms(longest))
 	h.stopAll()
-	_, problems := checkRun(s.readLog(t), h.Events())
+	_, problems := checkRun(s.readLog(t), h.Events(), h.pauses())
 	assert.Empty(t, problems, "safety")
 }
 
@@ -179,7 +179,7 @@ func TestLeaderShouldKeepItsTermWhenItsPostgresConnectionsAreTerminated(t *testi
 		assert.False(t, ev.Ev == "cancelled" || ev.Ev == "stopped" || ev.Ev == "leading" && ev.Term != term, "the term ended: %+v", ev)
 	}
 	h.stopAll()
-	_, problems := checkRun(s.readLog(t), h.Events())
+	_, problems := checkRun(s.readLog(t), h.Events(), h.pauses())
 	assert.Empty(t, problems, "safety")
 	_, _, failed := writes(h.Events())
 	t.Logf("writes that failed on a terminated session: %d", failed)

@@ -13,11 +13,12 @@ import (
 // Event is one line of a candidate's output, a JSON object. Times are
 // CLOCK_MONOTONIC nanoseconds (see Mono).
 type Event struct {
-	// Ev is the kind of event: "ready" (the elector is about to run),
+	// Ev is the kind of event: "ready" (the Manager is about to run),
 	// "leading" (a term started), "write" (one append to the log),
-	// "cancelled" (the term's context was cancelled), "stopped" (the term's
-	// work returned) or "exit" (the elector's Run returned, after the
-	// release if -release).
+	// "cancelled" (the term's work was told to stop), "stopped" (the
+	// writing function returned), "reconciling" and "reconciled" (a
+	// reconcile, with -hold, started and ended), or "exit" (the Manager's
+	// Run returned, after the release if -release).
 	Ev string `json:"ev"`
 	// ID is the candidate's identity (its -id).
 	ID string `json:"id"`
@@ -31,15 +32,17 @@ type Event struct {
 	// Refused failed and its outcome is unknown (see Err).
 	Refused bool `json:"refused,omitempty"`
 	// Late marks the write made without checking the lease after the term
-	// ended: the write a reconciler has in flight when it is deposed.
+	// ended: the write a reconciler has in flight when it is deposed; and
+	// a reconcile begun while IsLeader was false.
 	Late bool `json:"late,omitempty"`
-	// Start and End are the interval the write's entry records; Start of
-	// a leading event is when the term began.
+	// Start and End are the interval the write's entry records, or the
+	// reconcile's; Start of a leading event is when the term began.
 	Start int64 `json:"start,omitempty"`
 	End   int64 `json:"end,omitempty"`
 	// Done is when the write returned.
 	Done int64 `json:"done,omitempty"`
-	// Err is the error of a write that failed (neither OK nor Refused).
+	// Err is the error of a write that failed (neither OK nor Refused), or
+	// the cause of a reconcile's context cancelled before it was done.
 	Err string `json:"err,omitempty"`
 }
 

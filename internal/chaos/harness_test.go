@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-go/converge/internal/chaos/candidates"
 	"github.com/converge-go/converge/leader"
-	"github.com/converge-go/converge/leader/chaos/candidates"
 )
 
 // timing is an elector configuration passed to the candidates.
@@ -47,7 +47,7 @@ func (tm timing) args() []string {
 
 func ms(ns int64) string { return time.Duration(ns).Round(time.Millisecond).String() }
 
-// candidateBin is leader/chaos/candidate, built once per test binary (with
+// candidateBin is internal/chaos/candidate, built once per test binary (with
 // -race if the tests run with it); TestMain removes it.
 var candidateBin candidates.Binary
 
@@ -140,6 +140,15 @@ func (h *harness) leader(timeout time.Duration) (*candidates.Proc, leader.Term) 
 		require.True(h.t, time.Now().Before(deadline), "no running leader with an accepted write after %v", timeout)
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// pauses returns the times each candidate was paused, by identity.
+func (h *harness) pauses() map[string][]candidates.Pause {
+	out := map[string][]candidates.Pause{}
+	for _, p := range h.Procs() {
+		out[p.ID()] = p.Pauses()
+	}
+	return out
 }
 
 // stopAll sends SIGTERM to every candidate that has not exited (resuming

@@ -184,6 +184,16 @@ type Proc struct {
 
 	mu     sync.Mutex
 	paused bool
+	pauses []Pause
+}
+
+// Pause is a time a candidate was paused: from just before Signal(SIGSTOP)
+// to just after Signal(SIGCONT) (see Mono); Cont is 0 while it is paused.
+type Pause struct{ Stop, Cont int64 }
+
+// Overlaps reports whether the pause overlaps the interval [start, end].
+func (pp Pause) Overlaps(start, end int64) bool {
+	return pp.Stop <= end && (pp.Cont == 0 || start <= pp.Cont)
 }
 
 // ID returns the candidate's identity.
@@ -212,21 +222,32 @@ func (p *Proc) Running() bool {
 }
 
 // Signal sends sig and returns the time (see Mono) just before it did.
-// SIGSTOP and SIGCONT pause and resume the candidate for Running.
+// SIGSTOP and SIGCONT pause and resume the candidate for Running, and
+// Pauses records them.
 func (p *Proc) Signal(sig syscall.Signal) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	switch sig {
-	case syscall.SIGSTOP:
-		p.paused = true
-	case syscall.SIGCONT:
-		p.paused = false
-	}
 	at := Mono()
-	if err := p.cmd.Process.Signal(sig); err != nil {
+	err := p.cmd.Process.Signal(sig)
+	switch {
+	case sig == syscall.SIGSTOP && !p.paused:
+		p.paused = true
+		p.pauses = append(p.pauses, Pause{Stop: at})
+	case sig == syscall.SIGCONT && p.paused:
+		p.paused = false
+		p.pauses[len(p.pauses)-1].Cont = Mono() // it may run from here on
+	}
+	if err != nil {
 		return at, fmt.Errorf("signal %v to candidate %s: %w", sig, p.id, err)
 	}
 	return at, nil
+}
+
+// Pauses returns the times the candidate was paused, in order.
+func (p *Proc) Pauses() []Pause {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.pauses)
 }
 
 // Wait waits up to timeout until the process has exited (see Done) and

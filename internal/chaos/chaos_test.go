@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-go/converge/internal/chaos/candidates"
 	"github.com/converge-go/converge/internal/testserver"
-	"github.com/converge-go/converge/leader/chaos/candidates"
 )
 
 // Margins over the timings' bounds, for a 2-core machine shared with other
@@ -24,6 +24,12 @@ const (
 	killMargin    = 750 * time.Millisecond
 	releaseMargin = 500 * time.Millisecond
 )
+
+// hold is how long each reconcile of the candidates takes: longer than a
+// SIGTERMed leader's successor would need to take over a lease that was
+// not renewed (short.killBound), so that a reconcile in progress at the
+// SIGTERM overlaps the next term unless the lease is kept until it ends.
+const hold = 3 * time.Second
 
 func TestLeadershipOnEtcdShouldStaySafeAndFailOverPromptlyWhileCandidatesAreKilledPausedAndRestarted(t *testing.T) {
 	runChaos(t, etcdStore(t, testserver.Etcd(t)))
@@ -45,7 +51,7 @@ var schedule = []string{
 // all and checks safety (see checkRun).
 func runChaos(t *testing.T, s store) {
 	tm := short
-	h := newHarness(t, append(slices.Clone(s.Args), tm.args()...)...)
+	h := newHarness(t, append(slices.Clone(s.Args), append(tm.args(), "-hold", hold.String())...)...)
 	const replicas = 4
 	for range replicas {
 		h.start()
@@ -77,12 +83,30 @@ func runChaos(t *testing.T, s store) {
 
 		case "term-leader":
 			leaderRounds++
+			// SIGTERM just after a reconcile began: it goes on for about
+			// hold, within the shutdown grace, across the SIGTERM.
+			since := candidates.Mono()
+			inFlight := h.await(hold+10*time.Second, "a reconcile of "+l.ID()+" beginning", func(ev candidates.Event) bool {
+				return ev.Ev == "reconciling" && ev.ID == l.ID() && ev.Term == term && ev.Start >= since
+			})
 			at := signal(t, l, syscall.SIGTERM)
-			ev := newTerm(action, tm.killBound(killMargin)+10*time.Second)
-			d := time.Duration(ev.Done - at)
+			ev := newTerm(action, hold+tm.killBound(killMargin)+10*time.Second)
+			assert.Equal(t, 0, wait(t, l, hold+10*time.Second), "exit code after SIGTERM")
+			drained := h.await(0, "the end of the reconcile in flight", func(ev candidates.Event) bool {
+				return ev.Ev == "reconciled" && ev.ID == l.ID() && ev.Start == inFlight.Start
+			})
+			assert.Greater(t, drained.End, at, "round %d: the reconcile in flight spanned the SIGTERM", i)
+			next := h.await(0, "the beginning of term "+fmt.Sprint(ev.Term), func(e candidates.Event) bool {
+				return e.Ev == "leading" && e.Term == ev.Term
+			})
+			assert.Less(t, drained.End, next.Start, "round %d: term %d began %v before term %d's last reconcile ended",
+				i, ev.Term, ms(drained.End-next.Start), term)
+			exit := h.await(0, "the exit of "+l.ID(), func(ev candidates.Event) bool { return ev.Ev == "exit" && ev.ID == l.ID() })
+			d := time.Duration(ev.Done - exit.T)
 			released = append(released, d)
-			assert.LessOrEqual(t, d, tm.retryJ()+releaseMargin, "round %d: fail-over after SIGTERM (ReleaseOnCancel) of the leader", i)
-			assert.Equal(t, 0, wait(t, l, 10*time.Second), "exit code after SIGTERM")
+			assert.LessOrEqual(t, d, tm.retryJ()+releaseMargin, "round %d: fail-over after the SIGTERMed leader released (ReleaseOnCancel)", i)
+			t.Logf("round %d: SIGTERM %v into a reconcile, which went on %v after it (cause %q); term %d wrote %v after the release",
+				i, ms(at-inFlight.Start), ms(drained.End-at), drained.Err, ev.Term, d.Round(time.Millisecond))
 			// Its last write came after its context was cancelled but
 			// before it released the lock: no newer term can have written.
 			late := h.await(0, "the late write of "+l.ID(), func(ev candidates.Event) bool {
@@ -137,12 +161,12 @@ func runChaos(t *testing.T, s store) {
 	h.stopAll()
 
 	events := h.Events()
-	terms, problems := checkRun(s.readLog(t), events)
+	terms, problems := checkRun(s.readLog(t), events, h.pauses())
 	assert.Empty(t, problems, "safety")
 	assert.GreaterOrEqual(t, len(terms), 1+leaderRounds, "every round that deposed a leader started a term that wrote")
 	ok, refused, failed := writes(events)
 	assert.GreaterOrEqual(t, refused, 2, "the late writes of the two paused leaders")
 	t.Logf("%s: terms in the log %v; writes: %d accepted, %d refused, %d failed", s.Backend, terms, ok, refused, failed)
-	t.Logf("%s: fail-over after SIGKILL %v (bound %v), after SIGTERM %v (bound %v), after SIGSTOP %v",
+	t.Logf("%s: fail-over after SIGKILL %v (bound %v), after a SIGTERMed leader's release %v (bound %v), after SIGSTOP %v",
 		s.Backend, killed, tm.killBound(killMargin), released, tm.retryJ()+releaseMargin, paused)
 }

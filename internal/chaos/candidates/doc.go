@@ -1,6 +1,6 @@
-// Package candidates builds and runs leader/chaos/candidate processes and
+// Package candidates builds and runs internal/chaos/candidate processes and
 // reads their events: the harness shared by the chaos tests of package
-// leader/chaos and the fail-over benchmarks of package bench.
+// internal/chaos and the fail-over benchmarks of package bench.
 //
 // Binary builds the candidate once (with -race when the program using it
 // is built with -race). A Group starts candidates with common flags,
