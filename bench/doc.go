@@ -108,7 +108,7 @@
 // Scenario 10 (BenchmarkLeaderFailover, described on the function) times
 // leader fail-over after a crash and after a clean release, per backend
 // (memory; etcd and PostgreSQL when their servers' variables are set, see
-// leader/chaos), at client-go's default timings and at the shortest ones we
+// internal/chaos), at client-go's default timings and at the shortest ones we
 // consider safe, next to client-go's leaderelection over a LeaseLock on the
 // fake clientset.
 //

@@ -32,7 +32,7 @@ type leaderTiming struct {
 var leaderTimings = []leaderTiming{
 	// client-go's defaults, which are also converge's.
 	{"default", leader.DefaultLeaseDuration, leader.DefaultRenewDeadline, leader.DefaultRetryPeriod},
-	// The shortest settings we consider safe, the ones leader/chaos runs
+	// The shortest settings we consider safe, the ones internal/chaos runs
 	// its kill, pause and restart tests with. Safety needs RenewDeadline ×
 	// (1+ρ) + ε < LeaseDuration × (1−ρ) (see package leader): the 600ms
 	// between them covers clock drift (ρ ≪ 0.1% on real clocks) and ε, the
@@ -44,7 +44,7 @@ var leaderTimings = []leaderTiming{
 	// 200ms cost a backend five small writes a second per lock. What they
 	// do not ride out is a 3-node etcd cluster losing its raft leader:
 	// writes stall ~2s (election timeout 1s, randomised), so the leader
-	// steps down (safely); there, use RenewDeadline ≥ 3.5s (leader/chaos
+	// steps down (safely); there, use RenewDeadline ≥ 3.5s (internal/chaos
 	// uses 5s, 3.5s, 500ms). The lease is whole seconds because client-go
 	// stores LeaseDurationSeconds as an integer: given 1.5s its candidates
 	// take over after 1s, before a leader with a 1.05s RenewDeadline has
@@ -91,7 +91,7 @@ const failoverCandidates = 3
 //     on a fake clientset. crash cancels the leader's Run without release
 //     (it stops renewing, like a crashed process); release cancels it with
 //     ReleaseOnCancel. The new leader acts when its OnStartedLeading runs.
-//   - etcd and postgres: leader/chaos/candidate processes (built first)
+//   - etcd and postgres: internal/chaos/candidate processes (built first)
 //     against the servers of scripts/servers.sh, skipped when their
 //     environment variables are absent. kill is SIGKILL of the leader's
 //     process; release is SIGTERM (ReleaseOnCancel). The new leader acts

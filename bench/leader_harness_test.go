@@ -14,9 +14,9 @@ import (
 	"github.com/converge-go/converge/leader"
 )
 
-// This file runs leader/chaos/candidate processes for the fail-over
-// benchmarks, with package leader/chaos/candidates (the harness of
-// leader/chaos's tests, which also check the log). The candidate's output
+// This file runs internal/chaos/candidate processes for the fail-over
+// benchmarks, with package internal/chaos/candidates (the harness of
+// internal/chaos's tests, which also check the log). The candidate's output
 // format is documented there.
 
 // newCandidates returns a group of candidates running bin with args; a
