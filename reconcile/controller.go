@@ -153,7 +153,8 @@ func (c *Controller[K]) Idle() bool {
 // When ctx is done, the workers stop taking keys, the reconciles in progress
 // get the shutdown grace to finish, then their contexts are cancelled, and Run
 // returns nil once all of them, and everything Run started, have returned.
-// If ctx's cause is ErrLeadershipLost there is no grace. Run may be called
+// If ctx's cause is ErrLeadershipLost there is no grace; under a Manager
+// with a Lock, the grace ends at once if the lease is lost during it. Run may be called
 // again after it returned (the Manager does on every new term), never twice
 // at once.
 func (c *Controller[K]) Run(ctx context.Context) error {

@@ -168,7 +168,10 @@ func WithSyncTimeout(d time.Duration) Option {
 // still waits for them to return. d must not be negative; 0 cancels them at
 // once. When the context was cancelled because leadership was lost (its cause
 // is ErrLeadershipLost), there is no grace: a deposed leader must stop acting.
-// Default: DefaultShutdownGrace (30s).
+// Under a Manager with a Lock, the lease is renewed throughout the grace, so
+// no other replica leads while these reconciles finish, and if the lease is
+// lost during the grace the reconciles are cancelled at once. Default:
+// DefaultShutdownGrace (30s).
 func WithShutdownGrace(d time.Duration) Option {
 	return func(s *settings) error {
 		if d < 0 {
