@@ -10,9 +10,9 @@ import (
 // unchanged; these fail to compile if the method sets ever drift apart.
 var (
 	_ workqueue.TypedRateLimiter[string] = backoff.NewPerKey[string](backoff.Exponential{})
-	_ workqueue.TypedRateLimiter[string] = backoff.NewBucket[string](10, 100)
+	_ workqueue.TypedRateLimiter[string] = backoff.NewBucket[string](10, 100, nil)
 	_ workqueue.TypedRateLimiter[string] = backoff.Max[string]()
-	_ workqueue.TypedRateLimiter[string] = backoff.DefaultController[string]()
+	_ workqueue.TypedRateLimiter[string] = backoff.DefaultController[string](nil)
 
 	// And the other way: client-go's limiters are converge Limiters.
 	_ backoff.Limiter[string] = workqueue.DefaultTypedControllerRateLimiter[string]()

@@ -150,7 +150,7 @@ func New[K comparable](opts ...Option) *Queue[K] {
 	q.epoch = q.clock.Now()
 	q.rateLimiter = optionFor[workqueue.TypedRateLimiter[K]]("WithRateLimiter", c.rateLimiter)
 	if q.rateLimiter == nil {
-		q.rateLimiter = backoff.DefaultController[K]()
+		q.rateLimiter = backoff.DefaultController[K](q.clock)
 	}
 	q.groupOf = optionFor[func(K) string]("WithGroup", c.groupOf)
 	q.ready = newReadySet(q.groupOf != nil)

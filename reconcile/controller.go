@@ -78,7 +78,7 @@ func New[K comparable](name string, rec Reconciler[K], opts ...Option) (*Control
 	}
 	switch l := s.limiter.(type) {
 	case nil:
-		c.limiter = backoff.DefaultController[K]()
+		c.limiter = backoff.DefaultController[K](s.clock)
 	case workqueue.TypedRateLimiter[K]:
 		c.limiter = l
 	default:

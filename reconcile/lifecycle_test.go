@@ -91,7 +91,7 @@ func TestNewRejectsBadInputWithClearErrors(t *testing.T) {
 		{"jitter above 1", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithRequeueJitter(2)}, "WithRequeueJitter(2)"},
 		{"zero sync timeout", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithSyncTimeout(0)}, "WithSyncTimeout"},
 		{"watch of another key type", "c", ok, []reconcile.Option{reconcile.For(other)}, `informer "others" delivers keys of another type than the controller's string`},
-		{"rate limiter of another key type", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithRateLimiter(backoff.DefaultController[int]())}, "does not limit keys of type string"},
+		{"rate limiter of another key type", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithRateLimiter(backoff.DefaultController[int](nil))}, "does not limit keys of type string"},
 		{"nil informer", "c", ok, []reconcile.Option{reconcile.For[string, int](nil)}, "nil informer"},
 		{"nil channel", "c", ok, []reconcile.Option{reconcile.FromChannel[string]("ch", nil)}, "nil channel"},
 		{"metrics name taken", "taken", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithMetrics(reg)}, "already registered"},
