@@ -38,8 +38,14 @@ type entry[K comparable] struct {
 	// prio is the priority of the add that is ready or pending: the ready
 	// list's priority while stateReady, the delayed add's while in the
 	// delay heap, the re-add's while stateDirty.
-	prio  int32
-	state state
+	prio int32
+	// older and newer link the entry into the FIFO of all ready keys while
+	// stateReady and ageing is on (ageing.go).
+	older, newer int32
+	state        state
+	// unstamped is set while the entry is ready without a time stamp of
+	// its own: it ages from ageState.since.
+	unstamped bool
 }
 
 // slab hands out entries by index and recycles freed ones, so steady-state
@@ -49,8 +55,9 @@ type slab[K comparable] struct {
 	// dues is parallel to entries once any key has been delayed: the due
 	// time of the entry's live slot in Queue.delays, while waitSeq != 0.
 	dues []int64
-	// times is parallel to entries and exists only when metrics are on:
-	// the time (Queue.nanos) the key became ready, while stateReady.
+	// times is parallel to entries and exists only when metrics or ageing
+	// are on: the time (Queue.nanos) the key became ready, while
+	// stateReady; with ageing but no metrics, only if it is not unstamped.
 	times []int64
 	// free heads the free list threaded through entry.next.
 	free int32
@@ -64,10 +71,10 @@ func (s *slab[K]) alloc(key K) int32 {
 		idx := s.free
 		e := &s.entries[idx]
 		s.free = e.next
-		*e = entry[K]{key: key, prev: none, next: none}
+		*e = entry[K]{key: key, prev: none, next: none, older: none, newer: none}
 		return idx
 	}
-	s.entries = append(s.entries, entry[K]{key: key, prev: none, next: none})
+	s.entries = append(s.entries, entry[K]{key: key, prev: none, next: none, older: none, newer: none})
 	if s.times != nil {
 		s.times = append(s.times, 0)
 	}
@@ -94,7 +101,7 @@ func (s *slab[K]) release(idx int32) (dropped bool) {
 	}
 	e := &s.entries[idx]
 	var zero K
-	*e = entry[K]{key: zero, prev: none, next: s.free, state: stateFree} // drop the key so its memory can go
+	*e = entry[K]{key: zero, prev: none, next: s.free, older: none, newer: none, state: stateFree} // drop the key so its memory can go
 	s.free = idx
 	return false
 }

@@ -120,6 +120,9 @@ func pop[K comparable](r *readySet, es []entry[K]) int32 {
 	return idx
 }
 
+// peek returns the key pop would return; the set must not be empty.
+func peek(r *readySet) int32 { return r.active[0].first.items.head }
+
 // remove unlinks the ready key idx from the middle of its group, in O(1).
 func remove[K comparable](r *readySet, es []entry[K], idx int32, groupName string) {
 	l := r.level(es[idx].prio)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/queue"
 )
 
 // ErrLeadershipLost is the cause (context.Cause) of a controller's context
@@ -31,8 +32,10 @@ type Controller[K comparable] struct {
 	limiter workqueue.TypedRateLimiter[K]
 	watches []watch[K]
 	metrics *metrics // nil without WithMetrics
-	keys    keyStates[K]
-	ids     atomic.Uint64 // reconcile IDs
+	// queueMetrics outlive the per-Run queues; nil without WithMetrics.
+	queueMetrics *queue.Metrics
+	keys         keyStates[K]
+	ids          atomic.Uint64 // reconcile IDs
 
 	mu sync.Mutex
 	// cur is the Run in progress, nil between Runs; guarded by mu.
@@ -90,6 +93,9 @@ func New[K comparable](name string, rec Reconciler[K], opts ...Option) (*Control
 			return nil, fmt.Errorf("reconcile.New(%q): metrics: %w", name, err)
 		}
 		c.metrics = m
+		if c.queueMetrics, err = queue.NewMetrics(s.registerer, name, name); err != nil {
+			return nil, fmt.Errorf("reconcile.New(%q): metrics: %w", name, err)
+		}
 	}
 	c.keys.init()
 	return c, nil

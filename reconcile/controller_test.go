@@ -356,7 +356,8 @@ func TestFreshChangesGoBeforeTheInitialList(t *testing.T) {
 	<-atGate // the single worker holds an old key; the rest wait in the queue
 	store.Put("fresh", 1)
 	require.Eventually(t, func() bool {
-		return reg.value(t, "workqueue_depth", map[string]string{"name": "ints"}) == 100
+		return reg.value(t, "workqueue_depth", map[string]string{"name": "ints", "priority": "-100"}) == 99 &&
+			reg.value(t, "workqueue_depth", map[string]string{"name": "ints", "priority": "0"}) == 1
 	}, 10*time.Second, time.Millisecond, "99 old keys and the fresh one queued")
 	close(gate)
 	h.Settle()

@@ -254,7 +254,7 @@ func TestMetricsUseControllerRuntimeNames(t *testing.T) {
 	assert.Equal(t, 5.0, reg.value(t, "controller_runtime_reconcile_time_seconds", c))
 	assert.Equal(t, 0.0, reg.value(t, "controller_runtime_active_workers", c))
 	assert.Equal(t, 3.0, reg.value(t, "controller_runtime_max_concurrent_reconciles", c))
-	assert.Equal(t, 2.0, reg.value(t, "workqueue_retries_total", map[string]string{"name": "things"}), "error and panic are retried")
+	assert.Equal(t, 3.0, reg.value(t, "workqueue_retries_total", map[string]string{"name": "things"}), "error, panic and RequeueAfter are delayed adds")
 	assert.Equal(t, 0.0, reg.value(t, "workqueue_depth", map[string]string{"name": "things"}))
 }
 

@@ -52,12 +52,9 @@ var errChanged = errors.New("key changed")
 
 func newRun[K comparable](ctx context.Context, c *Controller[K]) *run[K] {
 	opts := []queue.Option{
-		queue.WithName(c.name),
 		queue.WithClock(c.s.clock),
 		queue.WithRateLimiter[K](recordingLimiter[K]{c}),
-	}
-	if c.s.registerer != nil {
-		opts = append(opts, queue.WithMetrics(c.s.registerer))
+		queue.WithMetrics(c.queueMetrics),
 	}
 	opts = append(opts, c.s.queueOpts...)
 	r := &run[K]{c: c, q: queue.New[K](opts...), failc: make(chan error, 1)}
