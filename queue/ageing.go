@@ -62,6 +62,9 @@ func (q *Queue[K]) stampReady(idx int32, now int64) {
 		// Alone with its priority: nothing can pass it yet.
 		e.unstamped = true
 		a.unstamped++
+		if q.metrics != nil {
+			q.slab.times[idx] = now
+		}
 		return
 	}
 	if !known {
@@ -111,12 +114,10 @@ func (q *Queue[K]) unlinkReady(idx int32) {
 }
 
 // aged returns the oldest ready key if Get must serve it ahead of the
-// priority order, else none. The ready set must not be empty.
+// priority order, else none. Ageing must be on, and keys of more than one
+// priority ready.
 func (q *Queue[K]) aged() int32 {
 	a := &q.age
-	if a.bound == 0 || len(q.ready.active) < 2 {
-		return none
-	}
 	head := a.oldest
 	if head == peek(&q.ready) {
 		return none // served next anyway: no clock read

@@ -32,6 +32,13 @@ func BenchmarkAddGetDone(b *testing.B) {
 		ints[i] = i
 	}
 	b.Run("int", func(b *testing.B) { benchAddGetDone(b, queue.New[int](), ints) })
+	b.Run("int/no-ageing", func(b *testing.B) { benchAddGetDone(b, queue.New[int](queue.WithAgeing(queue.NoAgeing)), ints) })
+	// Key types that can hold NaN are checked on every Add and Done.
+	floats := make([]float64, 1024)
+	for i := range floats {
+		floats[i] = float64(i) + 0.5
+	}
+	b.Run("float64", func(b *testing.B) { benchAddGetDone(b, queue.New[float64](), floats) })
 }
 
 func benchAddGetDone[K comparable](b *testing.B, q *queue.Queue[K], keys []K) {

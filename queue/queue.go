@@ -57,8 +57,8 @@ type Queue[K comparable] struct {
 	rateLimiter backoff.Limiter[K]
 	groupOf     func(K) string // nil: no fairness groups
 	metrics     *Metrics       // nil: no metrics
-	// checkKeys is set when K can hold keys the queue cannot use (key.go).
-	checkKeys bool
+	// checkKeys says how to refuse keys the queue cannot use (key.go).
+	checkKeys keyCheck
 	wake      chan struct{} // buffered(1): re-arm the timer
 	stop      chan struct{} // closed by the first ShutDown
 	timerDone chan struct{} // closed when the timer goroutine returns
@@ -148,7 +148,7 @@ func New[K comparable](opts ...Option) *Queue[K] {
 		timerDone: make(chan struct{}),
 		clock:     c.clock,
 		metrics:   c.metrics,
-		checkKeys: keyNeedsCheck(reflect.TypeFor[K]()),
+		checkKeys: keyCheckFor(reflect.TypeFor[K]()),
 		age:       ageState{oldest: none, newest: none},
 	}
 	q.cond.L = &q.mu
@@ -181,8 +181,8 @@ func New[K comparable](opts ...Option) *Queue[K] {
 // (key.go). It reads only fields set by New, so callers compute it before
 // locking.
 func (q *Queue[K]) tag(key K) uint32 {
-	if q.checkKeys {
-		checkKey(key)
+	if q.checkKeys != keyCheckNone {
+		checkKey(q.checkKeys, key)
 	}
 	return uint32(maphash.Comparable(q.seed, key))
 }
@@ -204,6 +204,11 @@ func (q *Queue[K]) metricsNow() int64 {
 // A key that is already ready stays where it is. A key waiting for a delay
 // becomes ready now. A key being processed is processed once more after its
 // Done. After ShutDown, Add does nothing.
+//
+// Add, AddAfter, AddRateLimited and AddWithOptions panic on a key that is
+// not equal to itself (a NaN, or a value holding one) or that cannot be
+// hashed (an interface holding a slice, map or func): the queue could never
+// find such a key again, so Done and ShutDownWithDrain would not work.
 func (q *Queue[K]) Add(key K) {
 	now, tag := q.metricsNow(), q.tag(key)
 	q.mu.Lock()
@@ -221,11 +226,6 @@ func (q *Queue[K]) Add(key K) {
 // set for it, until a plain Add makes it ready or a shorter delay replaces
 // its own (as time.Time.Add saturates in client-go's queue; it does not
 // wrap around to "now").
-//
-// Add, AddAfter, AddRateLimited and AddWithOptions panic on a key that is
-// not equal to itself (a NaN, or a value holding one) or that cannot be
-// hashed (an interface holding a slice, map or func): the queue could never
-// find such a key again, so Done and ShutDownWithDrain would not work.
 func (q *Queue[K]) AddAfter(key K, delay time.Duration) {
 	q.AddWithOptions(AddOptions{After: delay}, key)
 }
@@ -355,11 +355,10 @@ func (q *Queue[K]) makeReady(idx int32, prio int32, now int64) {
 		name = q.groupOf(q.slab.entries[idx].key)
 	}
 	push(&q.ready, q.slab.entries, idx, prio, name)
-	if q.slab.times != nil {
-		q.slab.times[idx] = now
-	}
 	if q.age.bound != 0 {
-		q.stampReady(idx, now)
+		q.stampReady(idx, now) // and the metrics' time
+	} else if q.slab.times != nil {
+		q.slab.times[idx] = now
 	}
 }
 

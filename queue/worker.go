@@ -1,5 +1,7 @@
 package queue
 
+import "hash/maphash"
+
 // The worker side of the queue: Get hands keys out, Done takes them back.
 
 // Get blocks until a key is ready, marks it as processing and returns it.
@@ -24,7 +26,10 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 		q.cond.Wait()
 		now = q.metricsNow()
 	}
-	idx := q.aged()
+	idx := none
+	if q.age.bound != 0 && len(q.ready.active) > 1 {
+		idx = q.aged()
+	}
 	if idx == none {
 		idx = pop(&q.ready, q.slab.entries)
 	} else {
@@ -53,7 +58,10 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 // processing, it becomes ready again now; if it was added with a delay, it
 // waits for that. Done of a key that is not processing does nothing.
 func (q *Queue[K]) Done(key K) {
-	now, tag := q.metricsNow(), q.tag(key)
+	if q.checkKeys != keyCheckNone && !usable(q.checkKeys, key) {
+		return // Add refused it: it cannot be processing
+	}
+	now, tag := q.metricsNow(), uint32(maphash.Comparable(q.seed, key))
 	q.mu.Lock()
 	readied := q.promoteAt(now)
 	idx, pos := q.index.find(q.slab.entries, key, tag)
