@@ -4,7 +4,7 @@ package queue
 // its priority, oldest first (controller-runtime's priority queue starves a
 // low-priority key behind a steady stream of normal ones, issue #3496).
 //
-// All ready keys are also linked, through entry.older and entry.newer, into
+// All ready keys are also linked, through entry.links[ageLinks], into
 // one FIFO in the order they became ready, so the oldest ready key is its
 // head, found in O(1) whatever its priority or group. Get serves the head
 // instead of the priority order's choice once the head has waited for the
@@ -33,8 +33,8 @@ type ageState struct {
 	// bound is the ageing bound in nanoseconds; 0 means ageing is off and
 	// nothing else here is used.
 	bound int64
-	// oldest and newest are the ends of the FIFO of ready keys.
-	oldest, newest int32
+	// fifo holds the ready keys in the order they became ready.
+	fifo list
 	// unstamped counts the ready keys with entry.unstamped set.
 	unstamped int
 	// since is when the unstamped keys started to age, once sinceSet.
@@ -48,14 +48,7 @@ type ageState struct {
 func (q *Queue[K]) stampReady(idx int32, now int64) {
 	a, es := &q.age, q.slab.entries
 	e := &es[idx]
-	e.older, e.newer = a.newest, none
-	if a.newest == none {
-		a.oldest = idx
-	} else {
-		es[a.newest].newer = idx
-	}
-	a.newest = idx
-
+	pushBack(&a.fifo, es, idx, ageLinks)
 	several := len(q.ready.active) > 1
 	known := now != 0 || q.metrics != nil
 	if !several && !a.sinceSet {
@@ -92,19 +85,8 @@ func (q *Queue[K]) startAgeing(now int64) {
 // unlinkReady takes idx, which Get is handing out, out of the FIFO.
 func (q *Queue[K]) unlinkReady(idx int32) {
 	a, es := &q.age, q.slab.entries
-	e := &es[idx]
-	if e.older == none {
-		a.oldest = e.newer
-	} else {
-		es[e.older].newer = e.newer
-	}
-	if e.newer == none {
-		a.newest = e.older
-	} else {
-		es[e.newer].older = e.older
-	}
-	e.older, e.newer = none, none
-	if e.unstamped {
+	unlink(&a.fifo, es, idx, ageLinks)
+	if e := &es[idx]; e.unstamped {
 		e.unstamped = false
 		a.unstamped--
 		if a.unstamped == 0 {
@@ -118,7 +100,7 @@ func (q *Queue[K]) unlinkReady(idx int32) {
 // priority ready.
 func (q *Queue[K]) aged() int32 {
 	a := &q.age
-	head := a.oldest
+	head := a.fifo.head
 	if head == peek(&q.ready) {
 		return none // served next anyway: no clock read
 	}

@@ -58,12 +58,12 @@ func checkAgeing(t *rapid.T, q *Queue[string]) {
 	a, es := &q.age, q.slab.entries
 	n, unstamped, last := 0, 0, int64(-1<<63)
 	prev := none
-	for i := a.oldest; i != none; i = es[i].newer {
+	for i := a.fifo.head; i != none; i = es[i].links[ageLinks].next {
 		e := &es[i]
 		if e.state != stateReady {
 			t.Fatalf("%q is in the FIFO in state %d", e.key, e.state)
 		}
-		if e.older != prev {
+		if e.links[ageLinks].prev != prev {
 			t.Fatalf("%q: broken back link", e.key)
 		}
 		stamp := q.slab.times[i]
@@ -81,8 +81,8 @@ func checkAgeing(t *rapid.T, q *Queue[string]) {
 		last, prev = stamp, i
 		n++
 	}
-	if prev != a.newest {
-		t.Fatalf("newest is %d, the FIFO ends at %d", a.newest, prev)
+	if prev != a.fifo.tail || n != a.fifo.n {
+		t.Fatalf("the FIFO's tail is %d and length %d; its links end at %d after %d", a.fifo.tail, a.fifo.n, prev, n)
 	}
 	if n != q.ready.n {
 		t.Fatalf("%d keys in the FIFO, %d ready", n, q.ready.n)

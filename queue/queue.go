@@ -149,7 +149,7 @@ func New[K comparable](opts ...Option) *Queue[K] {
 		clock:     c.clock,
 		metrics:   c.metrics,
 		checkKeys: keyCheckFor(reflect.TypeFor[K]()),
-		age:       ageState{oldest: none, newest: none},
+		age:       ageState{fifo: newList()},
 	}
 	q.cond.L = &q.mu
 	if q.clock == nil {

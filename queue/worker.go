@@ -48,7 +48,7 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 		return key, false
 	}
 	q.queueDuration.observe(now - q.slab.times[idx])
-	e.prev = q.startInflight(now)
+	e.links[readyLinks].prev = q.startInflight(now)
 	q.mu.Unlock()
 	q.signal(readied - 1)
 	return key, false
@@ -78,8 +78,8 @@ func (q *Queue[K]) Done(key K) {
 	}
 	q.processing--
 	if q.metrics != nil {
-		q.workDuration.observe(now - q.endInflight(e.prev))
-		e.prev = none
+		q.workDuration.observe(now - q.endInflight(e.links[readyLinks].prev))
+		e.links[readyLinks].prev = none
 	}
 	switch {
 	case e.state == stateDirty:
