@@ -149,7 +149,9 @@ func TestMetricsShouldShareControllerRuntimesRegistry(t *testing.T) {
 	// controller-runtime registers its workqueue_* collectors on
 	// metrics.Registry when its queue package loads; a queue of its own
 	// makes them report.
-	cr := priorityqueue.New[string]("cr-queue")
+	// The registry is global: a name of its own per run (-count=n).
+	crName := fmt.Sprint("cr-queue-", time.Now().UnixNano())
+	cr := priorityqueue.New[string](crName)
 	defer cr.ShutDown()
 	cr.Add("x")
 	m, err := queue.NewMetrics(crmetrics.Registry, "converge-queue", "converge-queue")
@@ -158,7 +160,7 @@ func TestMetricsShouldShareControllerRuntimesRegistry(t *testing.T) {
 	q, _ := newTestQueue(t, queue.WithMetrics(m))
 	q.Add("y")
 	require.Eventually(t, func() bool {
-		return value(t, crmetrics.Registry, "workqueue_depth", map[string]string{"name": "cr-queue"}) == 1
+		return seriesValue(t, crmetrics.Registry, "workqueue_depth", map[string]string{"name": crName}) == 1
 	}, 5*time.Second, time.Millisecond)
 	assert.Equal(t, 1.0, value(t, crmetrics.Registry, "workqueue_depth", map[string]string{"name": "converge-queue", "priority": "0"}))
 }
@@ -191,16 +193,39 @@ func family(t *testing.T, reg prometheus.Gatherer, name string) []*dto.Metric {
 	return nil
 }
 
+// seriesValue is value, or -1 if no series has labels yet.
+func seriesValue(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				if matches(m, labels) {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return -1
+}
+
+func matches(m *dto.Metric, labels map[string]string) bool {
+	for k, v := range labels {
+		if label(m, k) != v {
+			return false
+		}
+	}
+	return true
+}
+
 // value is the value of the first series of name whose labels include
 // labels: a gauge's or counter's value, a histogram's sample count.
 func value(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
 	t.Helper()
-series:
 	for _, m := range family(t, reg, name) {
-		for k, v := range labels {
-			if label(m, k) != v {
-				continue series
-			}
+		if !matches(m, labels) {
+			continue
 		}
 		switch {
 		case m.GetHistogram() != nil:
