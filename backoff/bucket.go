@@ -17,36 +17,44 @@ import (
 //
 // A Bucket is safe for concurrent use.
 type Bucket[K comparable] struct {
-	// Now returns the current time. Nil means time.Now. Tests set it to a
-	// fake clock so they can check spacing without sleeping. Set it before
-	// the Bucket is first used: it is read without a lock.
-	Now func() time.Time
-
+	// now is the bucket's clock, fixed by NewBucket: unexported so that it
+	// cannot change while When reads it from several goroutines.
+	now     func() time.Time
 	limiter *rate.Limiter
 }
 
 var _ Limiter[string] = (*Bucket[string])(nil)
 
+// Clock is the time source of a [Bucket]. The clocks of k8s.io/utils/clock
+// (the real one and the fake one of its testing package), and anything with
+// a Now method such as a controller's clock, satisfy it.
+type Clock interface {
+	Now() time.Time
+}
+
 // NewBucket returns a Bucket that allows limit retries per second on
-// average and bursts of up to burst retries. The bucket starts full.
+// average and bursts of up to burst retries, measured on clk. The bucket
+// starts full. A nil clk means the wall clock (time.Now); pass the clock the
+// queue or controller runs on, so that a fake clock in tests drives the
+// bucket too.
 //
 // A limit of rate.Inf disables the bucket: When always returns 0. A burst
 // below 1 is raised to 1, because with a zero burst rate.Limiter grants no
 // tokens at all and every key would wait forever. A limit of 0 or below
 // behaves as in rate.Limiter: once the burst is spent, When returns
 // rate.InfDuration.
-func NewBucket[K comparable](limit rate.Limit, burst int) *Bucket[K] {
-	return &Bucket[K]{limiter: rate.NewLimiter(limit, max(burst, 1))}
+func NewBucket[K comparable](limit rate.Limit, burst int, clk Clock) *Bucket[K] {
+	now := time.Now
+	if clk != nil {
+		now = clk.Now
+	}
+	return &Bucket[K]{now: now, limiter: rate.NewLimiter(limit, max(burst, 1))}
 }
 
 // When takes a token and returns how long from now until it is available;
 // 0 while the burst lasts.
 func (b *Bucket[K]) When(K) time.Duration {
-	now := time.Now
-	if b.Now != nil {
-		now = b.Now
-	}
-	t := now()
+	t := b.now()
 	// ReserveN and DelayFrom take the same t, so the delay is measured on
 	// the injected clock and not on time.Now as Reserve().Delay() would.
 	return b.limiter.ReserveN(t, 1).DelayFrom(t)

@@ -19,9 +19,7 @@ func (c *fakeClock) Advance(d time.Duration) { c.now = c.now.Add(d) }
 
 func newFakeBucket(limit rate.Limit, burst int) (*backoff.Bucket[string], *fakeClock) {
 	clock := &fakeClock{now: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
-	b := backoff.NewBucket[string](limit, burst)
-	b.Now = clock.Now
-	return b, clock
+	return backoff.NewBucket[string](limit, burst, clock), clock
 }
 
 func TestBucketShouldAllowTheBurstThenSpaceRetriesAtTheLimit(t *testing.T) {
@@ -88,8 +86,8 @@ func TestBucketEdgeSettings(t *testing.T) {
 	}
 }
 
-func TestBucketShouldUseTheRealClockWhenNowIsNil(t *testing.T) {
-	b := backoff.NewBucket[string](1, 1)
+func TestBucketShouldUseTheWallClockWhenGivenNone(t *testing.T) {
+	b := backoff.NewBucket[string](1, 1, nil)
 
 	assert.Zero(t, b.When("a"))
 	d := b.When("a")

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/converge-go/converge/backoff"
 )
 
@@ -84,9 +86,9 @@ func ExampleMax() {
 }
 
 func ExampleBucket() {
-	b := backoff.NewBucket[string](2, 2) // 2 retries per second, bursts of 2
-	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	b.Now = func() time.Time { return now }
+	// 2 retries per second, bursts of 2, on a clock that stands still.
+	clk := clocktesting.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := backoff.NewBucket[string](2, 2, clk)
 
 	for range 4 {
 		fmt.Println(b.When("any key"))

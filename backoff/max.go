@@ -58,10 +58,15 @@ func (m maxOf[K]) NumRequeues(key K) int {
 // DefaultTypedControllerRateLimiter, so a controller ported from client-go
 // or controller-runtime retries on the same schedule.
 //
+// The bucket measures time on clk, which should be the clock of the queue or
+// controller the limiter serves (nil means the wall clock): on a fake clock,
+// a test that fails more than 100 times sees delays that follow the fake
+// clock, not wall time. The per-key half reads no clock.
+//
 // Each call returns a new limiter with its own state.
-func DefaultController[K comparable]() Limiter[K] {
+func DefaultController[K comparable](clk Clock) Limiter[K] {
 	return Max[K](
 		NewPerKey[K](Exponential{Base: DefaultBase, Cap: DefaultCap, Factor: DefaultFactor, Jitter: NoJitter}),
-		NewBucket[K](10, 100),
+		NewBucket[K](10, 100, clk),
 	)
 }

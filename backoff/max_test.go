@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-go/converge/backoff"
 )
@@ -87,7 +89,7 @@ func TestMaxShouldNotSeeLaterChangesToTheCallersSlice(t *testing.T) {
 }
 
 func TestDefaultControllerShouldBackOffPerKeyLikeClientGo(t *testing.T) {
-	l := backoff.DefaultController[string]()
+	l := backoff.DefaultController[string](nil)
 	ms := time.Millisecond
 
 	for i, want := range []time.Duration{5 * ms, 10 * ms, 20 * ms, 40 * ms} {
@@ -100,7 +102,7 @@ func TestDefaultControllerShouldBackOffPerKeyLikeClientGo(t *testing.T) {
 }
 
 func TestDefaultControllerShouldLimitTheTotalRateAfterABurstOf100(t *testing.T) {
-	l := backoff.DefaultController[int]()
+	l := backoff.DefaultController[int](nil) // the wall clock
 
 	for k := range 100 { // fresh keys, each taking one token of the burst
 		assert.Equal(t, 5*time.Millisecond, l.When(k), "key %d", k)
@@ -113,7 +115,25 @@ func TestDefaultControllerShouldLimitTheTotalRateAfterABurstOf100(t *testing.T) 
 }
 
 func TestDefaultControllerShouldReturnIndependentLimiters(t *testing.T) {
-	a, b := backoff.DefaultController[string](), backoff.DefaultController[string]()
+	a, b := backoff.DefaultController[string](nil), backoff.DefaultController[string](nil)
 	a.When("k")
 	assert.Zero(t, b.NumRequeues("k"))
+}
+
+func TestDefaultControllerShouldSpaceRetriesPastTheBurstExactlyOnItsClock(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	l := backoff.DefaultController[int](clk)
+	for k := range 100 {
+		require.Equal(t, 5*time.Millisecond, l.When(k), "key %d", k)
+	}
+	// No wall time is subtracted: the bucket lives on the fake clock.
+	assert.Equal(t, 100*time.Millisecond, l.When(100))
+	assert.Equal(t, 200*time.Millisecond, l.When(101))
+	clk.Step(150 * time.Millisecond)
+	assert.Equal(t, 150*time.Millisecond, l.When(102))
+	clk.Step(time.Hour) // refills to the burst, and no further
+	for k := range 100 {
+		require.Equal(t, 5*time.Millisecond, l.When(1000+k), "key %d after the refill", k)
+	}
+	assert.Equal(t, 100*time.Millisecond, l.When(2000))
 }

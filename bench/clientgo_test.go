@@ -6,7 +6,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/queue"
@@ -22,9 +24,9 @@ var (
 	_ workqueue.TypedRateLimitingInterface[string] = (*queue.Queue[string])(nil)
 
 	_ workqueue.TypedRateLimiter[string] = backoff.NewPerKey[string](backoff.Exponential{})
-	_ workqueue.TypedRateLimiter[string] = backoff.NewBucket[string](10, 100)
+	_ workqueue.TypedRateLimiter[string] = backoff.NewBucket[string](10, 100, nil)
 	_ workqueue.TypedRateLimiter[string] = backoff.Max[string]()
-	_ workqueue.TypedRateLimiter[string] = backoff.DefaultController[string]()
+	_ workqueue.TypedRateLimiter[string] = backoff.DefaultController[string](nil)
 
 	// And the other way: client-go's limiters are converge Limiters.
 	_ backoff.Limiter[string] = workqueue.DefaultTypedControllerRateLimiter[string]()
@@ -50,4 +52,21 @@ func TestConvergeQueueWorksAsAClientGoRateLimitingQueue(t *testing.T) {
 	q.ShutDown()
 	_, shutdown = q.Get()
 	assert.True(t, shutdown)
+}
+
+// client-go's BucketRateLimiter with burst 0 grants no token at all: Reserve
+// fails and When returns rate.InfDuration, which a converge queue takes as
+// "never" (the key waits until a plain Add), not as "now".
+func TestAddRateLimitedWithClientGosZeroBurstBucketShouldParkTheKey(t *testing.T) {
+	limiter := &workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(10, 0)}
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	q := queue.New[string](queue.WithRateLimiter[string](limiter), queue.WithClock(clk))
+	defer q.ShutDown()
+	clk.Step(time.Minute)
+	q.AddRateLimited("a")
+	assert.Equal(t, 0, q.Len())
+	clk.Step(time.Hour)
+	assert.Equal(t, 0, q.Len())
+	q.Add("a")
+	assert.Equal(t, 1, q.Len(), "a plain Add makes it ready")
 }

@@ -16,5 +16,9 @@ func newConverge(name string, reg prometheus.Registerer) Queue {
 	if reg == nil {
 		return queue.New[string]()
 	}
-	return queue.New[string](queue.WithName(name), queue.WithMetrics(reg))
+	m, err := queue.NewMetrics(reg, name, name)
+	if err != nil {
+		panic(err) // a fresh registry per run: cannot clash
+	}
+	return queue.New[string](queue.WithMetrics(m))
 }

@@ -177,6 +177,30 @@ func (q *Queue[K]) promoteDue(now int64) (readied int) {
 	return readied
 }
 
+// promoteAt is promoteIfDue for callers that have read the clock already
+// (now is 0 when they have not). Every caller that knows the time moves due
+// keys, so that they do not wait for the timer goroutine to be scheduled
+// behind busy goroutines.
+func (q *Queue[K]) promoteAt(now int64) int {
+	if now == 0 || len(q.delays) == 0 || q.shuttingDown || q.delays[0].due > now {
+		return 0
+	}
+	return q.promoteDue(now)
+}
+
+// promoteIfDue makes due keys ready, so that callers that are awake do not
+// wait for the timer goroutine. Called with q.mu held; it reads the clock only
+// when keys are waiting.
+func (q *Queue[K]) promoteIfDue() (readied int) {
+	if len(q.delays) == 0 || q.shuttingDown {
+		return 0
+	}
+	if now := q.nanos(); q.delays[0].due <= now {
+		return q.promoteDue(now)
+	}
+	return 0
+}
+
 // wakeTimer tells the timer goroutine to re-arm, starting it on first use so
 // that a queue that never delays anything owns no goroutine. Called with q.mu
 // held.

@@ -23,15 +23,29 @@ const (
 
 const none int32 = -1
 
+// link is an entry's place in a doubly linked list of entries.
+type link struct{ prev, next int32 }
+
+// unlinked is the link of an entry in no list.
+var unlinked = [2]link{{none, none}, {none, none}}
+
+// The lists an entry can be in at once, as indexes into entry.links.
+const (
+	readyLinks = 0
+	ageLinks   = 1
+)
+
 // entry is one key's bookkeeping. Entries live in a slab (Queue.entries) and
 // refer to each other by slab index, not by pointer, so that a million keys
 // cost one allocation and nothing for the garbage collector to chase.
 type entry[K comparable] struct {
 	key K
-	// prev and next link the entry into its ready list while stateReady;
-	// next alone links the free list. While processing with metrics on,
-	// prev is the entry's slot in Queue.inflight.
-	prev, next int32
+	// links[readyLinks] links the entry into its ready list while
+	// stateReady; its next alone links the free list, and while processing
+	// with metrics on its prev is the entry's slot in Queue.inflight.
+	// links[ageLinks] links it into the FIFO of all ready keys while
+	// stateReady and ageing is on (ageing.go).
+	links [2]link
 	// waitSeq is the seq of the entry's live slot in Queue.delays, or 0
 	// when the entry waits for no delay.
 	waitSeq uint32
@@ -40,6 +54,9 @@ type entry[K comparable] struct {
 	// delay heap, the re-add's while stateDirty.
 	prio  int32
 	state state
+	// unstamped is set while the entry is ready without a time stamp of
+	// its own: it ages from ageState.since.
+	unstamped bool
 }
 
 // slab hands out entries by index and recycles freed ones, so steady-state
@@ -49,10 +66,11 @@ type slab[K comparable] struct {
 	// dues is parallel to entries once any key has been delayed: the due
 	// time of the entry's live slot in Queue.delays, while waitSeq != 0.
 	dues []int64
-	// times is parallel to entries and exists only when metrics are on:
-	// the time (Queue.nanos) the key became ready, while stateReady.
+	// times is parallel to entries and exists only when metrics or ageing
+	// are on: the time (Queue.nanos) the key became ready, while
+	// stateReady; with ageing but no metrics, only if it is not unstamped.
 	times []int64
-	// free heads the free list threaded through entry.next.
+	// free heads the free list threaded through the entries' ready links.
 	free int32
 	// used counts entries not on the free list.
 	used int
@@ -63,11 +81,11 @@ func (s *slab[K]) alloc(key K) int32 {
 	if s.free != none {
 		idx := s.free
 		e := &s.entries[idx]
-		s.free = e.next
-		*e = entry[K]{key: key, prev: none, next: none}
+		s.free = e.links[readyLinks].next
+		*e = entry[K]{key: key, links: unlinked}
 		return idx
 	}
-	s.entries = append(s.entries, entry[K]{key: key, prev: none, next: none})
+	s.entries = append(s.entries, entry[K]{key: key, links: unlinked})
 	if s.times != nil {
 		s.times = append(s.times, 0)
 	}
@@ -94,12 +112,13 @@ func (s *slab[K]) release(idx int32) (dropped bool) {
 	}
 	e := &s.entries[idx]
 	var zero K
-	*e = entry[K]{key: zero, prev: none, next: s.free, state: stateFree} // drop the key so its memory can go
+	*e = entry[K]{key: zero, links: unlinked, state: stateFree} // drop the key so its memory can go
+	e.links[readyLinks].next = s.free
 	s.free = idx
 	return false
 }
 
-// list is a FIFO of entries linked through entry.prev and entry.next.
+// list is a FIFO of entries linked through entry.links[w], for one w.
 type list struct {
 	head, tail int32
 	n          int
@@ -107,39 +126,39 @@ type list struct {
 
 func newList() list { return list{head: none, tail: none} }
 
-// pushBack links idx at the tail of l.
-func pushBack[K comparable](l *list, es []entry[K], idx int32) {
-	e := &es[idx]
+// pushBack links idx at the tail of l, through links[w].
+func pushBack[K comparable](l *list, es []entry[K], idx int32, w int) {
+	e := &es[idx].links[w]
 	e.prev, e.next = l.tail, none
 	if l.tail == none {
 		l.head = idx
 	} else {
-		es[l.tail].next = idx
+		es[l.tail].links[w].next = idx
 	}
 	l.tail = idx
 	l.n++
 }
 
-// unlink removes idx, which must be in l, in O(1).
-func unlink[K comparable](l *list, es []entry[K], idx int32) {
-	e := &es[idx]
+// unlink removes idx, which must be in l through links[w], in O(1).
+func unlink[K comparable](l *list, es []entry[K], idx int32, w int) {
+	e := &es[idx].links[w]
 	if e.prev == none {
 		l.head = e.next
 	} else {
-		es[e.prev].next = e.next
+		es[e.prev].links[w].next = e.next
 	}
 	if e.next == none {
 		l.tail = e.prev
 	} else {
-		es[e.next].prev = e.prev
+		es[e.next].links[w].prev = e.prev
 	}
 	e.prev, e.next = none, none
 	l.n--
 }
 
 // popFront unlinks and returns the head of l, which must not be empty.
-func popFront[K comparable](l *list, es []entry[K]) int32 {
+func popFront[K comparable](l *list, es []entry[K], w int) int32 {
 	idx := l.head
-	unlink(l, es, idx)
+	unlink(l, es, idx, w)
 	return idx
 }

@@ -10,7 +10,7 @@ import (
 // A controller's workers: Get a key, work on it, tell the queue how it went,
 // then Done. Keys added while a worker holds them are handed out once more.
 func Example() {
-	q := queue.New[string](queue.WithName("example"))
+	q := queue.New[string]()
 	for _, key := range []string{"default/web", "default/db", "default/web"} {
 		q.Add(key) // the second "default/web" is deduplicated
 	}

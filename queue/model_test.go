@@ -392,12 +392,18 @@ type modelHarness struct {
 func newModelHarness(t modelTB, grouped, metrics bool) *modelHarness {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	opts := []queue.Option{queue.WithClock(clk), queue.WithRateLimiter[string](newModelLimiter())}
+	// The model has strict priorities: ageing has tests of its own
+	// (ageing_test.go), and a model of its stamps would restate the code.
+	opts := []queue.Option{queue.WithClock(clk), queue.WithRateLimiter[string](newModelLimiter()), queue.WithAgeing(queue.NoAgeing)}
 	if grouped {
 		opts = append(opts, queue.WithGroup(modelGroup))
 	}
 	if metrics {
-		opts = append(opts, queue.WithName("model"), queue.WithMetrics(prometheus.NewRegistry()))
+		m, err := queue.NewMetrics(prometheus.NewRegistry(), "model", "")
+		if err != nil {
+			t.Fatalf("NewMetrics: %v", err)
+		}
+		opts = append(opts, queue.WithMetrics(m))
 	}
 	q := queue.New[string](opts...)
 	t.Cleanup(q.ShutDown)

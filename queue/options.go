@@ -2,41 +2,45 @@ package queue
 
 import (
 	"fmt"
+	"math"
 	"reflect"
+	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/converge-go/converge/backoff"
 )
 
-// Option configures a Queue in New.
+// Option configures a Queue in New. A nil Option is ignored, like a nil
+// limiter or group function, so that options can be chosen conditionally.
 //
-// Options are not generic so that New's call site stays short; the two that
-// carry key-typed values (WithRateLimiter, WithGroup) are checked against the
-// queue's key type when New runs.
+// Options are not generic: with Option[K], every option that carries no
+// key-typed value (WithClock, WithMetrics, WithAgeing) would need its type
+// argument spelled out at the call site (queue.WithClock[string](clk)),
+// because Go does not infer a type argument from the parameter a call's
+// result is passed to. The two options that do carry key-typed values,
+// WithRateLimiter and WithGroup, infer K from their argument and are checked
+// against the queue's key type when New runs.
 type Option func(*config)
 
 type config struct {
-	name        string
-	rateLimiter any // workqueue.TypedRateLimiter[K]
+	rateLimiter any // backoff.Limiter[K]
 	clock       clock.WithTicker
-	registerer  prometheus.Registerer
+	metrics     *Metrics
 	groupOf     any // func(K) string
-}
-
-// WithName names the queue. The name is the name label of its metrics.
-// Default: "" (allowed without metrics).
-func WithName(name string) Option {
-	return func(c *config) { c.name = name }
+	ageing      time.Duration
 }
 
 // WithRateLimiter sets the limiter that AddRateLimited, Forget and
-// NumRequeues use. Any client-go rate limiter works, as do those of package
-// backoff. Default, and when l is nil: backoff.DefaultController, which is
-// client-go's default controller rate limiter (per-key exponential 5ms to
-// 1000s, and an overall 10 qps bucket with a burst of 100). K must be the
-// queue's key type, or New panics.
-func WithRateLimiter[K comparable](l workqueue.TypedRateLimiter[K]) Option {
+// NumRequeues use. The limiters of package backoff work, and so does any
+// client-go rate limiter (workqueue.TypedRateLimiter has the same method
+// set). Default, and when l is nil: backoff.DefaultController on the
+// queue's clock, which is client-go's default controller rate limiter
+// (per-key exponential 5ms to 1000s, and an overall 10 qps bucket with a
+// burst of 100). A limiter that returns rate.InfDuration (a zero-rate
+// bucket) parks the key: see AddAfter. K must be the queue's key type, or
+// New panics.
+func WithRateLimiter[K comparable](l backoff.Limiter[K]) Option {
 	return func(c *config) {
 		if l != nil {
 			c.rateLimiter = l
@@ -44,31 +48,65 @@ func WithRateLimiter[K comparable](l workqueue.TypedRateLimiter[K]) Option {
 	}
 }
 
-// WithClock sets the clock for delays and metrics; client-go's fake clock
-// (k8s.io/utils/clock/testing) makes time-based tests deterministic. Default:
-// the real clock.
+// WithClock sets the clock for delays, ageing, the default rate limiter and
+// metrics; client-go's fake clock (k8s.io/utils/clock/testing) makes
+// time-based tests deterministic. Default, and when clk is nil: the real
+// clock.
 func WithClock(clk clock.WithTicker) Option {
-	return func(c *config) { c.clock = clk }
+	return func(c *config) {
+		if clk != nil {
+			c.clock = clk
+		}
+	}
 }
 
-// WithMetrics registers the queue's workqueue_* metrics on reg, labelled with
-// the queue's name, which must be set with WithName. ShutDown unregisters
-// them. Default: no metrics, and no clock reads on the hot path.
-func WithMetrics(reg prometheus.Registerer) Option {
-	return func(c *config) { c.registerer = reg }
+// WithMetrics makes the queue report into m (see NewMetrics), which outlives
+// the queue: a new queue on the same m keeps its counters counting. Default,
+// and when m is nil: no metrics, and no clock reads on the hot path.
+func WithMetrics(m *Metrics) Option {
+	return func(c *config) { c.metrics = m }
 }
 
 // WithGroup turns on fairness: within a priority, Get serves the groups that
 // group returns (a tenant, a namespace) round-robin, so one group's flood of
 // keys cannot starve another's. group must be fast and return the same
 // group for a key every time. K must be the queue's key type, or New
-// panics. Default: no groups, plain FIFO within a priority.
+// panics. Default, and when group is nil: no groups, plain FIFO within a
+// priority.
 func WithGroup[K comparable](group func(K) string) Option {
 	return func(c *config) {
 		if group != nil {
 			c.groupOf = group
 		}
 	}
+}
+
+// DefaultAgeing is the ageing bound of a queue without WithAgeing.
+//
+// The bound is how long priorities are strict. A key that has waited longer
+// than that goes ahead of fresher keys whatever their priority, so the
+// bound is also the longest fresh changes keep their head start over a
+// backlog of low-priority keys (an informer's initial list, a resync). Half
+// a minute keeps that head start for any initial list a controller gets
+// through in half a minute (thousands of keys at ordinary reconcile rates),
+// which a bound of a few seconds would not; yet a listed key behind a
+// saturated normal lane still waits about half a minute rather than for
+// ever, far below resync periods and the 1000s backoff cap.
+const DefaultAgeing = 30 * time.Second
+
+// NoAgeing, given to WithAgeing, turns ageing off: priorities are strict,
+// and a lower-priority key waits for as long as higher-priority keys keep
+// coming. It saves the clock read that ageing makes on adds and Gets while
+// keys of several priorities are ready, and 16 bytes per key.
+const NoAgeing = time.Duration(math.MaxInt64)
+
+// WithAgeing sets the ageing bound: a ready key that has waited for bound
+// is served next, whatever its priority; keys that have all waited that
+// long are served oldest first. See the package documentation for how the
+// wait is measured. Default, and when bound is zero or negative:
+// DefaultAgeing. NoAgeing turns ageing off.
+func WithAgeing(bound time.Duration) Option {
+	return func(c *config) { c.ageing = bound }
 }
 
 // optionFor returns v as T, or the zero T if v is nil. It panics if v holds

@@ -3,19 +3,15 @@ package queue
 import (
 	"hash/maphash"
 	"math"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/converge-go/converge/backoff"
 )
-
-// Compile-time proof that a Queue drops into any client-go or
-// controller-runtime program.
-var _ workqueue.TypedRateLimitingInterface[string] = (*Queue[string])(nil)
 
 // Priorities for AddOptions.Priority. Any int works; these name the lanes a
 // controller needs.
@@ -32,7 +28,9 @@ const (
 
 // AddOptions says how AddWithOptions adds its keys.
 type AddOptions struct {
-	// After delays the keys; zero or negative means ready now.
+	// After delays the keys; zero or negative means ready now. A delay that
+	// reaches beyond the clock's range (rate.InfDuration, math.MaxInt64)
+	// parks the keys: see AddAfter.
 	After time.Duration
 	// RateLimited delays each key by at least the rate limiter's When.
 	RateLimited bool
@@ -56,13 +54,14 @@ type Queue[K comparable] struct {
 	seed        maphash.Seed // for index tags
 	clock       clock.WithTicker
 	epoch       time.Time // nanos are measured from here
-	rateLimiter workqueue.TypedRateLimiter[K]
+	rateLimiter backoff.Limiter[K]
 	groupOf     func(K) string // nil: no fairness groups
-	metrics     *metrics       // nil: no metrics
-	name        string
-	wake        chan struct{} // buffered(1): re-arm the timer
-	stop        chan struct{} // closed by the first ShutDown
-	timerDone   chan struct{} // closed when the timer goroutine returns
+	metrics     *Metrics       // nil: no metrics
+	// checkKeys says how to refuse keys the queue cannot use (key.go).
+	checkKeys keyCheck
+	wake      chan struct{} // buffered(1): re-arm the timer
+	stop      chan struct{} // closed by the first ShutDown
+	timerDone chan struct{} // closed when the timer goroutine returns
 	// closed mirrors shuttingDown for readers that do not hold mu.
 	closed atomic.Bool
 
@@ -103,6 +102,12 @@ type Queue[K comparable] struct {
 	inflight []int64
 	// inflightFree lists the free slots of inflight.
 	inflightFree []int32
+	// queueDuration and workDuration feed the histograms of the same
+	// names, when metrics are on.
+	queueDuration, workDuration histogram
+
+	// age is the ageing bookkeeping (ageing.go).
+	age ageState
 
 	shuttingDown bool
 	// drain is true while ShutDownWithDrain waits for processing to reach 0.
@@ -124,13 +129,14 @@ type cacheLinePad [128]byte
 // New returns an empty queue configured by opts.
 //
 // New panics on options that cannot work, with a message naming the option:
-// a rate limiter or group function for another key type, metrics without a
-// name, or a metrics registration the registerer refuses (such as a second
-// live queue with the same name on one registry).
+// a rate limiter or group function built for another key type. Nil options
+// are ignored.
 func New[K comparable](opts ...Option) *Queue[K] {
 	var c config
 	for _, o := range opts {
-		o(&c)
+		if o != nil {
+			o(&c)
+		}
 	}
 	q := &Queue[K]{
 		seed:      maphash.MakeSeed(),
@@ -140,36 +146,46 @@ func New[K comparable](opts ...Option) *Queue[K] {
 		wake:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		timerDone: make(chan struct{}),
-		name:      c.name,
 		clock:     c.clock,
+		metrics:   c.metrics,
+		checkKeys: keyCheckFor(reflect.TypeFor[K]()),
+		age:       ageState{fifo: newList()},
 	}
 	q.cond.L = &q.mu
 	if q.clock == nil {
 		q.clock = clock.RealClock{}
 	}
 	q.epoch = q.clock.Now()
-	q.rateLimiter = optionFor[workqueue.TypedRateLimiter[K]]("WithRateLimiter", c.rateLimiter)
+	q.rateLimiter = optionFor[backoff.Limiter[K]]("WithRateLimiter", c.rateLimiter)
 	if q.rateLimiter == nil {
-		q.rateLimiter = backoff.DefaultController[K]()
+		q.rateLimiter = backoff.DefaultController[K](q.clock)
 	}
 	q.groupOf = optionFor[func(K) string]("WithGroup", c.groupOf)
 	q.ready = newReadySet(q.groupOf != nil)
-	if c.registerer != nil {
-		if q.name == "" {
-			panic("queue: WithMetrics needs WithName: the name is the metrics' name label")
-		}
+	switch {
+	case c.ageing <= 0:
+		q.age.bound = int64(DefaultAgeing)
+	case c.ageing != NoAgeing:
+		q.age.bound = int64(c.ageing)
+	}
+	if q.metrics != nil || q.age.bound != 0 {
 		q.slab.times = make([]int64, 0)
-		q.metrics = newMetrics(q.name, q.collect)
-		if err := q.metrics.register(c.registerer); err != nil {
-			panic("queue: WithMetrics: " + err.Error())
-		}
+	}
+	if q.metrics != nil {
+		q.metrics.attach(q.collect)
 	}
 	return q
 }
 
-// tag hashes key for the index. It reads only fields set by New, so callers
-// compute it before locking.
-func (q *Queue[K]) tag(key K) uint32 { return uint32(maphash.Comparable(q.seed, key)) }
+// tag hashes key for the index, first refusing keys the queue cannot hold
+// (key.go). It reads only fields set by New, so callers compute it before
+// locking.
+func (q *Queue[K]) tag(key K) uint32 {
+	if q.checkKeys != keyCheckNone {
+		checkKey(q.checkKeys, key)
+	}
+	return uint32(maphash.Comparable(q.seed, key))
+}
 
 // nanos is the queue's clock as nanoseconds since New.
 func (q *Queue[K]) nanos() int64 { return int64(q.clock.Since(q.epoch)) }
@@ -188,6 +204,11 @@ func (q *Queue[K]) metricsNow() int64 {
 // A key that is already ready stays where it is. A key waiting for a delay
 // becomes ready now. A key being processed is processed once more after its
 // Done. After ShutDown, Add does nothing.
+//
+// Add, AddAfter, AddRateLimited and AddWithOptions panic on a key that is
+// not equal to itself (a NaN, or a value holding one) or that cannot be
+// hashed (an interface holding a slice, map or func): the queue could never
+// find such a key again, so Done and ShutDownWithDrain would not work.
 func (q *Queue[K]) Add(key K) {
 	now, tag := q.metricsNow(), q.tag(key)
 	q.mu.Lock()
@@ -199,12 +220,19 @@ func (q *Queue[K]) Add(key K) {
 // AddAfter adds key once delay has passed, at PriorityNormal. If key is
 // already waiting, the earlier of the two times wins; a delay of zero or less
 // is Add.
+//
+// A delay that reaches beyond the clock's range, such as rate.InfDuration
+// or math.MaxInt64, means never: the key is parked. It waits, with no timer
+// set for it, until a plain Add makes it ready or a shorter delay replaces
+// its own (as time.Time.Add saturates in client-go's queue; it does not
+// wrap around to "now").
 func (q *Queue[K]) AddAfter(key K, delay time.Duration) {
 	q.AddWithOptions(AddOptions{After: delay}, key)
 }
 
 // AddRateLimited adds key after the rate limiter's When(key), which also
-// counts a failure for key, at PriorityNormal.
+// counts a failure for key, at PriorityNormal. A limiter that says
+// rate.InfDuration parks the key (see AddAfter).
 func (q *Queue[K]) AddRateLimited(key K) {
 	q.AddWithOptions(AddOptions{RateLimited: true}, key)
 }
@@ -219,33 +247,46 @@ func (q *Queue[K]) AddWithOptions(o AddOptions, keys ...K) {
 		now = q.nanos()
 	}
 	readied := 0
+	defer func() { q.signal(readied) }() // also when tag refuses a key
 	for _, key := range keys {
+		tag := q.tag(key) // before When: a refused key counts no failure
 		delay := o.After
 		if o.RateLimited && !q.closed.Load() {
 			// Checked first so that an add that will be ignored does not
 			// count a failure.
 			delay = max(delay, q.rateLimiter.When(key))
 		}
-		due := int64(0)
-		if delay > 0 {
-			due = now + int64(delay)
-		}
-		tag := q.tag(key)
+		due := dueAt(now, delay)
 		q.mu.Lock()
-		if o.RateLimited && !q.shuttingDown {
-			q.retries++
+		if due != 0 && !q.shuttingDown {
+			q.retries++ // as controller-runtime counts: any add with a delay
 		}
 		readied += q.promoteAt(now) + q.addLocked(key, tag, prio, due, now)
 		q.mu.Unlock()
 	}
-	q.signal(readied)
+}
+
+// dueAt is the due time of a delay from now: 0 (ready now) for no delay,
+// never (parked) for one that reaches beyond the clock's range, and never
+// 0 otherwise.
+func dueAt(now int64, delay time.Duration) int64 {
+	if delay <= 0 {
+		return 0
+	}
+	// now is nanoseconds since New, so it is negative only on a clock set
+	// back: then now+delay cannot overflow.
+	if int64(delay) >= never-max(now, 0) {
+		return never
+	}
+	return max(now+int64(delay), 1)
 }
 
 func clampPriority(p int) int32 {
 	return int32(min(max(p, math.MinInt32), math.MaxInt32))
 }
 
-// addLocked merges one add into the key's state; due 0 means now. The
+// addLocked merges one add into the key's state; due 0 means now, never
+// means parked. The
 // caller computes tag (the index hash) and now (metricsNow) before locking,
 // to keep hashing and the clock out of the critical section. It returns 1 if
 // a key became ready, for the caller to signal after unlocking.
@@ -314,7 +355,9 @@ func (q *Queue[K]) makeReady(idx int32, prio int32, now int64) {
 		name = q.groupOf(q.slab.entries[idx].key)
 	}
 	push(&q.ready, q.slab.entries, idx, prio, name)
-	if q.slab.times != nil {
+	if q.age.bound != 0 {
+		q.stampReady(idx, now) // and the metrics' time
+	} else if q.slab.times != nil {
 		q.slab.times[idx] = now
 	}
 }
@@ -327,6 +370,18 @@ func (q *Queue[K]) raise(idx int32, prio int32) {
 	}
 	remove(&q.ready, q.slab.entries, idx, name)
 	push(&q.ready, q.slab.entries, idx, prio, name)
+	if q.age.bound != 0 && len(q.ready.active) > 1 {
+		q.startAgeing(0) // it keeps its place in the FIFO and its stamp
+	}
+}
+
+// take unlinks the ready key idx for Get.
+func (q *Queue[K]) take(idx int32) {
+	var name string
+	if q.groupOf != nil {
+		name = q.groupOf(q.slab.entries[idx].key)
+	}
+	remove(&q.ready, q.slab.entries, idx, name)
 }
 
 // signal wakes up to n waiting Gets. It is called after unlocking, so that a
@@ -339,135 +394,6 @@ func (q *Queue[K]) signal(n int) {
 	}
 }
 
-// Get blocks until a key is ready, marks it as processing and returns it.
-// Keys come highest priority first, round-robin across groups within a
-// priority, FIFO within a group. After ShutDown, Get still returns the keys
-// that are ready, then returns shutdown true (and the zero key) at once.
-// Every key Get returns must be given back with Done.
-func (q *Queue[K]) Get() (key K, shutdown bool) {
-	now := q.metricsNow()
-	q.mu.Lock()
-	readied := 0
-	for {
-		readied += q.promoteIfDue()
-		if q.ready.n > 0 {
-			break
-		}
-		if q.shuttingDown {
-			q.mu.Unlock()
-			return key, true
-		}
-		q.cond.Wait()
-		now = q.metricsNow()
-	}
-	idx := pop(&q.ready, q.slab.entries)
-	e := &q.slab.entries[idx]
-	e.state = stateProcessing
-	q.processing++
-	key = e.key
-	if q.metrics == nil {
-		q.mu.Unlock()
-		q.signal(readied - 1) // this Get took one of them
-		return key, false
-	}
-	q.metrics.queueDuration.observe(now - q.slab.times[idx])
-	e.prev = q.startInflight(now)
-	q.mu.Unlock()
-	q.signal(readied - 1)
-	return key, false
-}
-
-// Done marks key as no longer processing. If key was added while it was
-// processing, it becomes ready again now; if it was added with a delay, it
-// waits for that. Done of a key that is not processing does nothing.
-func (q *Queue[K]) Done(key K) {
-	now, tag := q.metricsNow(), q.tag(key)
-	q.mu.Lock()
-	readied := q.promoteAt(now)
-	idx, pos := q.index.find(q.slab.entries, key, tag)
-	if idx == none {
-		q.mu.Unlock()
-		q.signal(readied)
-		return
-	}
-	e := &q.slab.entries[idx]
-	if e.state != stateProcessing && e.state != stateDirty {
-		q.mu.Unlock()
-		q.signal(readied)
-		return
-	}
-	q.processing--
-	if q.metrics != nil {
-		q.metrics.workDuration.observe(now - q.endInflight(e.prev))
-		e.prev = none
-	}
-	switch {
-	case e.state == stateDirty:
-		q.makeReady(idx, e.prio, now)
-		readied++
-	case e.waitSeq != 0:
-		e.state = stateWaiting
-	default:
-		q.index.deleteAt(pos)
-		if q.slab.release(idx) {
-			q.delays, q.stale = nil, 0 // only stale slots can be left
-		}
-	}
-	if q.processing == 0 && q.drain {
-		readied = 2 // ShutDownWithDrain waits on the same cond: wake everyone
-	}
-	q.mu.Unlock()
-	q.signal(readied)
-}
-
-// Len returns the number of keys ready now; keys waiting for a delay or
-// being processed are not counted (as in client-go).
-func (q *Queue[K]) Len() int {
-	q.mu.Lock()
-	readied := q.promoteIfDue()
-	n := q.ready.n
-	q.mu.Unlock()
-	q.signal(readied)
-	return n
-}
-
-// Idle reports whether no key is ready and none is being processed (handed
-// out by Get and not yet given back with Done), read at one instant. Keys
-// waiting for a delay do not count: a queue whose only keys are due later is
-// idle until they are due.
-func (q *Queue[K]) Idle() bool {
-	q.mu.Lock()
-	readied := q.promoteIfDue()
-	idle := q.ready.n == 0 && q.processing == 0
-	q.mu.Unlock()
-	q.signal(readied)
-	return idle
-}
-
-// promoteAt is promoteIfDue for callers that have read the clock already
-// (now is 0 when they have not). Every caller that knows the time moves due
-// keys, so that they do not wait for the timer goroutine to be scheduled
-// behind busy goroutines.
-func (q *Queue[K]) promoteAt(now int64) int {
-	if now == 0 || len(q.delays) == 0 || q.shuttingDown || q.delays[0].due > now {
-		return 0
-	}
-	return q.promoteDue(now)
-}
-
-// promoteIfDue makes due keys ready, so that callers that are awake do not
-// wait for the timer goroutine. Called with q.mu held; it reads the clock only
-// when keys are waiting.
-func (q *Queue[K]) promoteIfDue() (readied int) {
-	if len(q.delays) == 0 || q.shuttingDown {
-		return 0
-	}
-	if now := q.nanos(); q.delays[0].due <= now {
-		return q.promoteDue(now)
-	}
-	return 0
-}
-
 // Forget tells the rate limiter that key is done retrying (it succeeded or
 // failed for good): its failure count goes back to zero. It does not remove
 // the key from the queue; call Done for that.
@@ -476,69 +402,5 @@ func (q *Queue[K]) Forget(key K) { q.rateLimiter.Forget(key) }
 // NumRequeues returns how many times the rate limiter has delayed key since
 // it was last forgotten.
 func (q *Queue[K]) NumRequeues(key K) int { return q.rateLimiter.NumRequeues(key) }
-
-// ShutDown makes the queue refuse new adds and makes Get return shutdown
-// once no key is ready. Delayed keys that are not yet due are dropped, and the
-// queue's metrics are unregistered so that a new queue may take its name. It
-// does not wait for workers; it does wait for the timer goroutine to return.
-// ShutDown interrupts a ShutDownWithDrain that is waiting. Calling it again
-// does nothing more.
-func (q *Queue[K]) ShutDown() {
-	q.mu.Lock()
-	q.drain = false
-	first := q.shutDownLocked()
-	q.mu.Unlock()
-	q.afterShutDown(first)
-}
-
-// ShutDownWithDrain is ShutDown that also waits until every key handed out
-// by Get has been given back with Done. Keys added while processing are
-// still handed out, so workers must keep calling Get until it reports
-// shutdown, or the drain never ends.
-func (q *Queue[K]) ShutDownWithDrain() {
-	q.mu.Lock()
-	q.drain = true
-	first := q.shutDownLocked()
-	for q.processing > 0 && q.drain {
-		q.cond.Wait()
-	}
-	q.mu.Unlock()
-	q.afterShutDown(first)
-}
-
-// ShuttingDown reports whether ShutDown or ShutDownWithDrain has been called.
-func (q *Queue[K]) ShuttingDown() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.shuttingDown
-}
-
-// shutDownLocked reports whether this call is the one that shut down.
-func (q *Queue[K]) shutDownLocked() (first bool) {
-	q.cond.Broadcast()
-	if q.shuttingDown {
-		return false
-	}
-	// Keys already due are ready, even if nothing has moved them yet.
-	q.promoteIfDue()
-	q.shuttingDown = true
-	q.closed.Store(true)
-	close(q.stop)
-	return true
-}
-
-// afterShutDown does the shutdown work that must not hold q.mu: a scrape in
-// progress holds the registry's lock and waits for q.mu.
-func (q *Queue[K]) afterShutDown(first bool) {
-	if first && q.metrics != nil {
-		q.metrics.unregister()
-	}
-	q.mu.Lock()
-	started := q.timerStarted
-	q.mu.Unlock()
-	if started {
-		<-q.timerDone
-	}
-}
 
 func seconds(nanos int64) float64 { return float64(nanos) / 1e9 }

@@ -2,13 +2,12 @@ package queue_test
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-go/converge/backoff"
@@ -59,11 +58,6 @@ func drain(t *testing.T, q *queue.Queue[string]) []string {
 		q.Done(k)
 	}
 	return keys
-}
-
-func TestQueueShouldSatisfyClientGoRateLimitingInterface(t *testing.T) {
-	var q workqueue.TypedRateLimitingInterface[string] = queue.New[string]()
-	q.ShutDown()
 }
 
 func TestAddingAWaitingKeyShouldBeANoOp(t *testing.T) {
@@ -124,26 +118,25 @@ func TestDoneAfterShutDownShouldStillHandOutAKeyAddedWhileProcessing(t *testing.
 }
 
 func TestShutDownWithDrainShouldWaitForKeysInFlight(t *testing.T) {
-	q, _ := newTestQueue(t)
-	q.Add("a")
-	k := get(t, q)
-	drained := make(chan struct{})
-	go func() {
-		q.ShutDownWithDrain()
-		close(drained)
-	}()
-	require.Eventually(t, q.ShuttingDown, 5*time.Second, time.Millisecond)
-	select {
-	case <-drained:
-		t.Fatal("ShutDownWithDrain returned while a key was in flight")
-	case <-time.After(20 * time.Millisecond):
-	}
-	q.Done(k)
-	select {
-	case <-drained:
-	case <-time.After(5 * time.Second):
-		t.Fatal("ShutDownWithDrain did not return after Done")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		q := queue.New[string]()
+		q.Add("a")
+		k, _ := q.Get()
+		drained := make(chan struct{})
+		go func() {
+			q.ShutDownWithDrain()
+			close(drained)
+		}()
+		synctest.Wait() // ShutDownWithDrain is blocked, or has returned
+		require.True(t, q.ShuttingDown())
+		select {
+		case <-drained:
+			t.Fatal("ShutDownWithDrain returned while a key was in flight")
+		default:
+		}
+		q.Done(k)
+		<-drained // a deadlock here fails the test: synctest sees it
+	})
 }
 
 func TestShutDownShouldInterruptAWaitingShutDownWithDrain(t *testing.T) {
@@ -165,26 +158,29 @@ func TestShutDownShouldInterruptAWaitingShutDownWithDrain(t *testing.T) {
 }
 
 func TestGetShouldBlockUntilAKeyIsAddedAndReportShutdownWhenEmpty(t *testing.T) {
-	q, _ := newTestQueue(t)
-	got := make(chan string)
-	go func() {
-		k, _ := q.Get()
-		got <- k
-	}()
-	select {
-	case <-got:
-		t.Fatal("Get returned from an empty queue")
-	case <-time.After(10 * time.Millisecond):
-	}
-	q.Add("a")
-	assert.Equal(t, "a", <-got)
-	done := make(chan bool)
-	go func() {
-		_, shutdown := q.Get()
-		done <- shutdown
-	}()
-	q.ShutDown()
-	assert.True(t, <-done)
+	synctest.Test(t, func(t *testing.T) {
+		q := queue.New[string]()
+		got := make(chan string)
+		go func() {
+			k, _ := q.Get()
+			got <- k
+		}()
+		synctest.Wait() // Get is blocked, or has returned and blocks on got
+		select {
+		case <-got:
+			t.Fatal("Get returned from an empty queue")
+		default:
+		}
+		q.Add("a")
+		assert.Equal(t, "a", <-got)
+		done := make(chan bool)
+		go func() {
+			_, shutdown := q.Get()
+			done <- shutdown
+		}()
+		q.ShutDown()
+		assert.True(t, <-done)
+	})
 }
 
 func TestAddAfterShouldWaitForTheClock(t *testing.T) {
@@ -339,11 +335,20 @@ func TestAddWithOptionsRateLimitedShouldWaitTheLongerOfAfterAndTheLimiter(t *tes
 func TestNewShouldPanicClearlyOnOptionsThatCannotWork(t *testing.T) {
 	intLimiter := backoff.NewPerKey[int](backoff.Exponential{})
 	assert.PanicsWithValue(t,
-		"queue: WithRateLimiter: got *backoff.PerKey[int], want workqueue.TypedRateLimiter[string]: the option was built for another key type",
+		"queue: WithRateLimiter: got *backoff.PerKey[int], want backoff.Limiter[string]: the option was built for another key type",
 		func() { queue.New[string](queue.WithRateLimiter[int](intLimiter)) })
-	assert.Panics(t, func() { queue.New[string](queue.WithGroup(func(int) string { return "" })) })
-	assert.PanicsWithValue(t, "queue: WithMetrics needs WithName: the name is the metrics' name label",
-		func() { queue.New[string](queue.WithMetrics(prometheus.NewRegistry())) })
+	assert.PanicsWithValue(t,
+		"queue: WithGroup: got func(int) string, want func(string) string: the option was built for another key type",
+		func() { queue.New[string](queue.WithGroup(func(int) string { return "" })) })
+}
+
+func TestNewShouldIgnoreNilOptionsLikeNilValues(t *testing.T) {
+	var unset queue.Option
+	q := queue.New[string](nil, unset, queue.WithClock(nil), queue.WithRateLimiter[string](nil),
+		queue.WithGroup[string](nil), queue.WithMetrics(nil))
+	defer q.ShutDown()
+	q.Add("a")
+	assert.Equal(t, 1, q.Len())
 }
 
 func TestPrioritiesBeyondInt32ShouldBeClamped(t *testing.T) {

@@ -91,7 +91,7 @@ func (l *level) groupFor(name string) *group {
 func push[K comparable](r *readySet, es []entry[K], idx int32, prio int32, groupName string) {
 	l := r.level(prio)
 	g := l.groupFor(groupName)
-	pushBack(&g.items, es, idx)
+	pushBack(&g.items, es, idx, readyLinks)
 	if g.items.n == 1 {
 		l.ringAppend(g)
 	}
@@ -108,7 +108,7 @@ func push[K comparable](r *readySet, es []entry[K], idx int32, prio int32, group
 func pop[K comparable](r *readySet, es []entry[K]) int32 {
 	l := r.active[0]
 	g := l.first
-	idx := popFront(&g.items, es)
+	idx := popFront(&g.items, es, readyLinks)
 	if g.items.n == 0 {
 		l.ringRemove(g)
 		l.dropGroup(g)
@@ -120,11 +120,14 @@ func pop[K comparable](r *readySet, es []entry[K]) int32 {
 	return idx
 }
 
+// peek returns the key pop would return; the set must not be empty.
+func peek(r *readySet) int32 { return r.active[0].first.items.head }
+
 // remove unlinks the ready key idx from the middle of its group, in O(1).
 func remove[K comparable](r *readySet, es []entry[K], idx int32, groupName string) {
 	l := r.level(es[idx].prio)
 	g := l.groupFor(groupName)
-	unlink(&g.items, es, idx)
+	unlink(&g.items, es, idx, readyLinks)
 	if g.items.n == 0 {
 		l.ringRemove(g)
 		l.dropGroup(g)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/queue"
 )
 
 // ErrLeadershipLost is the cause (context.Cause) of a controller's context
@@ -29,8 +30,11 @@ type Controller[K comparable] struct {
 	limiter backoff.Limiter[K]
 	watches []watch[K]
 	metrics *metrics // nil without WithMetrics
-	keys    keyStates[K]
-	ids     atomic.Uint64 // reconcile IDs
+	// queueMetrics outlive the per-Run queues; nil without WithMetrics.
+	queueMetrics *queue.Metrics
+	groupOf      func(K) string // nil: no fairness groups
+	keys         keyStates[K]
+	ids          atomic.Uint64 // reconcile IDs
 
 	mu sync.Mutex
 	// cur is the Run in progress, nil between Runs; guarded by mu.
@@ -76,15 +80,26 @@ func New[K comparable](name string, rec Reconciler[K], opts ...Option) (*Control
 	}
 	switch l := s.limiter.(type) {
 	case nil:
-		c.limiter = backoff.DefaultController[K]()
+		c.limiter = backoff.DefaultController[K](s.clock)
 	case backoff.Limiter[K]:
 		c.limiter = l
 	default:
 		return nil, fmt.Errorf("reconcile.New(%q): WithRateLimiter: %T does not limit keys of type %v", name, l, reflect.TypeFor[K]())
 	}
+	switch g := s.groupOf.(type) {
+	case nil:
+	case func(K) string:
+		c.groupOf = g
+	default:
+		return nil, fmt.Errorf("reconcile.New(%q): WithGroups: %T does not group keys of type %v", name, g, reflect.TypeFor[K]())
+	}
 	if s.registerer != nil {
 		m, err := newMetrics(name, s.workers, s.registerer)
 		if err != nil {
+			return nil, fmt.Errorf("reconcile.New(%q): metrics: %w", name, err)
+		}
+		if c.queueMetrics, err = queue.NewMetrics(s.registerer, name, name); err != nil {
+			s.registerer.Unregister(m)
 			return nil, fmt.Errorf("reconcile.New(%q): metrics: %w", name, err)
 		}
 		c.metrics = m

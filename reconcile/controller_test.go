@@ -470,7 +470,8 @@ func TestFreshChangesGoBeforeTheInitialList(t *testing.T) {
 	<-atGate // the single worker holds an old key; the rest wait in the queue
 	store.Put("fresh", 1)
 	require.Eventually(t, func() bool {
-		return reg.value(t, "workqueue_depth", map[string]string{"name": "ints"}) == 100
+		return reg.value(t, "workqueue_depth", map[string]string{"name": "ints", "priority": "-100"}) == 99 &&
+			reg.value(t, "workqueue_depth", map[string]string{"name": "ints", "priority": "0"}) == 1
 	}, 10*time.Second, time.Millisecond, "99 old keys and the fresh one queued")
 	close(gate)
 	h.Settle()
@@ -545,4 +546,40 @@ func TestFromChannelReconcilesKeysSentOnIt(t *testing.T) {
 	}, 10*time.Second, time.Millisecond)
 	slices.Sort(got)
 	assert.Equal(t, []string{"x", "y"}, got)
+}
+
+func TestWithGroupsServesTheGroupsRoundRobin(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	for i := range 50 {
+		store.Put(fmt.Sprint("a", i), i) // a flood of group a's keys
+	}
+	store.Put("b0", 0) // one key of group b, listed last
+	gate := make(chan struct{})
+	atGate := make(chan struct{}, 1)
+	var mu sync.Mutex
+	var order []string
+	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
+		select {
+		case atGate <- struct{}{}:
+		default:
+		}
+		<-gate
+		mu.Lock()
+		order = append(order, key)
+		mu.Unlock()
+		return reconcile.Result{}, nil
+	})
+	reg := newRegistry()
+	inf := reconciletest.Informer(h, "ints", store)
+	reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithMetrics(reg),
+		reconcile.WithGroups(func(k string) string { return k[:1] }))
+	<-atGate // the single worker holds the first key; the rest wait in the queue
+	require.Eventually(t, func() bool {
+		return reg.value(t, "workqueue_depth", map[string]string{"name": "ints", "priority": "-100"}) == 50
+	}, 10*time.Second, time.Millisecond, "every listed key queued")
+	close(gate)
+	h.Settle()
+	require.Len(t, order, 51)
+	assert.Contains(t, order[:3], "b0", "group b is served within a round, not after group a's flood: %v", order)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/queue"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -92,13 +93,16 @@ func TestNewRejectsBadInputWithClearErrors(t *testing.T) {
 		{"jitter above 1", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithRequeueJitter(2)}, "WithRequeueJitter(2)"},
 		{"zero sync timeout", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithSyncTimeout(0)}, "WithSyncTimeout"},
 		{"watch of another key type", "c", ok, []reconcile.Option{reconcile.For(other)}, `informer "others" delivers keys of another type than the controller's string`},
-		{"rate limiter of another key type", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithRateLimiter(backoff.DefaultController[int]())}, "does not limit keys of type string"},
+		{"rate limiter of another key type", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithRateLimiter(backoff.DefaultController[int](nil))}, "does not limit keys of type string"},
 		{"nil informer", "c", ok, []reconcile.Option{reconcile.For[string, int](nil)}, "nil informer"},
 		{"nil channel", "c", ok, []reconcile.Option{reconcile.FromChannel[string]("ch", nil)}, "nil channel"},
 		{"metrics name taken", "taken", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithMetrics(reg)}, "already registered"},
 		{"nil predicate in For", "c", ok, []reconcile.Option{reconcile.For(inf, nil)}, `For(informer "ints"): predicate 0 is nil`},
 		{"nil predicate in Watch", "c", ok, []reconcile.Option{reconcile.Watch(inf, same, passAll, nil)}, `Watch(informer "ints"): predicate 1 is nil`},
 		{"IgnoreUnchanged(nil)", "c", ok, []reconcile.Option{reconcile.For(inf, reconcile.IgnoreUnchanged[string, int](nil))}, "predicate 0 is nil"},
+		{"groups of another key type", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithGroups(func(int) string { return "" })}, "WithGroups: func(int) string does not group keys of type string"},
+		{"nil groups", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithGroups[string](nil)}, "WithGroups(nil)"},
+		{"zero ageing", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithAgeing(0)}, "WithAgeing(0s): need a positive duration"},
 		{"absurd worker count", "c", ok, []reconcile.Option{reconcile.For(inf), reconcile.WithWorkers(1_000_000)}, "WithWorkers(1000000): more than MaxWorkers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -261,7 +265,7 @@ func TestMetricsUseControllerRuntimeNames(t *testing.T) {
 	assert.Equal(t, 5.0, reg.value(t, "controller_runtime_reconcile_time_seconds", c))
 	assert.Equal(t, 0.0, reg.value(t, "controller_runtime_active_workers", c))
 	assert.Equal(t, 3.0, reg.value(t, "controller_runtime_max_concurrent_reconciles", c))
-	assert.Equal(t, 2.0, reg.value(t, "workqueue_retries_total", map[string]string{"name": "things"}), "error and panic are retried")
+	assert.Equal(t, 3.0, reg.value(t, "workqueue_retries_total", map[string]string{"name": "things"}), "error, panic and RequeueAfter are delayed adds")
 	assert.Equal(t, 0.0, reg.value(t, "workqueue_depth", map[string]string{"name": "things"}))
 }
 
@@ -306,3 +310,19 @@ func (w syncWriter) Write(p []byte) (int, error) {
 
 func same(k string, _ int) []string              { return []string{k} }
 func passAll(reconcile.Change[string, int]) bool { return true }
+
+func TestQueueMetricsAlreadyRegisteredAreAnErrorFromNewNotAPanicAtRun(t *testing.T) {
+	inf := informer.New("ints", memory.New[string, int]())
+	ok := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	reg := newRegistry()
+	_, err := queue.NewMetrics(reg, "c", "c") // a user's queue with the controller's name
+	require.NoError(t, err)
+	c, err := reconcile.New("c", ok, reconcile.For(inf), reconcile.WithMetrics(reg))
+	assert.Nil(t, c)
+	require.ErrorContains(t, err, `reconcile.New("c"): metrics: queue: NewMetrics("c", "c")`)
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		assert.NotContains(t, f.GetName(), "controller_runtime", "a failed New leaves no metrics behind")
+	}
+}

@@ -120,7 +120,7 @@ func TestManagerServesHealthReadinessAndMetrics(t *testing.T) {
 	code, body = get(t, base+"/metrics")
 	assert.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, `controller_runtime_reconcile_total{controller="c",result="success"} 1`)
-	assert.Contains(t, body, `workqueue_adds_total{name="c"}`)
+	assert.Contains(t, body, `workqueue_adds_total{controller="c",name="c"}`)
 
 	stop()
 	require.NoError(t, <-done)

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/converge-go/converge/backoff"
-	"github.com/converge-go/converge/queue"
 )
 
 // Defaults for the options of New.
@@ -49,9 +48,10 @@ type settings struct {
 	logger         *slog.Logger
 	registerer     prometheus.Registerer
 	clock          Clock
-	limiter        any // backoff.Limiter[K], checked by New
-	queueOpts      []queue.Option
-	watches        []any // watch[K] values, checked by New
+	limiter        any           // backoff.Limiter[K], checked by New
+	groupOf        any           // func(K) string, checked by New
+	ageing         time.Duration // 0: the queue's default
+	watches        []any         // watch[K] values, checked by New
 	tracer         trace.Tracer
 }
 
@@ -246,12 +246,33 @@ func WithRateLimiter[K comparable](l backoff.Limiter[K]) Option {
 	}
 }
 
-// WithQueueOptions passes options to the controller's work queue, such as
-// queue.WithGroup for fairness between tenants. The controller sets the
-// queue's name, clock, rate limiter and metrics itself. Default: none.
-func WithQueueOptions(opts ...queue.Option) Option {
+// WithGroups turns on fairness between groups of keys (tenants,
+// namespaces): within a priority, the queue serves the groups that group
+// returns round-robin, so that one group's flood of keys cannot starve
+// another's. group must be fast and return the same group for a key every
+// time; K must be the controller's key type, or New fails. Default: no
+// groups, first in first out within a priority.
+func WithGroups[K comparable](group func(K) string) Option {
 	return func(s *settings) error {
-		s.queueOpts = append(s.queueOpts, opts...)
+		if group == nil {
+			return fmt.Errorf("WithGroups(nil)")
+		}
+		s.groupOf = group
+		return nil
+	}
+}
+
+// WithAgeing bounds how long a key waits behind keys of a higher priority:
+// the controller queues the keys of an informer's initial list at a low
+// priority, behind fresh changes, and a key that has waited for d is served
+// next whatever its priority (see queue.WithAgeing). d must be positive, or
+// queue.NoAgeing for strict priorities. Default: queue.DefaultAgeing (30s).
+func WithAgeing(d time.Duration) Option {
+	return func(s *settings) error {
+		if d <= 0 {
+			return fmt.Errorf("WithAgeing(%v): need a positive duration (or queue.NoAgeing)", d)
+		}
+		s.ageing = d
 		return nil
 	}
 }

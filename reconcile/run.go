@@ -52,14 +52,16 @@ var errChanged = errors.New("key changed")
 
 func newRun[K comparable](ctx context.Context, c *Controller[K]) *run[K] {
 	opts := []queue.Option{
-		queue.WithName(c.name),
 		queue.WithClock(c.s.clock),
 		queue.WithRateLimiter[K](recordingLimiter[K]{c}),
+		queue.WithMetrics(c.queueMetrics),
 	}
-	if c.s.registerer != nil {
-		opts = append(opts, queue.WithMetrics(c.s.registerer))
+	if c.groupOf != nil {
+		opts = append(opts, queue.WithGroup(c.groupOf))
 	}
-	opts = append(opts, c.s.queueOpts...)
+	if c.s.ageing > 0 {
+		opts = append(opts, queue.WithAgeing(c.s.ageing))
+	}
 	r := &run[K]{c: c, q: queue.New[K](opts...), failc: make(chan error, 1)}
 	r.workCtx, r.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
 	if c.s.cancelOnChange {

@@ -96,7 +96,7 @@ func build(manifest, dir string, interval time.Duration, log *slog.Logger) (*rec
 		// second, so a broken disk does not turn into a busy loop.
 		reconcile.WithRateLimiter(backoff.Max(
 			backoff.NewPerKey[string](backoff.Exponential{Base: 100 * time.Millisecond, Cap: time.Minute}),
-			backoff.NewBucket[string](rate.Limit(20), 20),
+			backoff.NewBucket[string](rate.Limit(20), 20, nil),
 		)),
 		reconcile.WithLogger(log),
 	)
