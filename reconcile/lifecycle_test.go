@@ -326,3 +326,31 @@ func TestQueueMetricsAlreadyRegisteredAreAnErrorFromNewNotAPanicAtRun(t *testing
 		assert.NotContains(t, f.GetName(), "controller_runtime", "a failed New leaves no metrics behind")
 	}
 }
+
+func TestWorkqueueCountersCarryTheControllerLabelAndKeepCountingAcrossRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New[string, int]()
+		store.Put("a", 1)
+		store.Put("b", 2)
+		inf := informer.New("ints", store)
+		ok := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
+		reg := newRegistry()
+		c, err := reconcile.New("things", ok, reconcile.For(inf), reconcile.WithMetrics(reg), quiet)
+		require.NoError(t, err)
+		infCtx, stopInf := context.WithCancel(context.Background())
+		infDone := make(chan error, 1)
+		go func() { infDone <- inf.Run(infCtx) }()
+		adds := map[string]string{"name": "things", "controller": "things"}
+		for term := 1; term <= 2; term++ { // a Manager runs the controller again on each term
+			ctx, stop := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- c.Run(ctx) }()
+			synctest.Wait()
+			assert.Equal(t, float64(2*term), reg.value(t, "workqueue_adds_total", adds), "term %d", term)
+			stop()
+			require.NoError(t, <-done)
+		}
+		stopInf()
+		require.NoError(t, <-infDone)
+	})
+}
