@@ -443,38 +443,54 @@ func TestCancelOnChangeCancelsTheReconcileInProgressAndRunsItAgain(t *testing.T)
 	assert.Equal(t, 0.0, reg.value(t, "controller_runtime_reconcile_errors_total", nil))
 }
 
+// orderRecorder is a reconciler that records the order of the keys it is
+// given, and holds every call until gate is closed; atGate receives when
+// the first call waits there.
+type orderRecorder struct {
+	gate   chan struct{}
+	atGate chan struct{}
+	mu     sync.Mutex
+	order  []string
+}
+
+func newOrderRecorder() *orderRecorder {
+	return &orderRecorder{gate: make(chan struct{}), atGate: make(chan struct{}, 1)}
+}
+
+func (r *orderRecorder) Reconcile(_ context.Context, key string) (reconcile.Result, error) {
+	trySend(r.atGate, struct{}{})
+	<-r.gate
+	r.mu.Lock()
+	r.order = append(r.order, key)
+	r.mu.Unlock()
+	return reconcile.Result{}, nil
+}
+
+func (r *orderRecorder) keys() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.order)
+}
+
 func TestFreshChangesGoBeforeTheInitialList(t *testing.T) {
 	h := reconciletest.New(t)
 	store := memory.New[string, int]()
 	for i := range 100 {
 		store.Put(fmt.Sprint("old", i), i)
 	}
-	gate := make(chan struct{})
-	atGate := make(chan struct{}, 1)
-	var mu sync.Mutex
-	var order []string
-	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
-		select {
-		case atGate <- struct{}{}:
-		default:
-		}
-		<-gate
-		mu.Lock()
-		order = append(order, key)
-		mu.Unlock()
-		return reconcile.Result{}, nil
-	})
+	rec := newOrderRecorder()
 	reg := newRegistry()
 	inf := reconciletest.Informer(h, "ints", store)
 	reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithMetrics(reg))
-	<-atGate // the single worker holds an old key; the rest wait in the queue
+	<-rec.atGate // the single worker holds an old key; the rest wait in the queue
 	store.Put("fresh", 1)
 	require.Eventually(t, func() bool {
 		return reg.value(t, "workqueue_depth", map[string]string{"name": "ints", "priority": "-100"}) == 99 &&
 			reg.value(t, "workqueue_depth", map[string]string{"name": "ints", "priority": "0"}) == 1
 	}, 10*time.Second, time.Millisecond, "99 old keys and the fresh one queued")
-	close(gate)
+	close(rec.gate)
 	h.Settle()
+	order := rec.keys()
 	require.Len(t, order, 101)
 	assert.Equal(t, "fresh", order[1], "the fresh change goes right after the key in progress: %v", order)
 }
@@ -555,31 +571,18 @@ func TestWithGroupsServesTheGroupsRoundRobin(t *testing.T) {
 		store.Put(fmt.Sprint("a", i), i) // a flood of group a's keys
 	}
 	store.Put("b0", 0) // one key of group b, listed last
-	gate := make(chan struct{})
-	atGate := make(chan struct{}, 1)
-	var mu sync.Mutex
-	var order []string
-	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
-		select {
-		case atGate <- struct{}{}:
-		default:
-		}
-		<-gate
-		mu.Lock()
-		order = append(order, key)
-		mu.Unlock()
-		return reconcile.Result{}, nil
-	})
+	rec := newOrderRecorder()
 	reg := newRegistry()
 	inf := reconciletest.Informer(h, "ints", store)
 	reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithMetrics(reg),
 		reconcile.WithGroups(func(k string) string { return k[:1] }))
-	<-atGate // the single worker holds the first key; the rest wait in the queue
+	<-rec.atGate // the single worker holds the first key; the rest wait in the queue
 	require.Eventually(t, func() bool {
 		return reg.value(t, "workqueue_depth", map[string]string{"name": "ints", "priority": "-100"}) == 50
 	}, 10*time.Second, time.Millisecond, "every listed key queued")
-	close(gate)
+	close(rec.gate)
 	h.Settle()
+	order := rec.keys()
 	require.Len(t, order, 51)
 	assert.Contains(t, order[:3], "b0", "group b is served within a round, not after group a's flood: %v", order)
 }
