@@ -586,3 +586,32 @@ func TestWithGroupsServesTheGroupsRoundRobin(t *testing.T) {
 	require.Len(t, order, 51)
 	assert.Contains(t, order[:3], "b0", "group b is served within a round, not after group a's flood: %v", order)
 }
+
+func TestTheDefaultRateLimiterFollowsTheControllersClockPastItsBurst(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memory.New[string, int]()
+	for i := range 110 {
+		store.Put(fmt.Sprintf("k%03d", i), i)
+	}
+	rec := newRecorder(store)
+	rec.outcome = func(string, int) (reconcile.Result, error) { return reconcile.Result{}, errors.New("boom") }
+	inf := reconciletest.Informer(h, "ints", store)
+	c := reconciletest.Controller(h, "ints", rec, reconcile.For(inf), quiet)
+	h.Settle()
+
+	// 110 failures at one instant of the fake clock: the overall bucket
+	// (burst 100, 10/s) lets the first 100 retry after the per-key 5ms, and
+	// spaces the other 10 by exactly 100ms of the controller's clock, not of
+	// the wall clock, which moved meanwhile.
+	var waits []time.Duration
+	for i := range 110 {
+		st, ok := c.Status(fmt.Sprintf("k%03d", i))
+		require.True(t, ok)
+		waits = append(waits, st.NextRetry.Sub(h.Clock.Now()))
+	}
+	slices.Sort(waits)
+	assert.Equal(t, 5*time.Millisecond, waits[99])
+	for i, w := range waits[100:] {
+		assert.Equal(t, time.Duration(i+1)*100*time.Millisecond, w, "failure %d past the burst", 101+i)
+	}
+}
