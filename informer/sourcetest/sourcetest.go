@@ -264,12 +264,16 @@ func (r *recorder[K, V]) result(wait time.Duration) (ended bool, err error) {
 	defer timer.Stop()
 	select {
 	case <-r.ended:
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return true, r.err
-	case <-timer.C:
-		return false, nil
+	default: // a select on both would pick at random when both are ready
+		select {
+		case <-r.ended:
+		case <-timer.C:
+			return false, nil
+		}
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return true, r.err
 }
 
 // stop cancels the watch and waits up to wait for it to return; it reports
