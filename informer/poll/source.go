@@ -69,8 +69,14 @@ func New[K comparable, V any](list func(ctx context.Context) ([]V, error), key f
 // List calls the list function and returns its values, deduplicated by key
 // (the last value wins, at the first position), and the Source's revision
 // after counting the changes since its previous list. A running Watch then
-// expires at its next poll. The entries are the caller's to modify.
+// expires at its next poll. The entries are the caller's to modify. A done
+// ctx fails List before it calls the list function, which may not check
+// ctx itself (an in-memory one need not): a caller that gave up must not
+// make the running Watch expire.
 func (s *Source[K, V]) List(ctx context.Context) ([]informer.Entry[K, V], informer.Revision, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, fmt.Errorf("poll: list: %w", err)
+	}
 	values, err := s.list(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("poll: list: %w", err)
