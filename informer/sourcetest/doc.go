@@ -36,8 +36,8 @@
 //     value, or the zero V; exactly the last value if DeletesCarryValue.
 //   - ExpiredRevisionIsErrRevisionExpired: Watch after a revision beyond
 //     the store's returns informer.ErrRevisionExpired and emits nothing;
-//     with Expire, Watch after a revision listed before a write and Expire
-//     returns it too, and a Watch from a List after Expire works.
+//     with Expire, Watch after a revision listed before two writes and
+//     Expire returns it too, and a Watch from a List after Expire works.
 //   - ConcurrentListAndWatch: 4 listers, 2 watches and a writer at once
 //     (run it with -race): Lists are snapshots; each watch, replayed onto
 //     its List, reaches the final state or returns ErrRevisionExpired.
@@ -57,8 +57,10 @@
 // # Where it differs from the design (docs/design/store-api.md, section 8)
 //
 //   - Expire is defined by what it does to watches, not as compaction: a
-//     Watch after a revision listed before it (and below the current one)
-//     expires; one after a revision listed after it works. For a store with
+//     Watch after a revision listed before it, with at least two changes
+//     since, expires; one after a revision listed after it works. (etcd
+//     keeps the change at the compaction revision, memory does not, so a
+//     single change does not tell them apart.) For a store with
 //     history that is compaction to the current revision (memory's
 //     Compact(Revision()), etcd's Compact); for a poll source, whose Watch
 //     resumes only from its latest list, it is a List. That lets

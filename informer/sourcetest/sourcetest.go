@@ -28,14 +28,16 @@ type Backend[K comparable, V any] struct {
 	Put func(ctx context.Context, key K, v V) error
 	// Delete removes key; deleting an absent key changes nothing.
 	Delete func(ctx context.Context, key K) error
-	// Expire makes every revision that a List returned before it was
-	// called, and that is below the store's current revision, expire: a
-	// Watch after one returns informer.ErrRevisionExpired. A Watch after
-	// a revision that a List returns after Expire must work. For a store
-	// with history that is compaction to the current revision; for one
-	// that resumes only from its latest List (ResumeLatestOnly), a List.
-	// nil: the store cannot expire revisions on demand, and the subtests
-	// that need it check less.
+	// Expire makes the store forget its history up to its current
+	// revision: afterwards a Watch after a revision R returns
+	// informer.ErrRevisionExpired if the store changed at least twice
+	// since R, and a Watch after a revision that a List returns after
+	// Expire works. (Twice, because etcd keeps the change at the
+	// compaction revision and memory does not; the suite relies on no
+	// more.) For a store with history that is compaction to the current
+	// revision; for one that resumes only from its latest List
+	// (ResumeLatestOnly), a List. nil: the store cannot expire revisions
+	// on demand, and the subtests that need it check less.
 	Expire func(ctx context.Context) error
 	// DeletesCarryValue says that Delete events carry the deleted value.
 	// Otherwise a Delete event's Value may also be the zero V.
