@@ -27,7 +27,10 @@ func (s *mapSource) Put(k, v string) {
 	s.changed = make(chan struct{})
 }
 
-func (s *mapSource) List(context.Context) ([]informer.Entry[string, string], informer.Revision, error) {
+func (s *mapSource) List(ctx context.Context) ([]informer.Entry[string, string], informer.Revision, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []informer.Entry[string, string]
@@ -40,7 +43,11 @@ func (s *mapSource) List(context.Context) ([]informer.Entry[string, string], inf
 func (s *mapSource) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, string]) error) error {
 	for {
 		s.mu.Lock()
-		pending, changed := s.log[min(int(after), len(s.log)):], s.changed
+		if int(after) > len(s.log) { // a revision this store never had
+			s.mu.Unlock()
+			return informer.ErrRevisionExpired
+		}
+		pending, changed := s.log[after:], s.changed
 		s.mu.Unlock()
 		for _, ev := range pending {
 			if err := emit(ev); err != nil {
