@@ -122,11 +122,12 @@ func (inf *Informer[K, V]) WaitForRevision(ctx context.Context, rev Revision) er
 	}
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
-	if w.index < 0 && inf.lastRev >= rev {
-		// Woken together with ctx or Run ending: it did reach rev. (A
-		// waiter dropped by Run's end has index -1 too, but then lastRev
-		// never reached rev.)
+	select {
+	case <-w.ch:
+		// Woken as ctx ended or Run returned: it did reach rev, even if
+		// a relist has taken lastRev back since.
 		return nil
+	default:
 	}
 	if w.index >= 0 {
 		heap.Remove(&inf.waiters, w.index)
