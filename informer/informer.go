@@ -52,9 +52,10 @@ type Informer[K comparable, V any] struct {
 
 	stats stats
 
-	// wg counts the goroutines Run started (dispatchers, resync). Add is
-	// only called with mu held and state == running, and Run waits only
-	// after setting state = stopped, so no Add can race with the Wait.
+	// wg counts the goroutines Run started (dispatchers, resync) and the
+	// AfterRevision callbacks running. Add is only called with mu held and
+	// state != stopped, and Run waits only after setting state = stopped,
+	// so no Add can race with the Wait.
 	wg sync.WaitGroup
 
 	mu sync.RWMutex
@@ -83,6 +84,11 @@ type Informer[K comparable, V any] struct {
 	resumeRev Revision
 	isCached  bool // the first list has been stored
 	state     runState
+	// waiters are the WaitForRevision and AfterRevision calls waiting for
+	// lastRev to reach their revision (revision.go); waiterSeq numbers
+	// them in order of arrival.
+	waiters   waiterHeap
+	waiterSeq uint64
 }
 
 // New returns an informer named name (for errors and logs) that follows
@@ -180,6 +186,7 @@ func (inf *Informer[K, V]) Run(ctx context.Context) error {
 
 	inf.mu.Lock()
 	inf.state = stopped
+	inf.dropWaitersLocked()
 	// A copy: removeListener compacts inf.listeners in place.
 	listeners := slices.Clone(inf.listeners)
 	inf.mu.Unlock()
@@ -308,6 +315,7 @@ func (inf *Informer[K, V]) Len() int {
 
 // LastRevision returns the highest revision the informer has seen: the
 // last list's, or the highest revision of any event or bookmark since.
+// WaitForRevision and AfterRevision wait for it to reach a revision.
 func (inf *Informer[K, V]) LastRevision() Revision {
 	inf.mu.RLock()
 	defer inf.mu.RUnlock()

@@ -102,6 +102,8 @@ func (inf *Informer[K, V]) replace(entries []Entry[K, V], rev Revision) {
 		inf.relist(entries, rev)
 	}
 	inf.lastRev, inf.resumeRev = rev, rev
+	// After the cache and the handlers' buffers have the list.
+	defer inf.wakeWaitersLocked()
 	if first {
 		inf.isCached = true
 		inf.syncListeners = append([]*listener[K, V](nil), inf.listeners...)
@@ -249,6 +251,9 @@ func (inf *Informer[K, V]) apply(ev Event[K, V], after Revision) (advanced bool,
 	if ev.Revision > inf.lastRev {
 		inf.resumeRev, inf.lastRev = inf.lastRev, ev.Revision
 		advanced = true
+		// On return, with mu still held: once the event is cached and
+		// pushed to the handlers (or skipped), whatever the path out.
+		defer inf.wakeWaitersLocked()
 	}
 	it, ok := inf.cache.get(ev.Key)
 	switch ev.Type {
