@@ -34,7 +34,7 @@ BENCH_PKGS ?= ./...
 # To run one package against the servers by hand:
 #
 #	scripts/servers.sh start; eval "`scripts/servers.sh env`"
-#	CONVERGE_INTEGRATION=1 go test -race ./informer/etcd/
+#	CONVERGE_INTEGRATION=1 go test -race ./informer/etcdstore/
 #	scripts/servers.sh stop
 #
 # The packages that use the servers run one at a time (-p 1), after the rest
@@ -47,8 +47,8 @@ BENCH_PKGS ?= ./...
 SERVERS := bash scripts/servers.sh
 TEST_ENV ?= CONVERGE_INTEGRATION=1
 TEST_FLAGS ?= -race -count=1 -timeout 12m
-SERVER_PKGS := ./informer/etcd/... ./leader/etcd/... ./leader/postgres/... ./internal/chaos/... ./reconcile/internal/failover/... ./internal/testserver/...
-SERVER_PKG_PATTERN := /(informer/etcd|leader/etcd|leader/postgres|internal/chaos|reconcile/internal/failover|internal/testserver)(/|$$)
+SERVER_PKGS := ./informer/etcdstore/... ./leader/etcdlock/... ./leader/pglock/... ./internal/chaos/... ./reconcile/internal/failover/... ./internal/testserver/...
+SERVER_PKG_PATTERN := /(informer/etcdstore|leader/etcdlock|leader/pglock|internal/chaos|reconcile/internal/failover|internal/testserver)(/|$$)
 
 # --- bench ------------------------------------------------------------------
 # Passed to bench/report in its environment.

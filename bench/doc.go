@@ -1,7 +1,7 @@
 // Package bench compares converge's work queue (package queue) with
 // client-go's workqueue (workqueue.NewTypedRateLimitingQueueWithConfig) and
 // controller-runtime's priority queue (priorityqueue.New), and converge's
-// informer (package informer, fed by informer/memory) with client-go's
+// informer (package informer, fed by informer/memstore) with client-go's
 // SharedIndexInformer, side by side: the same pre-generated keys and
 // objects, the same workload code and the same machine, in one
 // `go test -bench` run. Absolute numbers vary by up to 2x between runs
@@ -70,7 +70,7 @@
 // size: BenchmarkInformerSync/converge/100k. The sizes are 10k, 100k and 1M
 // objects (the whole suite stays well under 10 minutes at BENCH_COUNT=3).
 // Each informer has one handler, which only counts: converge's
-// informer.New with default options over a memory.Store keyed by
+// informer.New with default options over a memstore.Store keyed by
 // "namespace/name"; client-go's NewSharedIndexInformer (no indexers, no
 // resync, feature gates at their defaults) over a cache.ListWatch whose list
 // returns the same object pointers and whose watch is a
@@ -96,7 +96,7 @@
 //  9. InformerFanout: after the sync (not timed), 100k updates (new object
 //     versions, cycling over the keys: 10 per key at 10k, 1 per key at
 //     100k, the first 100k keys at 1M) are pushed through the source
-//     (memory.Store.Put; FakeWatcher.Modify, a channel send) on the
+//     (memstore.Store.Put; FakeWatcher.Modify, a channel send) on the
 //     benchmark's goroutine, and timed until the handler has been given the
 //     final version of every updated key; events/s is 100k over that time.
 //     converge may coalesce updates its handler has not been given yet (its

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 )
 
 // informerSizes are the numbers of objects of the informer scenarios, one
@@ -412,11 +412,11 @@ var infImpls = []infImpl{
 	{name: "client-go", newPipeline: newClientGoPipeline},
 }
 
-// convergePipeline: a memory.Store keyed by "namespace/name" holding the
+// convergePipeline: a memstore.Store keyed by "namespace/name" holding the
 // object pointers, followed by an informer.Informer with default options.
 type convergePipeline struct {
 	o      *informerObjects
-	store  *memory.Store[string, *benchObj]
+	store  *memstore.Store[string, *benchObj]
 	inf    *informer.Informer[string, *benchObj]
 	reg    *informer.Registration[string, *benchObj]
 	cancel context.CancelFunc
@@ -424,7 +424,7 @@ type convergePipeline struct {
 }
 
 func newConvergePipeline(o *informerObjects, _ int) infPipeline {
-	s := memory.New[string, *benchObj]()
+	s := memstore.New[string, *benchObj]()
 	for i, k := range o.keys {
 		s.Put(k, o.objs[i])
 	}
@@ -555,7 +555,7 @@ func newSharedInformer(o *informerObjects, updates int) *sharedInformer {
 	lw := listLW{&cache.ListWatch{
 		ListWithContextFunc: func(context.Context, metav1.ListOptions) (kruntime.Object, error) {
 			s.lists.Add(1)
-			// A fresh slice of the same pointers, as memory.Store.List
+			// A fresh slice of the same pointers, as memstore.Store.List
 			// returns a fresh slice of its values.
 			return &benchObjList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: slices.Clone(o.objs)}, nil
 		},

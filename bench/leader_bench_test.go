@@ -20,7 +20,7 @@ import (
 
 	"github.com/converge-go/converge/internal/chaos/candidates"
 	"github.com/converge-go/converge/leader"
-	"github.com/converge-go/converge/leader/memory"
+	"github.com/converge-go/converge/leader/memlock"
 )
 
 // leaderTiming is one elector configuration of the fail-over benchmarks.
@@ -86,7 +86,7 @@ const failoverCandidates = 3
 // backend, fault and timing (leaderTimings), e.g.
 // BenchmarkLeaderFailover/converge/etcd/kill/short:
 //
-//   - memory, in process: converge's elector on leader/memory and, as the
+//   - memory, in process: converge's elector on leader/memlock and, as the
 //     reference, client-go's leaderelection with a resourcelock.LeaseLock
 //     on a fake clientset. crash cancels the leader's Run without release
 //     (it stops renewing, like a crashed process); release cancels it with
@@ -144,7 +144,7 @@ func BenchmarkLeaderFailover(b *testing.B) {
 type runElector func(ctx context.Context, id string, tm leaderTiming, release bool, onLead func()) error
 
 func convergeMemoryElector() runElector {
-	lock := memory.NewLock()
+	lock := memlock.NewLock()
 	return func(ctx context.Context, id string, tm leaderTiming, release bool, onLead func()) error {
 		e, err := leader.New(lock, leader.Config{
 			Identity: id, LeaseDuration: tm.lease, RenewDeadline: tm.renew, RetryPeriod: tm.retry,

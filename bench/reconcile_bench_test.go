@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -23,7 +23,7 @@ import (
 // reconciler that reads the key's object from the informer's cache. Three
 // pipelines are compared, one sub-benchmark each:
 //
-//   - converge: memory.Store → informer.Informer → reconcile.Controller
+//   - converge: memstore.Store → informer.Informer → reconcile.Controller
 //     (reconcile.For, reconcile.WithWorkers, default options otherwise);
 //   - client-go: the fake ListWatch of the informer scenarios →
 //     SharedIndexInformer → a handler adding MetaNamespaceKeyFunc keys to
@@ -322,13 +322,13 @@ var recImpls = []recImpl{
 	{name: "client-go", newPipeline: newClientGoRec},
 }
 
-// convergeRec: memory.Store → informer.Informer (default options) →
+// convergeRec: memstore.Store → informer.Informer (default options) →
 // reconcile.Controller (For, WithWorkers; default options otherwise: no
 // metrics, the default rate limiter and logger).
 type convergeRec struct {
 	o     *informerObjects
 	t     *recTracker
-	store *memory.Store[string, *benchObj]
+	store *memstore.Store[string, *benchObj]
 	inf   *informer.Informer[string, *benchObj]
 	// The controller stops first, then the informer, as a Manager does.
 	stopCtl, stopInf context.CancelFunc
@@ -337,7 +337,7 @@ type convergeRec struct {
 }
 
 func newConvergeRec(o *informerObjects, t *recTracker, _ int) recPipeline {
-	s := memory.New[string, *benchObj]()
+	s := memstore.New[string, *benchObj]()
 	for i, k := range o.keys {
 		s.Put(k, o.objs[i])
 	}

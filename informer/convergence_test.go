@@ -15,7 +15,7 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/faults"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 )
 
 // The informer's central contract: whatever the source does within its
@@ -43,7 +43,7 @@ func convergeUnderFaults(t *testing.T, seed uint64) {
 	)
 	// A short history makes the store expire watches that fall behind,
 	// on top of the simulated compactions.
-	store := memory.New[string, int](memory.WithHistory(256))
+	store := memstore.New[string, int](memstore.WithHistory(256))
 	src := faults.New(store, seed)
 	inf := informer.New("converge", src, quiet,
 		informer.WithIndex("parity", parity),

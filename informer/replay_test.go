@@ -14,12 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 )
 
 func TestAHandlerAddedWhileTheStoreChangesShouldBeGivenEachKeysReplayBeforeItsChanges(t *testing.T) {
 	const keys = 5000
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	for i := range keys {
 		store.Put("k"+strconv.Itoa(i), i)
 	}
@@ -71,7 +71,7 @@ func TestAHandlerAddedWhileTheStoreChangesShouldBeGivenEachKeysReplayBeforeItsCh
 //	go test -run '^$' -bench GetWhileAddHandlerReplays -benchtime 5x ./informer/
 func BenchmarkGetWhileAddHandlerReplays(b *testing.B) {
 	const n = 1_000_000
-	store := memory.New[int, int](memory.WithHistory(1))
+	store := memstore.New[int, int](memstore.WithHistory(1))
 	for i := range n {
 		store.Put(i, i)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 )
 
 // logBuffer is a slog text handler's output, safe to read while the
@@ -46,8 +46,8 @@ func TestNewShouldPanicNamingTheInformerOnANilSource(t *testing.T) {
 	assert.PanicsWithValue(t, `informer "jobs": New: nil Source <nil>`, func() {
 		informer.New[string, int]("jobs", nil)
 	})
-	var store *memory.Store[string, int]
-	assert.PanicsWithValue(t, `informer "jobs": New: nil Source *memory.Store[string,int]`, func() {
+	var store *memstore.Store[string, int]
+	assert.PanicsWithValue(t, `informer "jobs": New: nil Source *memstore.Store[string,int]`, func() {
 		informer.New[string, int]("jobs", store)
 	})
 }
@@ -227,17 +227,17 @@ func TestEventsThatBreakTheRevisionContractShouldBeCountedLoggedAndSkipped(t *te
 // restores its memory store from an old snapshot would.
 type swappable struct {
 	mu      sync.Mutex
-	store   *memory.Store[string, int]
+	store   *memstore.Store[string, int]
 	swapped chan struct{} // closed and replaced by swap
 }
 
-func (s *swappable) current() (*memory.Store[string, int], chan struct{}) {
+func (s *swappable) current() (*memstore.Store[string, int], chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.store, s.swapped
 }
 
-func (s *swappable) swap(st *memory.Store[string, int]) {
+func (s *swappable) swap(st *memstore.Store[string, int]) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.store = st
@@ -270,7 +270,7 @@ func (s *swappable) Watch(ctx context.Context, after informer.Revision, emit fun
 }
 
 func TestAnInformerWhoseStoreIsReplacedByOneAtALowerRevisionShouldRelistAndFollowIt(t *testing.T) {
-	old := memory.New[string, int]()
+	old := memstore.New[string, int]()
 	for i := range 10 {
 		old.Put("k"+strconv.Itoa(i%3), i)
 	}
@@ -281,7 +281,7 @@ func TestAnInformerWhoseStoreIsReplacedByOneAtALowerRevisionShouldRelistAndFollo
 	require.NoError(t, inf.WaitForSync(context.Background()))
 	require.Eventually(t, func() bool { return inf.LastRevision() == 10 }, wait, time.Millisecond)
 
-	restored := memory.New[string, int]()
+	restored := memstore.New[string, int]()
 	restored.Put("k0", 100)
 	restored.Put("k9", 100) // revision 2
 	src.swap(restored)

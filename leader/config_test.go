@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/leader"
-	"github.com/converge-go/converge/leader/memory"
+	"github.com/converge-go/converge/leader/memlock"
 )
 
 func TestNewShouldRejectInvalidTimingsWithAClearError(t *testing.T) {
@@ -38,7 +38,7 @@ func TestNewShouldRejectInvalidTimingsWithAClearError(t *testing.T) {
 			"RenewDeadline 3s must be longer than JitterFactor 1.5 × RetryPeriod 2s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := leader.New(memory.NewLock(), tc.cfg)
+			e, err := leader.New(memlock.NewLock(), tc.cfg)
 			if tc.want == "" {
 				require.NoError(t, err)
 				assert.NotNil(t, e)

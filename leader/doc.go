@@ -3,7 +3,7 @@
 // lease, and steps down when it cannot; the leader's work runs in
 // Config.OnStartedLeading with a context that is cancelled when leadership
 // ends and that carries the term's fencing token (TermFromContext). Locks
-// for each backend live in sub-packages: leader/memory for tests and single
+// for each backend live in sub-packages: leader/memlock for tests and single
 // processes; etcd, PostgreSQL and Kubernetes locks implement the same small
 // Lock interface. The package depends on no other package of the module.
 //

@@ -15,7 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-go/converge/leader"
-	"github.com/converge-go/converge/leader/memory"
+	"github.com/converge-go/converge/leader/memlock"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -99,11 +99,11 @@ func (c *candidate) stop() {
 type cluster struct {
 	t    *testing.T
 	clk  *clocktesting.FakeClock
-	lock *memory.Lock
+	lock *memlock.Lock
 }
 
 func newCluster(t *testing.T) *cluster {
-	return &cluster{t: t, clk: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)), lock: memory.NewLock()}
+	return &cluster{t: t, clk: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)), lock: memlock.NewLock()}
 }
 
 // start runs an elector with identity id and test timings (no jitter),

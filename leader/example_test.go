@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/converge-go/converge/leader"
-	"github.com/converge-go/converge/leader/memory"
+	"github.com/converge-go/converge/leader/memlock"
 )
 
 // A replica that does its work only while it leads. The work reads the
@@ -13,7 +13,7 @@ import (
 // it.
 func Example() {
 	ctx, stop := context.WithCancel(context.Background())
-	e, err := leader.New(memory.NewLock(), leader.Config{
+	e, err := leader.New(memlock.NewLock(), leader.Config{
 		Identity:        "replica-1",
 		ReleaseOnCancel: true,
 		OnStartedLeading: func(ctx context.Context) {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -29,7 +29,7 @@ var quiet = reconcile.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 // recorder is a reconciler that records what it saw: the value each key had
 // in the store when it was reconciled, and how often.
 type recorder struct {
-	store *memory.Store[string, int]
+	store *memstore.Store[string, int]
 
 	mu    sync.Mutex
 	seen  map[string][]int // values read per key; -1 when the key was gone
@@ -38,7 +38,7 @@ type recorder struct {
 	outcome func(key string, n int) (reconcile.Result, error)
 }
 
-func newRecorder(store *memory.Store[string, int]) *recorder {
+func newRecorder(store *memstore.Store[string, int]) *recorder {
 	return &recorder{store: store, seen: map[string][]int{}}
 }
 
@@ -85,7 +85,7 @@ func (r *recorder) count(key string) int {
 
 func TestEveryKeyInTheStoreIsReconciledAfterStart(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	for i := range 50 {
 		store.Put(fmt.Sprint("k", i), i)
 	}
@@ -103,7 +103,7 @@ func TestEveryKeyInTheStoreIsReconciledAfterStart(t *testing.T) {
 
 func TestAChangeReconcilesItsKeyAndADeleteIsSeenAsGone(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	rec := newRecorder(store)
 	inf := reconciletest.Informer(h, "ints", store)
 	reconciletest.Controller(h, "ints", rec, reconcile.For(inf))
@@ -120,7 +120,7 @@ func TestAChangeReconcilesItsKeyAndADeleteIsSeenAsGone(t *testing.T) {
 
 func TestAFailingKeyBacksOffExponentiallyAndResetsOnSuccess(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("a", 1)
 	rec := newRecorder(store)
 	var failUntil = 4
@@ -162,7 +162,7 @@ func TestAFailingKeyBacksOffExponentiallyAndResetsOnSuccess(t *testing.T) {
 
 func TestRequeueAfterReconcilesTheKeyAgainAtThatTime(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("a", 1)
 	rec := newRecorder(store)
 	rec.outcome = func(string, int) (reconcile.Result, error) {
@@ -182,7 +182,7 @@ func TestRequeueAfterReconcilesTheKeyAgainAtThatTime(t *testing.T) {
 
 func TestRequeueJitterStaysWithinItsFraction(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	for i := range 20 {
 		store.Put(fmt.Sprint("k", i), i)
 	}
@@ -204,7 +204,7 @@ func TestRequeueJitterStaysWithinItsFraction(t *testing.T) {
 
 func TestATerminalErrorIsNotRetriedUntilTheKeyChanges(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("a", 1)
 	rec := newRecorder(store)
 	rec.outcome = func(string, int) (reconcile.Result, error) {
@@ -228,7 +228,7 @@ func TestATerminalErrorIsNotRetriedUntilTheKeyChanges(t *testing.T) {
 
 func TestAPanicIsRecoveredAndRetried(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("a", 1)
 	rec := newRecorder(store)
 	rec.outcome = func(_ string, n int) (reconcile.Result, error) {
@@ -283,7 +283,7 @@ func trySend[T any](ch chan T, v T) {
 
 func TestTheReconcileTimeoutIsADeadlineOnTheControllersClock(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("a", 1)
 	rec := newTimedReconciler()
 	inf := reconciletest.Informer(h, "ints", store)
@@ -310,7 +310,7 @@ func TestTheReconcileTimeoutIsADeadlineOnTheControllersClock(t *testing.T) {
 }
 
 func TestTheReconcileTimeoutOnTheRealClockIsTheStandardDeadline(t *testing.T) {
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("a", 1)
 	inf := informer.New("ints", store)
 	rec := newTimedReconciler()
@@ -334,7 +334,7 @@ func TestTheReconcileTimeoutOnTheRealClockIsTheStandardDeadline(t *testing.T) {
 func TestAKeyThatVanishedBetweenRunsIsForgottenByTheRateLimiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-		store := memory.New[string, int]()
+		store := memstore.New[string, int]()
 		store.Put("doomed", 1)
 		limiter := backoff.NewPerKey[string](backoff.Exponential{Base: time.Millisecond, Cap: time.Second})
 		rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
@@ -374,7 +374,7 @@ func TestAKeyThatVanishedBetweenRunsIsForgottenByTheRateLimiter(t *testing.T) {
 
 func TestAKeyIsParkedAfterItsAttemptBudgetAndRetriedOnItsNextChange(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("a", 1)
 	store.Put("b", 1)
 	rec := newRecorder(store)
@@ -410,7 +410,7 @@ func TestAKeyIsParkedAfterItsAttemptBudgetAndRetriedOnItsNextChange(t *testing.T
 
 func TestCancelOnChangeCancelsTheReconcileInProgressAndRunsItAgain(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("a", 1)
 	var mu sync.Mutex
 	var outcomes []string
@@ -474,7 +474,7 @@ func (r *orderRecorder) keys() []string {
 
 func TestFreshChangesGoBeforeTheInitialList(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	for i := range 100 {
 		store.Put(fmt.Sprint("old", i), i)
 	}
@@ -497,8 +497,8 @@ func TestFreshChangesGoBeforeTheInitialList(t *testing.T) {
 
 func TestSecondaryWatchesMapChangesToPrimaryKeys(t *testing.T) {
 	h := reconciletest.New(t)
-	owners := memory.New[string, int]()
-	children := memory.New[string, string]() // child -> owner
+	owners := memstore.New[string, int]()
+	children := memstore.New[string, string]() // child -> owner
 	owners.Put("o1", 0)
 	owners.Put("o2", 0)
 	rec := newRecorder(owners)
@@ -526,7 +526,7 @@ func TestSecondaryWatchesMapChangesToPrimaryKeys(t *testing.T) {
 
 func TestPredicatesDropChangesTheyRejectButNotTheInitialList(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("a", 1)
 	rec := newRecorder(store)
 	inf := reconciletest.Informer(h, "ints", store)
@@ -566,7 +566,7 @@ func TestFromChannelReconcilesKeysSentOnIt(t *testing.T) {
 
 func TestWithGroupsServesTheGroupsRoundRobin(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	for i := range 50 {
 		store.Put(fmt.Sprint("a", i), i) // a flood of group a's keys
 	}
@@ -589,7 +589,7 @@ func TestWithGroupsServesTheGroupsRoundRobin(t *testing.T) {
 
 func TestTheDefaultRateLimiterFollowsTheControllersClockPastItsBurst(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	for i := range 110 {
 		store.Put(fmt.Sprintf("k%03d", i), i)
 	}

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/leader"
-	leadermemory "github.com/converge-go/converge/leader/memory"
+	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -19,7 +19,7 @@ type Spec struct{ Replicas int }
 
 // waitIdle polls until inf has seen every write to store and c has nothing
 // left to do; tests use package reconciletest instead.
-func waitIdle(c interface{ Idle() bool }, inf *informer.Informer[string, Spec], store *memory.Store[string, Spec]) {
+func waitIdle(c interface{ Idle() bool }, inf *informer.Informer[string, Spec], store *memstore.Store[string, Spec]) {
 	for inf.LastRevision() < store.Revision() || !c.Idle() {
 		time.Sleep(time.Millisecond)
 	}
@@ -28,7 +28,7 @@ func waitIdle(c interface{ Idle() bool }, inf *informer.Informer[string, Spec], 
 // A controller that scales a pretend set of replicas to what the store
 // asks for, run by a Manager.
 func Example() {
-	store := memory.New[string, Spec]()   // desired state: the embedded store
+	store := memstore.New[string, Spec]() // desired state: the embedded store
 	specs := informer.New("specs", store) // a cache that follows it
 	var mu sync.Mutex
 	running := map[string]int{} // observed state: what we run
@@ -101,8 +101,8 @@ func ExampleResult() {
 // to: here a pod's change reconciles its owner.
 func ExampleWatch() {
 	type Pod struct{ Owner string }
-	apps := informer.New("apps", memory.New[string, Spec]())
-	pods := informer.New("pods", memory.New[string, Pod]())
+	apps := informer.New("apps", memstore.New[string, Spec]())
+	pods := informer.New("pods", memstore.New[string, Pod]())
 	_, err := reconcile.New("apps", reconcile.Func[string](noop),
 		reconcile.For(apps),
 		reconcile.Watch(pods, func(_ string, p Pod) []string { return []string{p.Owner} }),
@@ -114,7 +114,7 @@ func ExampleWatch() {
 // Leader election: every replica runs the informers, only the leader the
 // controllers, and each reconcile knows its term, for fencing its writes.
 func ExampleManager_leaderElection() {
-	store := memory.New[string, Spec]()
+	store := memstore.New[string, Spec]()
 	store.Put("web", Spec{Replicas: 3})
 	specs := informer.New("specs", store)
 	c, _ := reconcile.New("scaler", reconcile.Func[string](func(ctx context.Context, name string) (reconcile.Result, error) {
@@ -125,7 +125,7 @@ func ExampleManager_leaderElection() {
 
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{
 		Addr:   "off",
-		Lock:   leadermemory.NewLock(), // leader/etcd or leader/postgres across machines
+		Lock:   memlock.NewLock(), // leader/etcdlock or leader/pglock across machines
 		Leader: leader.Config{Identity: "replica-1", ReleaseOnCancel: true},
 		Logger: quietLogger,
 	})

@@ -18,7 +18,7 @@ import (
 
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/queue"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
@@ -69,9 +69,9 @@ func metricValue(m *dto.Metric) float64 {
 }
 
 func TestNewRejectsBadInputWithClearErrors(t *testing.T) {
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	inf := informer.New("ints", store)
-	other := informer.New("others", memory.New[int, int]())
+	other := informer.New("others", memstore.New[int, int]())
 	ok := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
 	reg := newRegistry()
 	_, err := reconcile.New("taken", ok, reconcile.For(inf), reconcile.WithMetrics(reg))
@@ -116,7 +116,7 @@ func TestNewRejectsBadInputWithClearErrors(t *testing.T) {
 
 func TestRunWaitsForSyncAndNamesTheInformerThatDidNot(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
-	inf := informer.New("never-runs", memory.New[string, int]())
+	inf := informer.New("never-runs", memstore.New[string, int]())
 	c, err := reconcile.New("c", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
 		return reconcile.Result{}, nil
 	}), reconcile.For(inf), reconcile.WithClock(clk), reconcile.WithSyncTimeout(time.Minute))
@@ -141,7 +141,7 @@ func TestAFailingSourceEndsRunWithItsError(t *testing.T) {
 
 func TestRunTwiceAtOnceIsAnError(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	inf := reconciletest.Informer(h, "ints", store)
 	c := reconciletest.Controller(h, "ints", newRecorder(store), reconcile.For(inf))
 	h.Settle()
@@ -179,7 +179,7 @@ func (b *blocker) Reconcile(ctx context.Context, key string) (reconcile.Result, 
 func runBlocked(t *testing.T, grace time.Duration, keys ...string) (*blocker, context.CancelCauseFunc, chan error, *reconciletest.Harness) {
 	t.Helper()
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	for _, k := range keys {
 		store.Put(k, 1)
 	}
@@ -232,7 +232,7 @@ func TestLosingLeadershipCancelsReconcilesAtOnce(t *testing.T) {
 
 func TestMetricsUseControllerRuntimeNames(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	for _, k := range []string{"ok", "err", "term", "panic", "later"} {
 		store.Put(k, 1)
 	}
@@ -271,7 +271,7 @@ func TestMetricsUseControllerRuntimeNames(t *testing.T) {
 
 func TestLogLinesCarryControllerKeyAndReconcileID(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("a", 1)
 	var mu sync.Mutex
 	var buf bytes.Buffer
@@ -312,7 +312,7 @@ func same(k string, _ int) []string              { return []string{k} }
 func passAll(reconcile.Change[string, int]) bool { return true }
 
 func TestQueueMetricsAlreadyRegisteredAreAnErrorFromNewNotAPanicAtRun(t *testing.T) {
-	inf := informer.New("ints", memory.New[string, int]())
+	inf := informer.New("ints", memstore.New[string, int]())
 	ok := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
 	reg := newRegistry()
 	_, err := queue.NewMetrics(reg, "c", "c") // a user's queue with the controller's name
@@ -329,7 +329,7 @@ func TestQueueMetricsAlreadyRegisteredAreAnErrorFromNewNotAPanicAtRun(t *testing
 
 func TestWorkqueueCountersCarryTheControllerLabelAndKeepCountingAcrossRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memory.New[string, int]()
+		store := memstore.New[string, int]()
 		store.Put("a", 1)
 		store.Put("b", 2)
 		inf := informer.New("ints", store)

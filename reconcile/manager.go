@@ -20,8 +20,8 @@ const DefaultShutdownTimeout = 60 * time.Second
 
 // ManagerOptions configures a Manager. Every field is optional.
 type ManagerOptions struct {
-	// Lock enables leader election over any backend (leader/memory,
-	// leader/etcd, leader/postgres): informers run on every replica, so
+	// Lock enables leader election over any backend (leader/memlock,
+	// leader/etcdlock, leader/pglock): informers run on every replica, so
 	// that caches are warm, but controllers and leader-only functions run
 	// only while this replica holds the lease, with the term's fencing
 	// token in their contexts. When Run's context is done, the Manager
@@ -122,7 +122,7 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	}
 	if opts.Lock == nil && leaderConfigSet(opts.Leader) {
 		return nil, errors.New("reconcile.NewManager: Leader is set but Lock is nil: without a Lock there is no election " +
-			"and every replica would lead; set Lock (leader/memory, leader/etcd, leader/postgres) or leave Leader empty")
+			"and every replica would lead; set Lock (leader/memlock, leader/etcdlock, leader/pglock) or leave Leader empty")
 	}
 	if opts.ShutdownTimeout < 0 {
 		return nil, fmt.Errorf("reconcile.NewManager: negative ShutdownTimeout %v", opts.ShutdownTimeout)

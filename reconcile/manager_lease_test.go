@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/internal/leasetest"
 	"github.com/converge-go/converge/leader"
-	leadermemory "github.com/converge-go/converge/leader/memory"
+	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -39,7 +39,7 @@ type leasedReplica struct {
 	done   chan error
 }
 
-func startLeasedReplica(t *testing.T, id string, lock leader.Lock, store *memory.Store[string, int], j *leasetest.Journal) *leasedReplica {
+func startLeasedReplica(t *testing.T, id string, lock leader.Lock, store *memstore.Store[string, int], j *leasetest.Journal) *leasedReplica {
 	t.Helper()
 	inf := informer.New("ints", store)
 	c, err := reconcile.New("ints", j.Holding(id, hold), reconcile.For(inf), quiet)
@@ -64,11 +64,11 @@ func (r *leasedReplica) stop() error {
 
 // reconcilingLeader starts replica "a" on a fresh lock, over a store with
 // one key, and returns once a leads and reconciles the key.
-func reconcilingLeader(t *testing.T) (*leadermemory.Lock, *memory.Store[string, int], *leasetest.Journal, *leasedReplica) {
+func reconcilingLeader(t *testing.T) (*memlock.Lock, *memstore.Store[string, int], *leasetest.Journal, *leasedReplica) {
 	t.Helper()
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("k", 1)
-	lock := leadermemory.NewLock()
+	lock := memlock.NewLock()
 	j := leasetest.New()
 	a := startLeasedReplica(t, "a", lock, store, j)
 	require.True(t, j.Await(time.Minute, started("a")), "a leads and reconciles")

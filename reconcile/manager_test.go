@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/leader"
-	leadermemory "github.com/converge-go/converge/leader/memory"
+	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -28,7 +28,7 @@ var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 func noop(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil }
 
 func TestManagerRejectsBadInputWhenBuilt(t *testing.T) {
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	inf := informer.New("ints", store)
 	stranger := informer.New("stranger", store)
 	c, err := reconcile.New("c", reconcile.Func[string](noop), reconcile.For(inf))
@@ -51,13 +51,13 @@ func TestManagerRejectsBadInputWhenBuilt(t *testing.T) {
 	require.NoError(t, m.AddFunc("f", false, func(context.Context) error { return nil }))
 	assert.ErrorContains(t, m.AddFunc("f", true, func(context.Context) error { return nil }), `function "f": the name is taken`)
 
-	_, err = reconcile.NewManager(reconcile.ManagerOptions{Lock: leadermemory.NewLock()})
+	_, err = reconcile.NewManager(reconcile.ManagerOptions{Lock: memlock.NewLock()})
 	assert.ErrorIs(t, err, leader.ErrInvalidConfig, "no identity")
-	_, err = reconcile.NewManager(reconcile.ManagerOptions{Lock: leadermemory.NewLock(), Leader: leader.Config{
+	_, err = reconcile.NewManager(reconcile.ManagerOptions{Lock: memlock.NewLock(), Leader: leader.Config{
 		Identity: "a", LeaseDuration: time.Second, RenewDeadline: 2 * time.Second,
 	}})
 	assert.ErrorIs(t, err, leader.ErrInvalidConfig, "renew deadline above the lease")
-	_, err = reconcile.NewManager(reconcile.ManagerOptions{Lock: leadermemory.NewLock(), Leader: leader.Config{
+	_, err = reconcile.NewManager(reconcile.ManagerOptions{Lock: memlock.NewLock(), Leader: leader.Config{
 		Identity: "a", OnStartedLeading: func(context.Context) {},
 	}})
 	assert.ErrorContains(t, err, "must be nil")
@@ -65,7 +65,7 @@ func TestManagerRejectsBadInputWhenBuilt(t *testing.T) {
 
 // gatedSource is a memory store whose first List waits for open.
 type gatedSource struct {
-	*memory.Store[string, int]
+	*memstore.Store[string, int]
 	open chan struct{}
 }
 
@@ -89,7 +89,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestManagerServesHealthReadinessAndMetrics(t *testing.T) {
-	src := gatedSource{memory.New[string, int](), make(chan struct{})}
+	src := gatedSource{memstore.New[string, int](), make(chan struct{})}
 	src.Put("a", 1)
 	inf := informer.New("gated", src)
 	reg := newRegistry()
@@ -145,7 +145,7 @@ func fastLeader(id string) leader.Config {
 		RetryPeriod: 50 * time.Millisecond, ReleaseOnCancel: true}
 }
 
-func startReplica(t *testing.T, id string, lock leader.Lock, store *memory.Store[string, int], standby bool) *replica {
+func startReplica(t *testing.T, id string, lock leader.Lock, store *memstore.Store[string, int], standby bool) *replica {
 	t.Helper()
 	r := &replica{seen: map[string]int{}, terms: map[leader.Term]bool{}, done: make(chan error, 1)}
 	inf := informer.New("ints", store)
@@ -197,11 +197,11 @@ func TestOnlyTheLeaderReconcilesAndANewLeaderReconcilesEveryKey(t *testing.T) {
 	// In a bubble: the 200ms of standby below is virtual time, in which b
 	// campaigns exactly four times, however loaded the machine is.
 	synctest.Test(t, func(t *testing.T) {
-		store := memory.New[string, int]()
+		store := memstore.New[string, int]()
 		for i := range 10 {
 			store.Put(fmt.Sprint("k", i), i)
 		}
-		lock := leadermemory.NewLock()
+		lock := memlock.NewLock()
 		a := startReplica(t, "a", lock, store, false)
 		require.Eventually(t, func() bool { return a.total() == 10 }, 10*time.Second, time.Millisecond)
 		b := startReplica(t, "b", lock, store, false)
@@ -243,9 +243,9 @@ func steal(t *testing.T, lock leader.Lock, thief string) leader.Record {
 }
 
 func TestLosingLeadershipStopsTheControllersAndEndsRun(t *testing.T) {
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("a", 1)
-	lock := leadermemory.NewLock()
+	lock := memlock.NewLock()
 	r := startReplica(t, "a", lock, store, false)
 	require.Eventually(t, func() bool { return r.total() == 1 }, 10*time.Second, time.Millisecond)
 	steal(t, lock, "thief")
@@ -259,9 +259,9 @@ func TestLosingLeadershipStopsTheControllersAndEndsRun(t *testing.T) {
 }
 
 func TestAStandbyManagerStandsByAfterLosingLeadershipAndLeadsAgain(t *testing.T) {
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("a", 1)
-	lock := leadermemory.NewLock()
+	lock := memlock.NewLock()
 	r := startReplica(t, "a", lock, store, true)
 	require.Eventually(t, func() bool { return r.count("a") == 1 }, 10*time.Second, time.Millisecond)
 	stolen := steal(t, lock, "thief")
@@ -381,7 +381,7 @@ func TestRunShouldReturnBothAFailureAndAShutdownThatTimedOut(t *testing.T) {
 }
 
 func TestAnInformerThatFailsShouldBeNamedOnceInRunsError(t *testing.T) {
-	inf := informer.New("ints", memory.New[string, int]())
+	inf := informer.New("ints", memstore.New[string, int]())
 	ctx, cancel := context.WithCancel(context.Background())
 	byHand := make(chan error, 1)
 	go func() { byHand <- inf.Run(ctx) }()

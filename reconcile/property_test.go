@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/backoff"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -82,7 +82,7 @@ func TestControllerPropertiesUnderRandomWritesAndFailures(t *testing.T) {
 func checkControllerProperties(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 42))
 	h := reconciletest.New(t)
-	store := memory.New[string, value]()
+	store := memstore.New[string, value]()
 	nKeys := 2 + rng.IntN(12)
 	workers := 1 + rng.IntN(6)
 

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -17,7 +17,7 @@ import (
 // exactly the desired store's entries. It finds what to clean up from the
 // observed state, not from events: a restarted controller has no event for
 // a key deleted while it was down, but it does list what it created.
-func mirror(desired, observed *memory.Store[string, int]) reconcile.Func[string] {
+func mirror(desired, observed *memstore.Store[string, int]) reconcile.Func[string] {
 	return func(_ context.Context, key string) (reconcile.Result, error) {
 		want, _, ok := desired.Get(key)
 		have, _, exists := observed.Get(key)
@@ -33,7 +33,7 @@ func mirror(desired, observed *memory.Store[string, int]) reconcile.Func[string]
 
 // runMirror runs the mirror controller, with informers of its own, until the
 // subtest named name ends.
-func runMirror(t *testing.T, name string, desired, observed *memory.Store[string, int], during func(h *reconciletest.Harness)) {
+func runMirror(t *testing.T, name string, desired, observed *memstore.Store[string, int], during func(h *reconciletest.Harness)) {
 	t.Run(name, func(t *testing.T) {
 		h := reconciletest.New(t)
 		dInf := reconciletest.Informer(h, "desired", desired)
@@ -47,7 +47,7 @@ func runMirror(t *testing.T, name string, desired, observed *memory.Store[string
 }
 
 func TestAStoppedControllerConvergesToTheStoreWhenStartedAgain(t *testing.T) {
-	desired, observed := memory.New[string, int](), memory.New[string, int]()
+	desired, observed := memstore.New[string, int](), memstore.New[string, int]()
 	for i := range 20 {
 		desired.Put(fmt.Sprint("k", i), 0)
 	}
@@ -74,7 +74,7 @@ func TestAStoppedControllerConvergesToTheStoreWhenStartedAgain(t *testing.T) {
 	})
 }
 
-func storeMap(s *memory.Store[string, int]) map[string]int {
+func storeMap(s *memstore.Store[string, int]) map[string]int {
 	entries, _, _ := s.List(context.Background())
 	out := map[string]int{}
 	for _, e := range entries {

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -63,7 +63,7 @@ func (s *span) End(...trace.SpanEndOption) {
 
 func TestEveryReconcileIsASpanWithItsOutcome(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("good", 1)
 	store.Put("bad", 1)
 	var inside []trace.Span

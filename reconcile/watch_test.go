@@ -13,7 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -21,7 +21,7 @@ import (
 func TestCancelOnChangeIgnoresResyncsSoALongReconcileFinishes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-		store := memory.New[string, int]()
+		store := memstore.New[string, int]()
 		store.Put("a", 1)
 		var mu sync.Mutex
 		var causes []error
@@ -66,8 +66,8 @@ func TestCancelOnChangeIgnoresResyncsSoALongReconcileFinishes(t *testing.T) {
 
 func TestAPanicInAMapperOrPredicateIsRecoveredCountedAndTheOtherKeysGoOn(t *testing.T) {
 	h := reconciletest.New(t)
-	owners := memory.New[string, int]()
-	children := memory.New[string, string]() // child -> owner
+	owners := memstore.New[string, int]()
+	children := memstore.New[string, string]() // child -> owner
 	owners.Put("o1", 0)
 	rec := newRecorder(owners)
 	reg := newRegistry()
@@ -145,8 +145,8 @@ func TestFromFuncRunsWithTheValuesOfRunsContext(t *testing.T) {
 
 func TestAnOwnerChangeReconcilesEveryOldAndNewKeyOnce(t *testing.T) {
 	h := reconciletest.New(t)
-	owners := memory.New[string, int]()
-	groups := memory.New[string, int]() // a group of n maps to keys 0..n-1
+	owners := memstore.New[string, int]()
+	groups := memstore.New[string, int]() // a group of n maps to keys 0..n-1
 	rec := newRecorder(owners)
 	ownerInf := reconciletest.Informer(h, "owners", owners)
 	groupInf := reconciletest.Informer(h, "groups", groups)
@@ -176,7 +176,7 @@ func TestAnOwnerChangeReconcilesEveryOldAndNewKeyOnce(t *testing.T) {
 
 func TestByIndexRejectsAnIndexTheInformerDoesNotHaveWhenItIsCalled(t *testing.T) {
 	byParity := informer.WithIndex("parity", func(_ string, v int) []string { return []string{fmt.Sprint(v % 2)} })
-	primary := informer.New("ints", memory.New[string, int](), byParity)
+	primary := informer.New("ints", memstore.New[string, int](), byParity)
 	value := func(_ string, v int) string { return fmt.Sprint(v % 2) }
 	assert.PanicsWithValue(t, `reconcile.ByIndex: informer "ints" has no index named "parity-typo" (give it with informer.WithIndex)`,
 		func() { reconcile.ByIndex[string, int](primary, "parity-typo", value) })

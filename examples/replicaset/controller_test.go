@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -20,15 +20,15 @@ import (
 // harness with a fake clock.
 type fixture struct {
 	h      *reconciletest.Harness
-	rs     *memory.Store[string, ReplicaSet]
-	pods   *memory.Store[string, Pod]
+	rs     *memstore.Store[string, ReplicaSet]
+	pods   *memstore.Store[string, Pod]
 	st     *stores
 	podInf *informer.Informer[string, Pod]
 	rsInf  *informer.Informer[string, ReplicaSet]
 }
 
 func newFixture(t *testing.T) *fixture {
-	f := &fixture{h: reconciletest.New(t), rs: memory.New[string, ReplicaSet](), pods: memory.New[string, Pod]()}
+	f := &fixture{h: reconciletest.New(t), rs: memstore.New[string, ReplicaSet](), pods: memstore.New[string, Pod]()}
 	f.st = &stores{replicaSets: memStore[ReplicaSet]{f.rs}, pods: memStore[Pod]{f.pods}}
 	f.rsInf = reconciletest.Informer(f.h, "replicasets", f.rs)
 	f.podInf = reconciletest.Informer(f.h, "pods", f.pods,

@@ -11,8 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/etcd"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/informer/memstore"
 )
 
 // Store holds one kind of object by name: an informer.Source for the
@@ -35,7 +35,7 @@ type Store[V any] interface {
 var errConflict = errors.New("revision conflict")
 
 // memStore adapts the embedded store, whose methods need no context.
-type memStore[V any] struct{ *memory.Store[string, V] }
+type memStore[V any] struct{ *memstore.Store[string, V] }
 
 func (s memStore[V]) Get(_ context.Context, key string) (V, informer.Revision, bool, error) {
 	v, rev, ok := s.Store.Get(key)
@@ -44,7 +44,7 @@ func (s memStore[V]) Get(_ context.Context, key string) (V, informer.Revision, b
 
 func (s memStore[V]) PutIf(_ context.Context, key string, v V, rev informer.Revision) (informer.Revision, error) {
 	r, err := s.Store.PutIf(key, v, rev)
-	if errors.Is(err, memory.ErrConflict) {
+	if errors.Is(err, memstore.ErrConflict) {
 		err = fmt.Errorf("%w: %w", errConflict, err)
 	}
 	return r, err
@@ -58,8 +58,8 @@ func (s memStore[V]) Delete(_ context.Context, key string) (informer.Revision, b
 // etcdStore keeps the values as JSON under a prefix of etcd, where
 // `etcdctl put` can change them.
 type etcdStore[V any] struct {
-	*etcd.Source[V]
-	c *etcd.Client[V]
+	*etcdstore.Source[V]
+	c *etcdstore.Client[V]
 }
 
 func (s etcdStore[V]) Get(ctx context.Context, key string) (V, informer.Revision, bool, error) {
@@ -68,7 +68,7 @@ func (s etcdStore[V]) Get(ctx context.Context, key string) (V, informer.Revision
 
 func (s etcdStore[V]) PutIf(ctx context.Context, key string, v V, rev informer.Revision) (informer.Revision, error) {
 	r, err := s.c.PutIf(ctx, key, v, rev)
-	if errors.Is(err, etcd.ErrConflict) {
+	if errors.Is(err, etcdstore.ErrConflict) {
 		err = fmt.Errorf("%w: %w", errConflict, err)
 	}
 	return r, err
@@ -92,8 +92,8 @@ type stores struct {
 func openStores(url, prefix string) (*stores, error) {
 	if url == "" || url == "memory" {
 		return &stores{
-			replicaSets: memStore[ReplicaSet]{memory.New[string, ReplicaSet]()},
-			pods:        memStore[Pod]{memory.New[string, Pod]()},
+			replicaSets: memStore[ReplicaSet]{memstore.New[string, ReplicaSet]()},
+			pods:        memStore[Pod]{memstore.New[string, Pod]()},
 			describe:    "the embedded memory store",
 			close:       func() {},
 		}, nil
@@ -118,8 +118,8 @@ func openStores(url, prefix string) (*stores, error) {
 	}
 	rsPrefix, podPrefix := prefix+"replicasets/", prefix+"pods/"
 	return &stores{
-		replicaSets: etcdStore[ReplicaSet]{etcd.NewSource[ReplicaSet](cli, rsPrefix), etcd.NewClient[ReplicaSet](cli, rsPrefix, nil)},
-		pods:        etcdStore[Pod]{etcd.NewSource[Pod](cli, podPrefix), etcd.NewClient[Pod](cli, podPrefix, nil)},
+		replicaSets: etcdStore[ReplicaSet]{etcdstore.NewSource[ReplicaSet](cli, rsPrefix), etcdstore.NewClient[ReplicaSet](cli, rsPrefix, nil)},
+		pods:        etcdStore[Pod]{etcdstore.NewSource[Pod](cli, podPrefix), etcdstore.NewClient[Pod](cli, podPrefix, nil)},
 		describe:    fmt.Sprintf("etcd %s, keys under %s", hosts, prefix),
 		close:       func() { _ = cli.Close() },
 	}, nil

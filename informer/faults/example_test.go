@@ -9,13 +9,13 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/faults"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 )
 
 // Run an informer against a store that fails at random, then heal it and
 // check that the cache converged.
 func Example() {
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	src := faults.New(store, 42) // log the seed: it replays the faults
 	inf := informer.New("demo", src,
 		informer.WithLogger(slog.New(slog.DiscardHandler)),

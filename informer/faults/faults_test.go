@@ -12,14 +12,14 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/faults"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // filled returns a memory store with n puts, at revisions 1..n.
-func filled(n int) *memory.Store[int, int] {
-	s := memory.New[int, int]()
+func filled(n int) *memstore.Store[int, int] {
+	s := memstore.New[int, int]()
 	for i := range n {
 		s.Put(i, i)
 	}

@@ -6,7 +6,7 @@
 //	func TestSourceConformance(t *testing.T) {
 //		sourcetest.Run(t, sourcetest.Suite[string, int]{
 //			New: func(t *testing.T) sourcetest.Backend[string, int] {
-//				s := memory.New[string, int]()
+//				s := memstore.New[string, int]()
 //				return sourcetest.Backend[string, int]{Source: s, Put: ..., Delete: ..., Expire: ...}
 //			},
 //			Key:   func(i int) string { return fmt.Sprint("k", i) },

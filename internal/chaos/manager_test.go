@@ -17,11 +17,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/internal/leasetest"
 	"github.com/converge-go/converge/internal/testserver"
 	"github.com/converge-go/converge/leader"
-	leaderetcd "github.com/converge-go/converge/leader/etcd"
+	"github.com/converge-go/converge/leader/etcdlock"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -37,7 +37,7 @@ func TestAGracefulStopOfAManagerOnAnEtcdLockShouldKeepTheNextLeaderWaitingUntilI
 	_, _ = rand.Read(suffix)
 	key := "/converge-test/chaos/manager-" + hex.EncodeToString(suffix)
 	tm := short
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("k", 1)
 	j := leasetest.New()
 
@@ -89,7 +89,7 @@ type etcdManager struct {
 // startEtcdManager runs a Manager with leader election on the etcd lock
 // key, over a connection of its own, whose one controller reconciles store
 // with rec. A cleanup stops it.
-func startEtcdManager(t *testing.T, endpoints []string, key, id string, tm timing, rec reconcile.Reconciler[string], store *memory.Store[string, int]) *etcdManager {
+func startEtcdManager(t *testing.T, endpoints []string, key, id string, tm timing, rec reconcile.Reconciler[string], store *memstore.Store[string, int]) *etcdManager {
 	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	require.NoError(t, err)
@@ -98,7 +98,7 @@ func startEtcdManager(t *testing.T, endpoints []string, key, id string, tm timin
 	inf := informer.New("ints", store)
 	c, err := reconcile.New("ints", rec, reconcile.For(inf), reconcile.WithLogger(quiet))
 	require.NoError(t, err)
-	m, err := reconcile.NewManager(reconcile.ManagerOptions{Lock: leaderetcd.NewLock(cli, key), Logger: quiet, Leader: leader.Config{
+	m, err := reconcile.NewManager(reconcile.ManagerOptions{Lock: etcdlock.NewLock(cli, key), Logger: quiet, Leader: leader.Config{
 		Identity: id, LeaseDuration: tm.lease, RenewDeadline: tm.renew, RetryPeriod: tm.retry, ReleaseOnCancel: true,
 	}})
 	require.NoError(t, err)

@@ -20,10 +20,10 @@ var core = []string{
 	"backoff",
 	"queue",
 	"informer",
-	"informer/memory",
+	"informer/memstore",
 	"informer/poll",
 	"leader",
-	"leader/memory",
+	"leader/memlock",
 	"reconcile",
 }
 
@@ -36,8 +36,8 @@ var forbidden = []rule{
 	{"sigs.k8s.io/controller-runtime", "controller-runtime is a benchmark dependency (the bench module)"},
 	{"k8s.io/apimachinery", "apimachinery comes only with client-go"},
 	{"k8s.io/klog", "klog comes only with client-go"},
-	{"go.etcd.io/etcd", "the etcd client belongs in informer/etcd and leader/etcd"},
-	{"github.com/jackc/pgx", "pgx belongs in informer/postgres and leader/postgres"},
+	{"go.etcd.io/etcd", "the etcd client belongs in informer/etcdstore and leader/etcdlock"},
+	{"github.com/jackc/pgx", "pgx belongs in informer/postgres and leader/pglock"},
 }
 
 // Each core package's dependencies, as the go command resolves them for

@@ -10,13 +10,13 @@ import (
 
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/locktest"
-	"github.com/converge-go/converge/leader/memory"
+	"github.com/converge-go/converge/leader/memlock"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestHandoverShouldPassOnTheMemoryLock(t *testing.T) {
-	l := memory.NewLock()
+	l := memlock.NewLock()
 	locktest.Handover(t, func(*testing.T) leader.Lock { return l })
 }
 
@@ -45,7 +45,7 @@ func (l *stallingLock) Update(ctx context.Context, old, r leader.Record) (leader
 }
 
 func TestHandoverShouldNotMistakeAMomentWithoutALeaderForAFailure(t *testing.T) {
-	l := memory.NewLock()
+	l := memlock.NewLock()
 	calls := 0
 	locktest.Handover(t, func(*testing.T) leader.Lock {
 		calls++

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 )
 
 // gate is the harness's side of a gatedSource: what Settle needs of it,
@@ -39,7 +39,7 @@ type gate interface {
 // test's call counts do not depend on how goroutines were scheduled.
 type gatedSource[K comparable, V any] struct {
 	informerName string
-	store        *memory.Store[K, V]
+	store        *memstore.Store[K, V]
 	// handoff carries a released change to the informer's Watch; unbuffered,
 	// so a release knows that Watch has taken it.
 	handoff chan handoff[K, V]
@@ -77,7 +77,7 @@ type handoff[K comparable, V any] struct {
 
 // newGatedSource starts from the store's contents now: an informer created
 // on it lists exactly these, and every later write is held for release.
-func newGatedSource[K comparable, V any](name string, store *memory.Store[K, V], heldNow func()) (*gatedSource[K, V], error) {
+func newGatedSource[K comparable, V any](name string, store *memstore.Store[K, V], heldNow func()) (*gatedSource[K, V], error) {
 	entries, rev, err := store.List(context.Background())
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func newGatedSource[K comparable, V any](name string, store *memory.Store[K, V],
 // pump takes every change of the store after the starting snapshot and
 // holds it, until ctx is done. It never waits for the informer, so it falls
 // behind the store's history only if the writers outrun it by more than the
-// store keeps (a short memory.WithHistory); then it takes the store's
+// store keeps (a short memstore.WithHistory); then it takes the store's
 // contents instead.
 func (g *gatedSource[K, V]) pump(ctx context.Context) error {
 	for {

@@ -9,14 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 )
 
 // A store whose history is shorter than the writes the gate has not taken
 // yet cannot be followed change by change: the gate takes its contents
 // instead, a put per key and a delete per key gone, at its revision.
 func TestTheGateTakesTheStoresContentsWhenItsHistoryIsGone(t *testing.T) {
-	store := memory.New[string, int](memory.WithHistory(1))
+	store := memstore.New[string, int](memstore.WithHistory(1))
 	store.Put("a", 1)
 	store.Put("b", 1)
 	g, err := newGatedSource("x", store, func() {})

@@ -4,7 +4,7 @@
 // sleeping:
 //
 //	h := reconciletest.New(t)
-//	store := memory.New[string, Spec]()
+//	store := memstore.New[string, Spec]()
 //	inf := reconciletest.Informer(h, "specs", store)
 //	reconciletest.Controller(h, "specs", myReconciler, reconcile.For(inf))
 //	store.Put("a", Spec{...})
@@ -70,7 +70,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -198,7 +198,7 @@ func (h *Harness) Go(name string, fn func(ctx context.Context) error) {
 // Informer starts an informer over store, on the harness's clock, and
 // returns it. Its first list is the store as it is now; the writes after
 // that reach it through Settle (see the package doc).
-func Informer[K comparable, V any](h *Harness, name string, store *memory.Store[K, V], opts ...informer.Option) *informer.Informer[K, V] {
+func Informer[K comparable, V any](h *Harness, name string, store *memstore.Store[K, V], opts ...informer.Option) *informer.Informer[K, V] {
 	h.t.Helper()
 	g, err := newGatedSource(name, store, h.heldNow)
 	if err != nil {

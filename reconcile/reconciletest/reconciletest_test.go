@@ -16,7 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // reconciles; Settle waits for all of them, not just the first.
 func TestSettleWaitsForReconcilesThatWriteToTheStore(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	var calls atomic.Int32
 	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
 		calls.Add(1)
@@ -47,7 +47,7 @@ func TestSettleWaitsForReconcilesThatWriteToTheStore(t *testing.T) {
 
 func TestStepFiresWhatIsDueAndSettles(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("a", 0)
 	var calls atomic.Int32
 	rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
@@ -92,10 +92,10 @@ func (c *counter) count(key string) int {
 
 // twoInformers is a controller fed by two stores whose changes map to the
 // same key: one through For, one through Watch.
-func twoInformers(t *testing.T) (*reconciletest.Harness, *memory.Store[string, int], *memory.Store[string, int], *counter) {
+func twoInformers(t *testing.T) (*reconciletest.Harness, *memstore.Store[string, int], *memstore.Store[string, int], *counter) {
 	h := reconciletest.New(t)
-	specs := memory.New[string, int]()
-	extras := memory.New[string, int]()
+	specs := memstore.New[string, int]()
+	extras := memstore.New[string, int]()
 	c := &counter{calls: map[string]int{}}
 	c.specs = reconciletest.Informer(h, "specs", specs)
 	c.extras = reconciletest.Informer(h, "extras", extras)
@@ -140,7 +140,7 @@ func TestHeldChangesAreReleasedInInformerOrder(t *testing.T) {
 // while.
 func TestSettleReleasesAChangeAReconcileWaitsFor(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	inf := reconciletest.Informer(h, "keys", store)
 	var calls atomic.Int32
 	rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
@@ -168,7 +168,7 @@ func TestSettleReleasesAChangeAReconcileWaitsFor(t *testing.T) {
 // it: a change nobody settles is released after a short while.
 func TestAChangeIsReleasedWithoutSettleAfterAWhile(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	var calls atomic.Int32
 	rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
 		calls.Add(1)
@@ -185,7 +185,7 @@ func TestAChangeIsReleasedWithoutSettleAfterAWhile(t *testing.T) {
 // on the harness: Settle waits for it and Step moves its clock.
 func TestAddRunsAControllerBuiltByTheTest(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	var calls atomic.Int32
 	rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
 		calls.Add(1)
@@ -228,7 +228,7 @@ func (o *outputTB) String() string {
 func TestLogsGoToTheTestsOutput(t *testing.T) {
 	tb := &outputTB{TB: t}
 	h := reconciletest.New(tb)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("a", 1)
 	rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
 		return reconcile.Result{}, reconcile.Terminal(errors.New("impossible"))
@@ -247,7 +247,7 @@ func TestLogsGoToTheTestsOutput(t *testing.T) {
 // Settle waits until the informer has taken the tick.
 func TestStepWaitsForTheResyncItFires(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	for _, k := range []string{"a", "b", "c"} {
 		store.Put(k, 1)
 	}

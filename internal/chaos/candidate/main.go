@@ -90,11 +90,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memory"
+	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/internal/chaos/candidates"
 	"github.com/converge-go/converge/leader"
-	leaderetcd "github.com/converge-go/converge/leader/etcd"
-	leaderpg "github.com/converge-go/converge/leader/postgres"
+	"github.com/converge-go/converge/leader/etcdlock"
+	"github.com/converge-go/converge/leader/pglock"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -229,7 +229,7 @@ func (w *writer) write(e candidates.Entry) {
 // addReconciler adds a controller that reconciles one key again and again,
 // each reconcile taking hold unless its context is cancelled first.
 func addReconciler(m *reconcile.Manager, out *emitter, hold time.Duration, logger *slog.Logger) error {
-	store := memory.New[string, int]()
+	store := memstore.New[string, int]()
 	store.Put("k", 1)
 	inf := informer.New("work", store)
 	rec := reconcile.Func[string](func(ctx context.Context, _ string) (reconcile.Result, error) {
@@ -287,7 +287,7 @@ func openEtcd(endpoints, key, prefix string) (backend, error) {
 	}
 	fence := prefix + "/fence"
 	return backend{
-		lock: leaderetcd.NewLock(cli, key),
+		lock: etcdlock.NewLock(cli, key),
 		append: func(ctx context.Context, e candidates.Entry) error {
 			t := fmt.Sprintf("%020d", e.Term)
 			val, err := json.Marshal(e)
@@ -334,7 +334,7 @@ func openPostgres(ctx context.Context, dsn, name, prefix string) (backend, error
 	fence := pgx.Identifier{prefix + "_fence"}.Sanitize()
 	logTable := pgx.Identifier{prefix + "_log"}.Sanitize()
 	return backend{
-		lock: leaderpg.NewLock(pool, name),
+		lock: pglock.NewLock(pool, name),
 		append: func(ctx context.Context, e candidates.Entry) error {
 			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 				tag, err := tx.Exec(ctx, `UPDATE `+fence+` SET term = $1 WHERE id = 1 AND term <= $1`, int64(e.Term))

@@ -18,7 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/converge-go/converge/leader"
-	leaderpg "github.com/converge-go/converge/leader/postgres"
+	"github.com/converge-go/converge/leader/pglock"
 )
 
 // Store is a lock, a fence and a log in a backend, made for one run of
@@ -95,7 +95,7 @@ func NewEtcdStore(ctx context.Context, endpoints []string, prefix string) (*Stor
 
 // NewPostgresStore creates, in the PostgreSQL server at dsn, the tables
 // prefix_fence (at term 0) and prefix_log (prefix a fresh name: see
-// UniqueSuffix) and the table of package leader/postgres's locks, if
+// UniqueSuffix) and the table of package leader/pglock's locks, if
 // missing; the lock is the one named lock. Close drops the fence and the
 // log and deletes the lock's row.
 func NewPostgresStore(ctx context.Context, dsn, prefix, lock string) (*Store, error) {
@@ -115,7 +115,7 @@ func NewPostgresStore(ctx context.Context, dsn, prefix, lock string) (*Store, er
 			return nil, err
 		}
 	}
-	if err := leaderpg.NewLock(pool, lock).EnsureSchema(ctx); err != nil {
+	if err := pglock.NewLock(pool, lock).EnsureSchema(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func NewPostgresStore(ctx context.Context, dsn, prefix, lock string) (*Store, er
 					errs = append(errs, err)
 				}
 			}
-			if _, err := pool.Exec(ctx, `DELETE FROM `+leaderpg.DefaultTable+` WHERE name = $1`, lock); err != nil {
+			if _, err := pool.Exec(ctx, `DELETE FROM `+pglock.DefaultTable+` WHERE name = $1`, lock); err != nil {
 				errs = append(errs, err)
 			}
 			pool.Close()

@@ -24,10 +24,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/converge-go/converge/informer"
-	etcdsource "github.com/converge-go/converge/informer/etcd"
+	"github.com/converge-go/converge/informer/etcdstore"
 	"github.com/converge-go/converge/internal/testserver"
 	"github.com/converge-go/converge/leader"
-	etcdlock "github.com/converge-go/converge/leader/etcd"
+	"github.com/converge-go/converge/leader/etcdlock"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -81,8 +81,8 @@ func runReplica(id string) error {
 	}
 	defer cli.Close()
 	prefix := os.Getenv(prefixEnv)
-	items := informer.New("items", etcdsource.NewSource[item](cli, prefix+"/items/"))
-	results := etcdsource.NewClient[done](cli, prefix+"/done/", nil)
+	items := informer.New("items", etcdstore.NewSource[item](cli, prefix+"/items/"))
+	results := etcdstore.NewClient[done](cli, prefix+"/done/", nil)
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c, err := reconcile.New("items", reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
 		it, ok := items.Get(key)

@@ -1,0 +1,53 @@
+// Package etcdstore follows a prefix of an etcd v3 cluster as an
+// informer.Source, and offers a small typed client for the same keys.
+//
+// Keys are strings relative to the prefix: the etcd key "/jobs/a" under the
+// prefix "/jobs/" is "a". Values are encoded by a Codec (JSON by default).
+// Revisions are etcd's: List returns the header revision of its read, events
+// carry each change's mod revision, and Client returns mod revisions for
+// compare-and-swap.
+//
+// # Source
+//
+//   - List reads the whole prefix with one linearizable Get (no paging: etcd
+//     3.4 walks the rest of the range on every page, so pages make a large
+//     list several times slower).
+//   - Watch watches the prefix from after+1 with progress notifications,
+//     which become informer.Bookmark events (only ones that advance the
+//     revision). The watch requires a leader, so a member cut off from its
+//     cluster ends the watch instead of silently going quiet.
+//   - Deletes carry no value (the zero V): the watch does not ask etcd for
+//     the previous value, which would halve its throughput, because the
+//     informer delivers its own last known object on delete.
+//   - A compacted start revision ends Watch with an error matching
+//     informer.ErrRevisionExpired. So does a start revision beyond the
+//     store's: etcd restored from a snapshot without --bump-revision hands
+//     out revisions again, and a watch from the old ones would wait for
+//     "future" revisions and miss every change. Watch compares after with
+//     the revision etcd reports when the watch is created and in every
+//     progress notification; one below after is checked with a
+//     linearizable read (a member that merely lags catches up first) before
+//     the watch expires. A canceled watch or a closed watch channel ends it
+//     with a plain error, after which the informer watches again from the
+//     last revision it saw.
+//   - A value the codec cannot decode is an error, never a delete: List
+//     fails with a *DecodeError naming the key and its mod revision, and so
+//     does Watch when it meets one. The informer counts, logs and retries
+//     with backoff, and its cache keeps the key's last good value
+//     meanwhile; once a decodable value is written, the next try succeeds.
+//     (Leaving the key out of a List would tell the informer that the key
+//     was deleted, and a controller would tear down what it stands for: a
+//     bad write, or a rolling upgrade in which a newer writer uses a format
+//     the older decoder rejects, must not do that.)
+//     The price is that, until the value is fixed, the whole prefix's
+//     watch stops at it: the other keys' changes wait too, and the error
+//     says which key to fix. A value that a later write has already
+//     replaced by the time Watch meets it is skipped instead (Watch reads
+//     the key again to know), and logged: the later write says what the
+//     key is now. Every failure to decode is counted (DecodeErrors) and
+//     passed to the WithDecodeErrorHandler callback.
+//
+// The etcd client is the caller's: it owns its endpoints, TLS, timeouts and
+// logger. Give it a logger (zap.NewNop() or your own): without one the v3.7
+// client logs a warning for every compacted-revision error.
+package etcdstore

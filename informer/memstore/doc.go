@@ -1,0 +1,41 @@
+// Package memstore is converge's embedded store: a versioned, watchable map
+// that a program can use as its desired-state store when it has no other,
+// and that tests and simulations use in place of etcd or PostgreSQL. A
+// *Store[K, V] implements informer.Source[K, V].
+//
+// # Contracts
+//
+//   - One revision counter for the whole store: every Put, successful PutIf
+//     and every Delete or DeleteIf that removes a key increments it by one,
+//     and the key's mod revision (Get) becomes that revision. A new store is
+//     at revision 0. Writes that change nothing (a Delete of a missing key, a
+//     failed PutIf or DeleteIf) do not move it.
+//   - Compare-and-swap on a key's mod revision: PutIf and DeleteIf write only
+//     if the key is at the expected revision (0: the key must not exist),
+//     and otherwise return an error that errors.Is ErrConflict.
+//   - List is one consistent snapshot: its entries are the store's state at
+//     the revision it returns.
+//   - Watch delivers every change after a revision, in revision order, one
+//     event per revision, from a bounded history. Delete events carry the
+//     deleted value. A watch whose starting point, or whose position while
+//     it is behind, falls out of the history returns an error that errors.Is
+//     informer.ErrRevisionExpired; see WithHistory and Store.Compact.
+//   - Writers never wait for watchers: a slow watcher falls behind and,
+//     once behind the history, expires instead of holding writes up.
+//
+// Values are stored and handed out as given, without copying. If V holds
+// references (pointers, maps, slices), callers must not mutate a value after
+// passing it to Put, nor a value returned by Get, List or Watch: every reader
+// would see the change, without a revision or an event.
+//
+// # Cost
+//
+// Writes are O(1) amortised and do not allocate once the history has grown
+// to its size, unless a watcher is waiting (then one small channel per write
+// that wakes it). Get is O(1). List is O(n) in the number of keys, and holds
+// a read lock while it copies them: writes wait, reads do not. Watch costs no
+// goroutine of its own: it runs on its caller's, and waits on a channel that
+// the next write closes. The history holds up to WithHistory changes, with
+// their keys and values, so it keeps overwritten and deleted values alive
+// until they age out or are compacted.
+package memstore

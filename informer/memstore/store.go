@@ -1,0 +1,294 @@
+package memstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/converge-go/converge/informer"
+)
+
+// ErrConflict is returned, wrapped with the key and revisions, by PutIf and
+// DeleteIf when the key is not at the expected revision.
+var ErrConflict = errors.New("memory: revision conflict")
+
+// Compile-time proof that a Store is a Source.
+var _ informer.Source[string, int] = (*Store[string, int])(nil)
+
+// Store is a versioned, watchable map from K to V. Create one with New; the
+// zero value is not usable. All methods are safe for concurrent use. See the
+// package documentation for the contracts.
+type Store[K comparable, V any] struct {
+	// size is the history's capacity, from WithHistory; set by New.
+	size uint64
+
+	mu sync.RWMutex
+	// Everything below is guarded by mu.
+
+	// items holds every live key, densely, in the order the keys were
+	// created but for deletes, which move the last item into the hole;
+	// index maps each key to its position. List copies items in order, so
+	// that an informer caches, and a controller visits, keys in the order
+	// they are laid out in memory: a list in map order costs every later
+	// stage a cache miss per key (measured: twice the time to reconcile
+	// 100k listed keys once). Every item's modRev is <= rev.
+	items []item[K, V]
+	index map[K]int
+	// rev is the revision of the latest change, 0 before the first.
+	rev informer.Revision
+	// log is a ring of the latest changes: the change at revision r is at
+	// log[(r-1)%size] for every r in (floor(), rev]. It grows by append up
+	// to size, then wraps, so a store that is never written costs nothing.
+	// Slots at or below floor() hold stale or zeroed changes.
+	log []change[K, V]
+	// compacted is the highest revision passed to Compact (clamped to rev
+	// at the time); changes at or below it are gone from the history.
+	compacted informer.Revision
+	// wake is closed, and replaced, by the first write after a watcher
+	// started waiting on it; it is never nil. waiting says whether some
+	// watcher may be waiting on the current wake, so that writes allocate
+	// a new channel only when it wakes someone. It is set by watchers that
+	// hold only the read lock, hence atomic; writers, holding the write
+	// lock, cannot miss it.
+	wake    chan struct{}
+	waiting atomic.Bool
+}
+
+// item is a live key, its value and its mod revision.
+type item[K comparable, V any] struct {
+	key    K
+	value  V
+	modRev informer.Revision
+}
+
+// change is one entry of the history: what a revision did.
+type change[K comparable, V any] struct {
+	typ   informer.EventType // Put or Delete
+	key   K
+	value V // the new value, or for a Delete the deleted one
+	rev   informer.Revision
+}
+
+// New returns an empty store at revision 0, configured by opts. It panics
+// on options that cannot work, with a message naming the option.
+func New[K comparable, V any](opts ...Option) *Store[K, V] {
+	o := newOptions(opts)
+	return &Store[K, V]{
+		size:  uint64(o.history),
+		index: make(map[K]int),
+		wake:  make(chan struct{}),
+	}
+}
+
+// Get returns key's value and mod revision (the revision of the write that
+// set it), and whether the key exists.
+func (s *Store[K, V]) Get(key K) (v V, modRev informer.Revision, ok bool) {
+	s.mu.RLock()
+	it, ok := s.get(key)
+	s.mu.RUnlock()
+	return it.value, it.modRev, ok
+}
+
+// get returns key's item. s.mu must be held.
+func (s *Store[K, V]) get(key K) (item[K, V], bool) {
+	i, ok := s.index[key]
+	if !ok {
+		return item[K, V]{}, false
+	}
+	return s.items[i], true
+}
+
+// Put sets key to v, whatever its current state, and returns the new
+// revision, which is also key's mod revision from now on.
+func (s *Store[K, V]) Put(key K, v V) informer.Revision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.put(key, v)
+}
+
+// PutIf sets key to v only if key's mod revision is expected, where 0 means
+// that key must not exist (create-only). It returns the new revision, or an
+// error that errors.Is ErrConflict and changes nothing.
+//
+// That is the read-modify-write loop of a controller: Get a value and its
+// revision, compute the new value, PutIf at that revision, and on a conflict
+// Get again, so that no concurrent writer's change is lost.
+func (s *Store[K, V]) PutIf(key K, v V, expected informer.Revision) (informer.Revision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(key, expected, "put"); err != nil {
+		return 0, err
+	}
+	return s.put(key, v), nil
+}
+
+// Delete removes key and returns the new revision and true, or, if key does
+// not exist, the current revision and false, changing nothing.
+func (s *Store[K, V]) Delete(key K) (informer.Revision, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it, ok := s.get(key)
+	if !ok {
+		return s.rev, false
+	}
+	return s.remove(key, it.value), true
+}
+
+// DeleteIf removes key only if its mod revision is expected, and returns the
+// new revision. If key is at another revision, or does not exist (whatever
+// expected is, 0 included: there was nothing to delete), it returns an
+// error that errors.Is ErrConflict and changes nothing.
+func (s *Store[K, V]) DeleteIf(key K, expected informer.Revision) (informer.Revision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it, ok := s.get(key)
+	if !ok {
+		return 0, fmt.Errorf("delete %v at revision %d: key does not exist: %w", key, expected, ErrConflict)
+	}
+	if err := s.check(key, expected, "delete"); err != nil {
+		return 0, err
+	}
+	return s.remove(key, it.value), nil
+}
+
+// Revision returns the revision of the latest change: 0 for a new store.
+func (s *Store[K, V]) Revision() informer.Revision {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rev
+}
+
+// Len returns the number of keys.
+func (s *Store[K, V]) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.items)
+}
+
+// Compact discards the history at and below revision upTo. Afterwards a
+// Watch after any revision >= upTo still delivers every later change, and a
+// Watch after a revision < upTo returns informer.ErrRevisionExpired (it
+// would need the change at upTo, or earlier ones). So Compact(Revision())
+// leaves only "from now on" watchable, and Compact(0) does nothing.
+//
+// upTo beyond the current revision is clamped to it: future changes are
+// always kept. Compacting to a revision at or below an earlier compaction
+// does nothing. Compact only forgets history: the current values, Get and
+// List are unaffected. It releases the discarded changes' values to the
+// garbage collector.
+//
+// WithHistory is the same rule applied on every write at Revision()-n; the
+// oldest revision a Watch can start after is the higher of the two.
+func (s *Store[K, V]) Compact(upTo informer.Revision) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	upTo = min(upTo, s.rev)
+	floor := s.floor()
+	if upTo <= floor {
+		return
+	}
+	var zero change[K, V]
+	for r := floor + 1; r <= upTo; r++ {
+		s.log[s.slot(r)] = zero
+	}
+	s.compacted = upTo
+}
+
+// List returns every key and value, and the revision they are the state at.
+// The entries come in the order their keys were created, except that each
+// delete moved the then last key into the deleted key's place; callers must
+// not rely on any order. It is O(n) and holds the read lock for the copy.
+func (s *Store[K, V]) List(ctx context.Context) ([]informer.Entry[K, V], informer.Revision, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	entries := make([]informer.Entry[K, V], len(s.items))
+	for i, it := range s.items {
+		entries[i] = informer.Entry[K, V]{Key: it.key, Value: it.value}
+	}
+	return entries, s.rev, nil
+}
+
+// check returns nil if key is at revision expected (0: absent), else a
+// conflict error for op.
+func (s *Store[K, V]) check(key K, expected informer.Revision, op string) error {
+	it, ok := s.get(key)
+	switch {
+	case ok && it.modRev == expected:
+		return nil
+	case ok:
+		return fmt.Errorf("%s %v at revision %d: key is at revision %d: %w", op, key, expected, it.modRev, ErrConflict)
+	case expected == 0:
+		return nil
+	default:
+		return fmt.Errorf("%s %v at revision %d: key does not exist: %w", op, key, expected, ErrConflict)
+	}
+}
+
+// put sets key to v at a new revision. s.mu must be held for writing.
+func (s *Store[K, V]) put(key K, v V) informer.Revision {
+	rev := s.record(change[K, V]{typ: informer.Put, key: key, value: v})
+	if i, ok := s.index[key]; ok {
+		s.items[i].value, s.items[i].modRev = v, rev
+	} else {
+		s.index[key] = len(s.items)
+		s.items = append(s.items, item[K, V]{key: key, value: v, modRev: rev})
+	}
+	return rev
+}
+
+// remove deletes key, whose value is v, at a new revision. s.mu must be held
+// for writing.
+func (s *Store[K, V]) remove(key K, v V) informer.Revision {
+	rev := s.record(change[K, V]{typ: informer.Delete, key: key, value: v})
+	i, last := s.index[key], len(s.items)-1
+	if i != last {
+		s.items[i] = s.items[last]
+		s.index[s.items[i].key] = i
+	}
+	s.items[last] = item[K, V]{} // let the key and value be collected
+	s.items = s.items[:last]
+	delete(s.index, key)
+	if cap(s.items) > 64 && len(s.items) < cap(s.items)/4 {
+		s.items = slices.Clone(s.items) // give memory back after mass deletes
+	}
+	return rev
+}
+
+// record gives c the next revision, appends it to the history and wakes the
+// watchers. s.mu must be held for writing.
+func (s *Store[K, V]) record(c change[K, V]) informer.Revision {
+	s.rev++
+	c.rev = s.rev
+	if i := s.slot(s.rev); i == uint64(len(s.log)) {
+		s.log = append(s.log, c)
+	} else {
+		s.log[i] = c
+	}
+	if s.waiting.Load() {
+		s.waiting.Store(false)
+		close(s.wake)
+		s.wake = make(chan struct{})
+	}
+	return s.rev
+}
+
+// slot is where the change at revision r lives in log.
+func (s *Store[K, V]) slot(r informer.Revision) uint64 {
+	return (uint64(r) - 1) % s.size
+}
+
+// floor is the highest revision no longer in the history: Watch can start
+// after floor or any later revision up to rev. s.mu must be held.
+func (s *Store[K, V]) floor() informer.Revision {
+	f := s.compacted
+	if uint64(s.rev) > s.size {
+		f = max(f, s.rev-informer.Revision(s.size))
+	}
+	return f
+}
