@@ -171,23 +171,6 @@ func family(t *testing.T, reg prometheus.Gatherer, name string) []*dto.Metric {
 	return nil
 }
 
-// seriesValue is value, or -1 if no series has labels yet.
-func seriesValue(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() == name {
-			for _, m := range f.GetMetric() {
-				if matches(m, labels) {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return -1
-}
-
 func matches(m *dto.Metric, labels map[string]string) bool {
 	for k, v := range labels {
 		if label(m, k) != v {

@@ -38,11 +38,11 @@ func newPair[K comparable, V any](s Suite[K, V], b Backend[K, V]) *pair[K, V] {
 // write sets a, then c, to Value(n).
 func (p *pair[K, V]) write(ctx context.Context, n int) error {
 	if err := p.b.Put(ctx, p.a, p.s.Value(n)); err != nil {
-		return fmt.Errorf("Put a=%d: %w", n, err)
+		return fmt.Errorf("sourcetest: Put a=%d: %w", n, err)
 	}
 	p.doneA.Store(int64(n))
 	if err := p.b.Put(ctx, p.c, p.s.Value(n)); err != nil {
-		return fmt.Errorf("Put b=%d: %w", n, err)
+		return fmt.Errorf("sourcetest: Put b=%d: %w", n, err)
 	}
 	p.doneC.Store(int64(n))
 	return nil
@@ -54,7 +54,7 @@ func (p *pair[K, V]) check(ctx context.Context) error {
 	lo := int(p.doneC.Load()) // both keys are at lo or later
 	entries, _, err := p.b.Source.List(ctx)
 	if err != nil {
-		return fmt.Errorf("List: %w", err)
+		return fmt.Errorf("sourcetest: List: %w", err)
 	}
 	hi := int(p.doneA.Load()) + 1 // a Put of a may be in flight
 	m, err := toMap(entries)
@@ -62,15 +62,15 @@ func (p *pair[K, V]) check(ctx context.Context) error {
 		return err
 	}
 	if len(m) != 2 {
-		return fmt.Errorf("List returned %d keys, want the 2 written", len(m))
+		return fmt.Errorf("sourcetest: List returned %d keys, want the 2 written", len(m))
 	}
 	ia, ic := p.index(m[p.a], lo, hi), p.index(m[p.c], lo, hi)
 	if ia < 0 || ic < 0 {
-		return fmt.Errorf("List returned a=%v, b=%v: want values written from Value(%d) (returned before the List began) to Value(%d)",
+		return fmt.Errorf("sourcetest: List returned a=%v, b=%v: want values written from Value(%d) (returned before the List began) to Value(%d)",
 			m[p.a], m[p.c], lo, hi)
 	}
 	if ic > ia || ia > ic+1 {
-		return fmt.Errorf("List returned a=Value(%d), b=Value(%d): not one snapshot (a is written first, so b <= a <= b+1)", ia, ic)
+		return fmt.Errorf("sourcetest: List returned a=Value(%d), b=Value(%d): not one snapshot (a is written first, so b <= a <= b+1)", ia, ic)
 	}
 	return nil
 }

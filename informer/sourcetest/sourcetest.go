@@ -135,7 +135,7 @@ func toMap[K comparable, V any](entries []informer.Entry[K, V]) (map[K]V, error)
 	m := make(map[K]V, len(entries))
 	for _, e := range entries {
 		if _, dup := m[e.Key]; dup {
-			return nil, fmt.Errorf("List returned key %v twice", e.Key)
+			return nil, fmt.Errorf("sourcetest: List returned key %v twice", e.Key)
 		}
 		m[e.Key] = e.Value
 	}
