@@ -63,7 +63,7 @@ func convergeUnderFaults(t *testing.T, seed uint64) {
 			for i := range writes {
 				key := "k" + strconv.Itoa(rnd.IntN(keys))
 				if rnd.IntN(4) == 0 {
-					store.Delete(key)
+					_, _ = store.Delete(context.Background(), key, 0)
 				} else {
 					store.Put(key, w*1_000_000+i) // unique, so a stale value shows
 				}

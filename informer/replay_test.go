@@ -34,7 +34,7 @@ func TestAHandlerAddedWhileTheStoreChangesShouldBeGivenEachKeysReplayBeforeItsCh
 		for i := 0; !stop.Load() || i < 2000; i++ {
 			key := "k" + strconv.Itoa(rnd.IntN(keys+keys/10)) // some new keys
 			if rnd.IntN(5) == 0 {
-				store.Delete(key)
+				_, _ = store.Delete(context.Background(), key, 0)
 			} else {
 				store.Put(key, keys+i)
 			}

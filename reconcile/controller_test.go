@@ -43,7 +43,7 @@ func newRecorder(store *memstore.Store[string, int]) *recorder {
 }
 
 func (r *recorder) Reconcile(_ context.Context, key string) (reconcile.Result, error) {
-	v, _, ok := r.store.Get(key)
+	v, _, ok, _ := r.store.Get(context.Background(), key)
 	if !ok {
 		v = -1
 	}
@@ -113,7 +113,7 @@ func TestAChangeReconcilesItsKeyAndADeleteIsSeenAsGone(t *testing.T) {
 	h.Settle()
 	store.Put("a", 2)
 	h.Settle()
-	store.Delete("a")
+	_, _ = store.Delete(context.Background(), "a", 0)
 	h.Settle()
 	assert.Equal(t, []int{1, 2, -1}, rec.values("a"))
 }
@@ -359,7 +359,7 @@ func TestAKeyThatVanishedBetweenRunsIsForgottenByTheRateLimiter(t *testing.T) {
 		require.Equal(t, 1, limiter.NumRequeues("doomed"), "failed once, waiting for its backoff")
 		stop()
 
-		store.Delete("doomed") // while no Run is in progress: never reconciled again
+		_, _ = store.Delete(context.Background(), "doomed", 0) // while no Run is in progress: never reconciled again
 		synctest.Wait()
 		stop = run()
 		synctest.Wait()
@@ -379,7 +379,7 @@ func TestAKeyIsParkedAfterItsAttemptBudgetAndRetriedOnItsNextChange(t *testing.T
 	store.Put("b", 1)
 	rec := newRecorder(store)
 	rec.outcome = func(key string, _ int) (reconcile.Result, error) {
-		if v, _, _ := rec.store.Get(key); key == "a" && v < 3 {
+		if v, _, _, _ := rec.store.Get(context.Background(), key); key == "a" && v < 3 {
 			return reconcile.Result{}, errors.New("not yet")
 		}
 		return reconcile.Result{}, nil
@@ -416,7 +416,7 @@ func TestCancelOnChangeCancelsTheReconcileInProgressAndRunsItAgain(t *testing.T)
 	var outcomes []string
 	running := make(chan struct{}, 1)
 	rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
-		v, _, _ := store.Get(key)
+		v, _, _, _ := store.Get(context.Background(), key)
 		if v == 1 {
 			running <- struct{}{}
 			<-ctx.Done()
@@ -519,7 +519,7 @@ func TestSecondaryWatchesMapChangesToPrimaryKeys(t *testing.T) {
 	assert.Equal(t, 3, rec.count("o1"))
 	assert.Equal(t, 2, rec.count("o2"))
 
-	children.Delete("c1")
+	_, _ = children.Delete(context.Background(), "c1", 0)
 	h.Settle()
 	assert.Equal(t, 3, rec.count("o2"))
 }

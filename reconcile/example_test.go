@@ -65,7 +65,7 @@ func Example() {
 	waitIdle(scaler, specs, store)
 	store.Put("web", Spec{Replicas: 5})
 	waitIdle(scaler, specs, store)
-	store.Delete("web")
+	_, _ = store.Delete(context.Background(), "web", 0)
 	waitIdle(scaler, specs, store)
 	stop()
 	fmt.Println("manager:", <-done)

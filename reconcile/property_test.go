@@ -99,7 +99,7 @@ func checkControllerProperties(t *testing.T, seed uint64) {
 			overlaps = append(overlaps, key)
 		}
 		inFlight[key] = true
-		v, _, ok := store.Get(key)
+		v, _, ok, _ := store.Get(context.Background(), key)
 		does := v.does
 		if !ok {
 			lastSeen[key], does = -1, succeed
@@ -154,7 +154,7 @@ func checkControllerProperties(t *testing.T, seed uint64) {
 			write++
 			store.Put(key, value{write: write, does: behaviour(rng.IntN(int(behaviours)))})
 		case op < 7:
-			store.Delete(key)
+			_, _ = store.Delete(context.Background(), key, 0)
 		case op < 9:
 			h.Step(time.Duration(rng.IntN(2000)) * time.Millisecond)
 		default:
@@ -169,7 +169,7 @@ func checkControllerProperties(t *testing.T, seed uint64) {
 	// every key that a terminal error left alone.
 	for i := range nKeys {
 		key := fmt.Sprint("k", i)
-		if v, _, ok := store.Get(key); ok {
+		if v, _, ok, _ := store.Get(context.Background(), key); ok {
 			write++
 			store.Put(key, value{write: write, does: v.does})
 		}
@@ -183,7 +183,7 @@ func checkControllerProperties(t *testing.T, seed uint64) {
 	for i := range nKeys {
 		key := fmt.Sprint("k", i)
 		want := -1
-		if v, _, ok := store.Get(key); ok {
+		if v, _, ok, _ := store.Get(context.Background(), key); ok {
 			want = v.write
 		}
 		if _, ever := lastSeen[key]; !ever && want == -1 {

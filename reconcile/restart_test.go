@@ -19,11 +19,11 @@ import (
 // a key deleted while it was down, but it does list what it created.
 func mirror(desired, observed *memstore.Store[string, int]) reconcile.Func[string] {
 	return func(_ context.Context, key string) (reconcile.Result, error) {
-		want, _, ok := desired.Get(key)
-		have, _, exists := observed.Get(key)
+		want, _, ok, _ := desired.Get(context.Background(), key)
+		have, _, exists, _ := observed.Get(context.Background(), key)
 		switch {
 		case !ok && exists:
-			observed.Delete(key)
+			_, _ = observed.Delete(context.Background(), key, 0)
 		case ok && (!exists || have != want):
 			observed.Put(key, want)
 		}
@@ -60,7 +60,7 @@ func TestAStoppedControllerConvergesToTheStoreWhenStartedAgain(t *testing.T) {
 		desired.Put(fmt.Sprint("k", i), 1)
 	}
 	for i := 5; i < 10; i++ {
-		desired.Delete(fmt.Sprint("k", i))
+		_, _ = desired.Delete(context.Background(), fmt.Sprint("k", i), 0)
 	}
 	desired.Put("new", 7)
 	require.NotEqual(t, storeMap(desired), storeMap(observed))
@@ -68,7 +68,7 @@ func TestAStoppedControllerConvergesToTheStoreWhenStartedAgain(t *testing.T) {
 	runMirror(t, "restarted", desired, observed, func(h *reconciletest.Harness) {
 		assert.Equal(t, storeMap(desired), storeMap(observed), "changed keys updated, deleted ones removed, new one added")
 		desired.Put("k0", 2)
-		desired.Delete("k1")
+		_, _ = desired.Delete(context.Background(), "k1", 0)
 		h.Settle()
 		assert.Equal(t, storeMap(desired), storeMap(observed), "and it keeps following")
 	})

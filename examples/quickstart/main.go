@@ -53,7 +53,7 @@ func run(ctx context.Context, out io.Writer, pause time.Duration) error {
 		time.Sleep(pause)
 		store.Put("web", App{Replicas: 5})
 		time.Sleep(pause)
-		store.Delete("web")
+		_, _ = store.Delete(ctx, "web", 0)
 		time.Sleep(pause)
 		stop()
 	}()

@@ -44,11 +44,11 @@ func serveAPI(ctx context.Context, ln net.Listener, st *stores) error {
 		writeJSON(w, views, err)
 	})
 	mux.HandleFunc("DELETE /replicasets/{name}", func(w http.ResponseWriter, r *http.Request) {
-		_, ok, err := st.replicaSets.Delete(r.Context(), r.PathValue("name"))
+		rev, err := st.replicaSets.Delete(r.Context(), r.PathValue("name"), 0)
 		switch {
 		case err != nil:
 			http.Error(w, err.Error(), http.StatusInternalServerError)
-		case !ok:
+		case rev == 0: // nothing was deleted
 			http.Error(w, "no such replicaset", http.StatusNotFound)
 		default:
 			w.WriteHeader(http.StatusNoContent)

@@ -29,7 +29,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	f := &fixture{h: reconciletest.New(t), rs: memstore.New[string, ReplicaSet](), pods: memstore.New[string, Pod]()}
-	f.st = &stores{replicaSets: memStore[ReplicaSet]{f.rs}, pods: memStore[Pod]{f.pods}}
+	f.st = &stores{replicaSets: f.rs, pods: f.pods}
 	f.rsInf = reconciletest.Informer(f.h, "replicasets", f.rs)
 	f.podInf = reconciletest.Informer(f.h, "pods", f.pods,
 		informer.WithIndex(ownerIndex, podOwner))
@@ -67,16 +67,16 @@ func (f *fixture) owned(owner string) map[string]Pod {
 // setPhase plays the node agent: it sets a pod's phase.
 func (f *fixture) setPhase(t *testing.T, name, phase string) {
 	t.Helper()
-	p, rev, ok := f.pods.Get(name)
+	p, rev, ok, _ := f.pods.Get(context.Background(), name)
 	require.True(t, ok)
 	p.Status = PodStatus{Phase: phase, PID: 1}
-	_, err := f.pods.PutIf(name, p, rev)
+	_, err := f.pods.Update(context.Background(), name, p, rev)
 	require.NoError(t, err)
 }
 
 func (f *fixture) status(t *testing.T, name string) (ReplicaSetStatus, Condition) {
 	t.Helper()
-	rs, _, ok := f.rs.Get(name)
+	rs, _, ok, _ := f.rs.Get(context.Background(), name)
 	require.True(t, ok)
 	ready, _ := findCondition(rs.Status.Conditions, CondReady)
 	return rs.Status, ready
@@ -140,7 +140,7 @@ func TestReplicaSetController(t *testing.T) {
 	}
 
 	// Cascading delete.
-	f.rs.Delete("web")
+	_, _ = f.rs.Delete(context.Background(), "web", 0)
 	f.h.Settle()
 	assert.Empty(t, f.owned("web"))
 	entries, _, _ := f.pods.List(context.Background())
@@ -158,7 +158,7 @@ func TestAgent(t *testing.T) {
 	ctl := reconciletest.Controller(f.h, "node-agent", ag, reconcile.For(f.podInf), reconcile.FromChannel("exits", ag.exits))
 
 	status := func(name string) PodStatus {
-		p, _, _ := f.pods.Get(name)
+		p, _, _, _ := f.pods.Get(context.Background(), name)
 		return p.Status
 	}
 	f.pods.Put("web-a", Pod{Spec: PodSpec{Owner: "web", Node: "local", Command: []string{"replicaset", "worker"}}})
@@ -200,7 +200,7 @@ func TestAgent(t *testing.T) {
 	assert.Equal(t, 2, st.RestartCount)
 
 	// Deleting the pod stops its process.
-	f.pods.Delete("web-a")
+	_, _ = f.pods.Delete(context.Background(), "web-a", 0)
 	f.h.Settle()
 	assert.False(t, alive(st.PID))
 }

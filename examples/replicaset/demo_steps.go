@@ -54,7 +54,7 @@ func (d *demo) deleteOne() error {
 	}
 	victim := before[len(before)-1]
 	deleted := time.Now()
-	if _, _, err := d.st.pods.Delete(d.ctx, victim.Name); err != nil {
+	if _, err := d.st.pods.Delete(d.ctx, victim.Name, 0); err != nil {
 		return err
 	}
 	d.logf("delete", "pod %s (pid %d)", victim.Name, victim.Status.PID)
@@ -180,7 +180,7 @@ func (d *demo) invalidCommand() error {
 func (d *demo) deleteAll() error {
 	names := []string{"web", "crashy", "broken"}
 	for _, n := range names {
-		if _, _, err := d.st.replicaSets.Delete(d.ctx, n); err != nil {
+		if _, err := d.st.replicaSets.Delete(d.ctx, n, 0); err != nil {
 			return err
 		}
 	}

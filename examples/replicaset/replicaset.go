@@ -243,8 +243,8 @@ func (c *rsController) writeStatus(ctx context.Context, name string, gen int64, 
 func (c *rsController) createPod(ctx context.Context, owner string, command []string) error {
 	pod := Pod{Spec: PodSpec{Owner: owner, Node: c.node, Command: command, CreatedAt: c.now()}}
 	for {
-		rev, err := c.pods.PutIf(ctx, owner+"-"+suffix(), pod, 0)
-		if errors.Is(err, errConflict) {
+		rev, err := c.pods.Create(ctx, owner+"-"+suffix(), pod)
+		if errors.Is(err, informer.ErrConflict) {
 			continue // the name is taken
 		}
 		if err != nil {
@@ -257,11 +257,11 @@ func (c *rsController) createPod(ctx context.Context, owner string, command []st
 
 func (c *rsController) deletePods(ctx context.Context, owner string, names []string) error {
 	for _, n := range names {
-		rev, ok, err := c.pods.Delete(ctx, n)
+		rev, err := c.pods.Delete(ctx, n, 0)
 		if err != nil {
 			return fmt.Errorf("delete pod %s: %w", n, err)
 		}
-		if ok {
+		if rev != 0 { // 0: it was gone already
 			c.wrote(owner, rev)
 		}
 	}

@@ -16,44 +16,9 @@ import (
 )
 
 // Store holds one kind of object by name: an informer.Source for the
-// controllers' informers, plus reads and compare-and-swap writes.
-// Two implementations: the embedded memory store and etcd.
-type Store[V any] interface {
-	informer.Source[string, V]
-	// Get returns the value and its mod revision, for PutIf.
-	Get(ctx context.Context, key string) (v V, rev informer.Revision, ok bool, err error)
-	// PutIf writes v only if key is still at rev (0: only if key does not
-	// exist), else it returns an error matching errConflict.
-	PutIf(ctx context.Context, key string, v V, rev informer.Revision) (informer.Revision, error)
-	// Delete removes key and reports whether it existed, and if so the
-	// revision of the delete.
-	Delete(ctx context.Context, key string) (informer.Revision, bool, error)
-}
-
-// errConflict is what PutIf returns when someone else wrote first: read
-// again and retry.
-var errConflict = errors.New("revision conflict")
-
-// memStore adapts the embedded store, whose methods need no context.
-type memStore[V any] struct{ *memstore.Store[string, V] }
-
-func (s memStore[V]) Get(_ context.Context, key string) (V, informer.Revision, bool, error) {
-	v, rev, ok := s.Store.Get(key)
-	return v, rev, ok, nil
-}
-
-func (s memStore[V]) PutIf(_ context.Context, key string, v V, rev informer.Revision) (informer.Revision, error) {
-	r, err := s.Store.PutIf(key, v, rev)
-	if errors.Is(err, memstore.ErrConflict) {
-		err = fmt.Errorf("%w: %w", errConflict, err)
-	}
-	return r, err
-}
-
-func (s memStore[V]) Delete(_ context.Context, key string) (informer.Revision, bool, error) {
-	rev, ok := s.Store.Delete(key)
-	return rev, ok, nil
-}
+// controllers' informers, plus reads and compare-and-swap writes. Two
+// implementations: the embedded memory store (*memstore.Store) and etcd.
+type Store[V any] = informer.Store[string, V]
 
 // etcdStore keeps the values as JSON under a prefix of etcd, where
 // `etcdctl put` can change them.
@@ -66,16 +31,26 @@ func (s etcdStore[V]) Get(ctx context.Context, key string) (V, informer.Revision
 	return s.c.Get(ctx, key)
 }
 
-func (s etcdStore[V]) PutIf(ctx context.Context, key string, v V, rev informer.Revision) (informer.Revision, error) {
-	r, err := s.c.PutIf(ctx, key, v, rev)
-	if errors.Is(err, etcdstore.ErrConflict) {
-		err = fmt.Errorf("%w: %w", errConflict, err)
-	}
-	return r, err
+func (s etcdStore[V]) Create(ctx context.Context, key string, v V) (informer.Revision, error) {
+	return s.c.PutIf(ctx, key, v, 0)
 }
 
-func (s etcdStore[V]) Delete(ctx context.Context, key string) (informer.Revision, bool, error) {
-	return s.c.Delete(ctx, key)
+func (s etcdStore[V]) Update(ctx context.Context, key string, v V, rev informer.Revision) (informer.Revision, error) {
+	if rev == 0 {
+		return 0, fmt.Errorf("update %q at revision 0: %w", key, etcdstore.ErrConflict)
+	}
+	return s.c.PutIf(ctx, key, v, rev)
+}
+
+func (s etcdStore[V]) Delete(ctx context.Context, key string, rev informer.Revision) (informer.Revision, error) {
+	if rev != 0 {
+		return 0, errors.New("conditional delete is not used by this example")
+	}
+	r, ok, err := s.c.Delete(ctx, key)
+	if !ok {
+		r = 0
+	}
+	return r, err
 }
 
 // stores are the two kinds of objects the example keeps.
@@ -92,8 +67,8 @@ type stores struct {
 func openStores(url, prefix string) (*stores, error) {
 	if url == "" || url == "memory" {
 		return &stores{
-			replicaSets: memStore[ReplicaSet]{memstore.New[string, ReplicaSet]()},
-			pods:        memStore[Pod]{memstore.New[string, Pod]()},
+			replicaSets: memstore.New[string, ReplicaSet](),
+			pods:        memstore.New[string, Pod](),
 			describe:    "the embedded memory store",
 			close:       func() {},
 		}, nil
@@ -144,8 +119,12 @@ func apply(ctx context.Context, s Store[ReplicaSet], name string, spec ReplicaSe
 			next.Generation++
 			next.Spec = spec
 		}
-		_, err = s.PutIf(ctx, name, next, rev)
-		if errors.Is(err, errConflict) {
+		if ok {
+			_, err = s.Update(ctx, name, next, rev)
+		} else {
+			_, err = s.Create(ctx, name, next)
+		}
+		if errors.Is(err, informer.ErrConflict) {
 			continue // someone else wrote: read again
 		}
 		return next, err
@@ -165,8 +144,8 @@ func updateStatus[V any](ctx context.Context, s Store[V], key string, change fun
 		if !change(&v, ok) || !ok {
 			return nil
 		}
-		_, err = s.PutIf(ctx, key, v, rev)
-		if errors.Is(err, errConflict) && attempt < 10 {
+		_, err = s.Update(ctx, key, v, rev)
+		if errors.Is(err, informer.ErrConflict) && attempt < 10 {
 			continue
 		}
 		return err

@@ -1,18 +1,24 @@
 // Package memstore is converge's embedded store: a versioned, watchable map
 // that a program can use as its desired-state store when it has no other,
 // and that tests and simulations use in place of etcd or PostgreSQL. A
-// *Store[K, V] implements informer.Source[K, V].
+// *Store[K, V] implements informer.Store[K, V]: a Source, with Get, Create,
+// Update and Delete.
 //
 // # Contracts
 //
-//   - One revision counter for the whole store: every Put, successful PutIf
-//     and every Delete or DeleteIf that removes a key increments it by one,
-//     and the key's mod revision (Get) becomes that revision. A new store is
-//     at revision 0. Writes that change nothing (a Delete of a missing key, a
-//     failed PutIf or DeleteIf) do not move it.
-//   - Compare-and-swap on a key's mod revision: PutIf and DeleteIf write only
-//     if the key is at the expected revision (0: the key must not exist),
-//     and otherwise return an error that errors.Is ErrConflict.
+//   - One revision counter for the whole store: every Put, Create, Update
+//     and every Delete that removes a key increments it by one, and the
+//     key's mod revision (Get) becomes that revision. A new store is at
+//     revision 0. Writes that change nothing (a Delete of a missing key, a
+//     conflict) do not move it.
+//   - Compare-and-swap on a key's mod revision: Create writes only if the
+//     key does not exist, Update and Delete at a revision only if the key is
+//     at it, and otherwise they return an error that errors.Is
+//     informer.ErrConflict. Put is the one blind write, for seeding and
+//     tests.
+//   - The informer.ReadWriter methods take a context only to share the
+//     contract of every backend: they do no I/O, and fail only if it is
+//     done when they are called.
 //   - List is one consistent snapshot: its entries are the store's state at
 //     the revision it returns.
 //   - Watch delivers every change after a revision, in revision order, one

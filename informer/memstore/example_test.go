@@ -20,7 +20,7 @@ func ExampleStore() {
 	fmt.Println(len(entries), "entries at revision", rev)
 
 	s.Put("web", "5 replicas")
-	s.Delete("db")
+	_, _ = s.Delete(context.Background(), "db", 0)
 
 	stop := errors.New("seen enough")
 	err := s.Watch(context.Background(), rev, func(e informer.Event[string, string]) error {
@@ -38,20 +38,21 @@ func ExampleStore() {
 	// seen enough
 }
 
-// PutIf is compare-and-swap on a key's revision: a read-modify-write that
+// Update is compare-and-swap on a key's revision: a read-modify-write that
 // loses no concurrent change.
-func ExampleStore_PutIf() {
+func ExampleStore_Update() {
+	ctx := context.Background()
 	s := memstore.New[string, int]()
-	_, _ = s.PutIf("counter", 1, 0) // 0: create only
+	_, _ = s.Create(ctx, "counter", 1)
 
-	v, rev, _ := s.Get("counter")
+	v, rev, _, _ := s.Get(ctx, "counter")
 	s.Put("counter", 10) // someone else writes in between
 
-	_, err := s.PutIf("counter", v+1, rev)
-	fmt.Println(errors.Is(err, memstore.ErrConflict))
+	_, err := s.Update(ctx, "counter", v+1, rev)
+	fmt.Println(errors.Is(err, informer.ErrConflict))
 
-	v, rev, _ = s.Get("counter") // read again, retry
-	rev, err = s.PutIf("counter", v+1, rev)
+	v, rev, _, _ = s.Get(ctx, "counter") // read again, retry
+	rev, err = s.Update(ctx, "counter", v+1, rev)
 	fmt.Println(rev, err)
 	// Output:
 	// true

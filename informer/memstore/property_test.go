@@ -97,19 +97,24 @@ func (m *mirror) apply(e event) error {
 
 // write applies one writer's ops to s; values are unique per writer and op.
 func write(s *memstore.Store[string, int], w int, ops []writeOp) {
+	ctx := context.Background()
 	for i, op := range ops {
 		v := w*1000 + i
 		switch op.kind {
 		case "put":
 			s.Put(op.key, v)
 		case "putIf":
-			_, rev, _ := s.Get(op.key)
-			_, _ = s.PutIf(op.key, v, rev) // a conflict is a valid outcome
+			_, rev, _, _ := s.Get(ctx, op.key)
+			if rev == 0 {
+				_, _ = s.Create(ctx, op.key, v) // a conflict is a valid outcome
+			} else {
+				_, _ = s.Update(ctx, op.key, v, rev)
+			}
 		case "delete":
-			s.Delete(op.key)
+			_, _ = s.Delete(ctx, op.key, 0)
 		case "deleteIf":
-			_, rev, _ := s.Get(op.key)
-			_, _ = s.DeleteIf(op.key, rev)
+			_, rev, _, _ := s.Get(ctx, op.key)
+			_, _ = s.Delete(ctx, op.key, max(rev, 1)) // absent: a conflict at revision 1
 		case "compact":
 			s.Compact(s.Revision() - informer.Revision(i%4))
 		}

@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -11,12 +10,8 @@ import (
 	"github.com/converge-go/converge/informer"
 )
 
-// ErrConflict is returned, wrapped with the key and revisions, by PutIf and
-// DeleteIf when the key is not at the expected revision.
-var ErrConflict = errors.New("memory: revision conflict")
-
-// Compile-time proof that a Store is a Source.
-var _ informer.Source[string, int] = (*Store[string, int])(nil)
+// Compile-time proof that a Store is an informer.Store (and so a Source).
+var _ informer.Store[string, int] = (*Store[string, int])(nil)
 
 // Store is a versioned, watchable map from K to V. Create one with New; the
 // zero value is not usable. All methods are safe for concurrent use. See the
@@ -84,12 +79,17 @@ func New[K comparable, V any](opts ...Option) *Store[K, V] {
 }
 
 // Get returns key's value and mod revision (the revision of the write that
-// set it), and whether the key exists.
-func (s *Store[K, V]) Get(key K) (v V, modRev informer.Revision, ok bool) {
+// set it, above 0), or ok false and a nil error if key does not exist. It
+// fails only with ctx's error, if ctx is done: the store does no I/O, and
+// checks ctx first so that it behaves as every informer.ReadWriter does.
+func (s *Store[K, V]) Get(ctx context.Context, key K) (v V, rev informer.Revision, ok bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return v, 0, false, err
+	}
 	s.mu.RLock()
 	it, ok := s.get(key)
 	s.mu.RUnlock()
-	return it.value, it.modRev, ok
+	return it.value, it.modRev, ok, nil
 }
 
 // get returns key's item. s.mu must be held.
@@ -109,46 +109,62 @@ func (s *Store[K, V]) Put(key K, v V) informer.Revision {
 	return s.put(key, v)
 }
 
-// PutIf sets key to v only if key's mod revision is expected, where 0 means
-// that key must not exist (create-only). It returns the new revision, or an
-// error that errors.Is ErrConflict and changes nothing.
-//
-// That is the read-modify-write loop of a controller: Get a value and its
-// revision, compute the new value, PutIf at that revision, and on a conflict
-// Get again, so that no concurrent writer's change is lost.
-func (s *Store[K, V]) PutIf(key K, v V, expected informer.Revision) (informer.Revision, error) {
+// Create sets key to v only if key does not exist, and returns the write's
+// revision. If key exists it writes nothing and returns an error wrapping
+// informer.ErrConflict. A done ctx fails it, before anything is written.
+func (s *Store[K, V]) Create(ctx context.Context, key K, v V) (informer.Revision, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check(key, expected, "put"); err != nil {
+	if it, ok := s.get(key); ok {
+		return 0, fmt.Errorf("memstore: create %v: key exists at revision %d: %w", key, it.modRev, informer.ErrConflict)
+	}
+	return s.put(key, v), nil
+}
+
+// Update sets key to v only if its mod revision is still rev, and returns
+// the write's revision (above rev). Otherwise, key changed, is gone, or rev
+// is 0 (which never matches: use Create), it writes nothing and returns an
+// error wrapping informer.ErrConflict.
+//
+// That is the read-modify-write loop of a controller: Get a value and its
+// revision, compute the new value, Update at that revision, and on a
+// conflict Get again, so that no concurrent writer's change is lost. A done
+// ctx fails it, before anything is written.
+func (s *Store[K, V]) Update(ctx context.Context, key K, v V, rev informer.Revision) (informer.Revision, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(key, rev, "update"); err != nil {
 		return 0, err
 	}
 	return s.put(key, v), nil
 }
 
-// Delete removes key and returns the new revision and true, or, if key does
-// not exist, the current revision and false, changing nothing.
-func (s *Store[K, V]) Delete(key K) (informer.Revision, bool) {
+// Delete removes key. With rev 0 it removes key whatever its revision and
+// returns the delete's revision, or 0 and a nil error if key did not exist.
+// With rev above 0 it removes key only if its mod revision is still rev,
+// and otherwise (key changed or is gone) writes nothing and returns an
+// error wrapping informer.ErrConflict. A done ctx fails it, before anything
+// is written.
+func (s *Store[K, V]) Delete(ctx context.Context, key K, rev informer.Revision) (informer.Revision, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	it, ok := s.get(key)
-	if !ok {
-		return s.rev, false
+	if rev == 0 {
+		if !ok {
+			return 0, nil
+		}
+		return s.remove(key, it.value), nil
 	}
-	return s.remove(key, it.value), true
-}
-
-// DeleteIf removes key only if its mod revision is expected, and returns the
-// new revision. If key is at another revision, or does not exist (whatever
-// expected is, 0 included: there was nothing to delete), it returns an
-// error that errors.Is ErrConflict and changes nothing.
-func (s *Store[K, V]) DeleteIf(key K, expected informer.Revision) (informer.Revision, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	it, ok := s.get(key)
-	if !ok {
-		return 0, fmt.Errorf("delete %v at revision %d: key does not exist: %w", key, expected, ErrConflict)
-	}
-	if err := s.check(key, expected, "delete"); err != nil {
+	if err := s.check(key, rev, "delete"); err != nil {
 		return 0, err
 	}
 	return s.remove(key, it.value), nil
@@ -214,19 +230,18 @@ func (s *Store[K, V]) List(ctx context.Context) ([]informer.Entry[K, V], informe
 	return entries, s.rev, nil
 }
 
-// check returns nil if key is at revision expected (0: absent), else a
-// conflict error for op.
-func (s *Store[K, V]) check(key K, expected informer.Revision, op string) error {
+// check returns nil if key exists at revision rev, else a conflict error
+// for op. rev 0 never matches: no existing key is at revision 0. s.mu must
+// be held.
+func (s *Store[K, V]) check(key K, rev informer.Revision, op string) error {
 	it, ok := s.get(key)
 	switch {
-	case ok && it.modRev == expected:
+	case ok && it.modRev == rev:
 		return nil
 	case ok:
-		return fmt.Errorf("%s %v at revision %d: key is at revision %d: %w", op, key, expected, it.modRev, ErrConflict)
-	case expected == 0:
-		return nil
+		return fmt.Errorf("memstore: %s %v at revision %d: key is at revision %d: %w", op, key, rev, it.modRev, informer.ErrConflict)
 	default:
-		return fmt.Errorf("%s %v at revision %d: key does not exist: %w", op, key, expected, ErrConflict)
+		return fmt.Errorf("memstore: %s %v at revision %d: key does not exist: %w", op, key, rev, informer.ErrConflict)
 	}
 }
 

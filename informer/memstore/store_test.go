@@ -41,7 +41,8 @@ func TestNewStoreShouldBeEmptyAtRevisionZero(t *testing.T) {
 	s := memstore.New[string, int]()
 	assert.Equal(t, informer.Revision(0), s.Revision())
 	assert.Equal(t, 0, s.Len())
-	_, _, ok := s.Get("a")
+	_, _, ok, err := s.Get(t.Context(), "a")
+	require.NoError(t, err)
 	assert.False(t, ok)
 	m, rev := listMap(t, s)
 	assert.Empty(t, m)
@@ -54,15 +55,16 @@ func TestEveryWriteShouldTakeTheNextRevisionAndBeTheKeysModRevision(t *testing.T
 	assert.Equal(t, informer.Revision(2), s.Put("b", 2))
 	assert.Equal(t, informer.Revision(3), s.Put("a", 3))
 
-	v, rev, ok := s.Get("a")
+	v, rev, ok, err := s.Get(t.Context(), "a")
+	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, 3, v)
 	assert.Equal(t, informer.Revision(3), rev)
-	_, rev, _ = s.Get("b")
+	_, rev, _, _ = s.Get(t.Context(), "b")
 	assert.Equal(t, informer.Revision(2), rev)
 
-	rev, existed := s.Delete("b")
-	assert.True(t, existed)
+	rev, err = s.Delete(t.Context(), "b", 0)
+	require.NoError(t, err)
 	assert.Equal(t, informer.Revision(4), rev)
 	assert.Equal(t, informer.Revision(4), s.Revision())
 	assert.Equal(t, 1, s.Len())
@@ -71,13 +73,14 @@ func TestEveryWriteShouldTakeTheNextRevisionAndBeTheKeysModRevision(t *testing.T
 func TestDeleteOfAMissingKeyShouldChangeNothing(t *testing.T) {
 	s := memstore.New[string, int]()
 	s.Put("a", 1)
-	rev, existed := s.Delete("missing")
-	assert.False(t, existed)
-	assert.Equal(t, informer.Revision(1), rev, "the current revision")
+	rev, err := s.Delete(t.Context(), "missing", 0)
+	require.NoError(t, err)
+	assert.Equal(t, informer.Revision(0), rev, "0: nothing was deleted")
 	assert.Equal(t, informer.Revision(1), s.Revision())
 }
 
 func TestCompareAndSwapShouldWriteOnlyAtTheExpectedRevision(t *testing.T) {
+	ctx := t.Context()
 	// The store holds "a" at revision 1 and "b" at revision 2; the store
 	// is at revision 2 before each case.
 	tests := []struct {
@@ -86,36 +89,36 @@ func TestCompareAndSwapShouldWriteOnlyAtTheExpectedRevision(t *testing.T) {
 		conflict bool
 		want     map[string]int
 	}{
-		{"PutIf at the key's revision replaces it",
-			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.PutIf("a", 10, 1) },
+		{"Update at the key's revision replaces it",
+			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.Update(ctx, "a", 10, 1) },
 			false, map[string]int{"a": 10, "b": 2}},
-		{"PutIf at another revision conflicts",
-			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.PutIf("a", 10, 2) },
+		{"Update at another revision conflicts",
+			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.Update(ctx, "a", 10, 2) },
 			true, map[string]int{"a": 1, "b": 2}},
-		{"PutIf at 0 creates a missing key",
-			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.PutIf("c", 3, 0) },
+		{"Create makes a missing key",
+			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.Create(ctx, "c", 3) },
 			false, map[string]int{"a": 1, "b": 2, "c": 3}},
-		{"PutIf at 0 conflicts when the key exists",
-			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.PutIf("a", 10, 0) },
+		{"Create conflicts when the key exists",
+			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.Create(ctx, "a", 10) },
 			true, map[string]int{"a": 1, "b": 2}},
-		{"PutIf at a revision conflicts when the key is missing",
-			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.PutIf("c", 3, 1) },
+		{"Update at 0 conflicts: it never creates",
+			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.Update(ctx, "c", 3, 0) },
 			true, map[string]int{"a": 1, "b": 2}},
-		{"DeleteIf at the key's revision deletes it",
-			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.DeleteIf("b", 2) },
+		{"Update at a revision conflicts when the key is missing",
+			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.Update(ctx, "c", 3, 1) },
+			true, map[string]int{"a": 1, "b": 2}},
+		{"Delete at the key's revision deletes it",
+			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.Delete(ctx, "b", 2) },
 			false, map[string]int{"a": 1}},
-		{"DeleteIf at another revision conflicts",
-			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.DeleteIf("b", 1) },
+		{"Delete at another revision conflicts",
+			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.Delete(ctx, "b", 1) },
 			true, map[string]int{"a": 1, "b": 2}},
-		{"DeleteIf of a missing key conflicts",
-			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.DeleteIf("c", 1) },
+		{"Delete at a revision of a missing key conflicts",
+			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.Delete(ctx, "c", 1) },
 			true, map[string]int{"a": 1, "b": 2}},
-		{"DeleteIf at 0 of a missing key conflicts: nothing was deleted",
-			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.DeleteIf("c", 0) },
-			true, map[string]int{"a": 1, "b": 2}},
-		{"DeleteIf at 0 of an existing key conflicts",
-			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.DeleteIf("a", 0) },
-			true, map[string]int{"a": 1, "b": 2}},
+		{"Delete at 0 of an existing key deletes it",
+			func(s *memstore.Store[string, int]) (informer.Revision, error) { return s.Delete(ctx, "a", 0) },
+			false, map[string]int{"b": 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,7 +131,7 @@ func TestCompareAndSwapShouldWriteOnlyAtTheExpectedRevision(t *testing.T) {
 			got, _ := listMap(t, s)
 			assert.Equal(t, tt.want, got)
 			if tt.conflict {
-				require.ErrorIs(t, err, memstore.ErrConflict)
+				require.ErrorIs(t, err, informer.ErrConflict)
 				assert.Equal(t, informer.Revision(0), rev)
 				assert.Equal(t, informer.Revision(2), s.Revision(), "a conflict must not move the revision")
 				return
@@ -144,12 +147,12 @@ func TestConflictErrorsShouldNameTheKeyAndBothRevisions(t *testing.T) {
 	s := memstore.New[string, int]()
 	s.Put("a", 1)
 	s.Put("a", 2)
-	_, err := s.PutIf("a", 3, 1)
-	require.ErrorIs(t, err, memstore.ErrConflict)
-	assert.EqualError(t, err, "put a at revision 1: key is at revision 2: memory: revision conflict")
+	_, err := s.Update(t.Context(), "a", 3, 1)
+	require.ErrorIs(t, err, informer.ErrConflict)
+	assert.EqualError(t, err, "memstore: update a at revision 1: key is at revision 2: informer: revision conflict")
 }
 
-func TestConcurrentPutIfShouldLetExactlyOneWriterWinEachRevision(t *testing.T) {
+func TestConcurrentUpdateShouldLetExactlyOneWriterWinEachRevision(t *testing.T) {
 	// Increment a counter from many goroutines by read-modify-write: if
 	// CAS let two writers through at one revision an increment would be
 	// lost.
@@ -161,10 +164,16 @@ func TestConcurrentPutIfShouldLetExactlyOneWriterWinEachRevision(t *testing.T) {
 			defer func() { done <- struct{}{} }()
 			for range increments {
 				for {
-					v, rev, _ := s.Get("n")
-					if _, err := s.PutIf("n", v+1, rev); err == nil {
+					v, rev, _, _ := s.Get(context.Background(), "n")
+					var err error
+					if rev == 0 {
+						_, err = s.Create(context.Background(), "n", v+1)
+					} else {
+						_, err = s.Update(context.Background(), "n", v+1, rev)
+					}
+					if err == nil {
 						break
-					} else if !errors.Is(err, memstore.ErrConflict) {
+					} else if !errors.Is(err, informer.ErrConflict) {
 						panic(err)
 					}
 				}
@@ -174,7 +183,7 @@ func TestConcurrentPutIfShouldLetExactlyOneWriterWinEachRevision(t *testing.T) {
 	for range writers {
 		<-done
 	}
-	v, _, _ := s.Get("n")
+	v, _, _, _ := s.Get(t.Context(), "n")
 	assert.Equal(t, writers*increments, v)
 	assert.Equal(t, informer.Revision(writers*increments), s.Revision())
 }
@@ -186,7 +195,7 @@ func TestListShouldReturnEveryEntryAtTheCurrentRevision(t *testing.T) {
 		s.Put(k, i)
 		want[k] = i
 	}
-	s.Delete("b")
+	_, _ = s.Delete(t.Context(), "b", 0)
 	delete(want, "b")
 	s.Put("c", 30)
 	want["c"] = 30
@@ -225,7 +234,7 @@ func TestCompactShouldKeepTheCurrentValues(t *testing.T) {
 	s := memstore.New[string, int]()
 	s.Put("a", 1)
 	s.Put("b", 2)
-	s.Delete("a")
+	_, _ = s.Delete(t.Context(), "a", 0)
 	before, _ := listMap(t, s)
 	s.Compact(s.Revision())
 	after, rev := listMap(t, s)
@@ -249,11 +258,11 @@ func TestListShouldKeepCreationOrderAndFillADeletedKeysPlaceWithTheLast(t *testi
 		return out
 	}
 	assert.Equal(t, []string{"a", "b", "c", "d"}, keys())
-	s.Delete("a")
+	_, _ = s.Delete(t.Context(), "a", 0)
 	assert.Equal(t, []string{"d", "b", "c"}, keys())
-	s.Delete("c")
+	_, _ = s.Delete(t.Context(), "c", 0)
 	assert.Equal(t, []string{"d", "b"}, keys())
-	v, _, ok := s.Get("b")
+	v, _, ok, _ := s.Get(t.Context(), "b")
 	assert.True(t, ok)
 	assert.Equal(t, 10, v)
 
@@ -262,11 +271,11 @@ func TestListShouldKeepCreationOrderAndFillADeletedKeysPlaceWithTheLast(t *testi
 		s.Put(string(rune('A'+i%26))+string(rune(i)), i)
 	}
 	for i := range 990 {
-		s.Delete(string(rune('A'+i%26)) + string(rune(i)))
+		_, _ = s.Delete(t.Context(), string(rune('A'+i%26))+string(rune(i)), 0)
 	}
 	assert.Equal(t, 12, s.Len())
 	for i := 990; i < 1000; i++ {
-		v, _, ok := s.Get(string(rune('A'+i%26)) + string(rune(i)))
+		v, _, ok, _ := s.Get(t.Context(), string(rune('A'+i%26))+string(rune(i)))
 		assert.True(t, ok)
 		assert.Equal(t, i, v)
 	}

@@ -81,7 +81,7 @@ func history(s *memstore.Store[string, int]) []event {
 	s.Put("a", 1)
 	s.Put("b", 2)
 	s.Put("a", 3)
-	s.Delete("b")
+	_, _ = s.Delete(context.Background(), "b", 0)
 	s.Put("c", 5)
 	return []event{
 		{Type: informer.Put, Key: "a", Value: 1, Revision: 1},
@@ -106,7 +106,7 @@ func TestWatchFromTheCurrentRevisionShouldDeliverOnlyLaterChanges(t *testing.T) 
 	events, _, _ := watchInBackground(t, s, s.Revision())
 
 	s.Put("d", 6)
-	s.Delete("a")
+	_, _ = s.Delete(context.Background(), "a", 0)
 	assert.Equal(t, []event{
 		{Type: informer.Put, Key: "d", Value: 6, Revision: 6},
 		{Type: informer.Delete, Key: "a", Value: 3, Revision: 7},

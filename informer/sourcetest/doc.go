@@ -1,6 +1,7 @@
-// Package sourcetest is a conformance suite for informer.Source
-// implementations: every backend's tests call Run, so that all sources
-// share one reading of the contract on informer.Source. It imports testify
+// Package sourcetest is a conformance suite for informer.Source and
+// informer.Store implementations: every backend's tests call Run (or
+// RunStore, which runs it), so that all of them share one reading of the
+// contracts on informer.Source and informer.Store. It imports testify
 // and is meant only for tests, like leader/locktest.
 //
 //	func TestSourceConformance(t *testing.T) {
@@ -53,6 +54,41 @@
 //     every value a handler is given, deletes' included, was written to the
 //     key and is no older than the one it was given before; with Expire,
 //     the informer counted an expiry.
+//
+// # What RunStore checks
+//
+// RunStore is for an informer.Store: it runs Run (subtest "Source") with
+// Put and Delete done through the store's own Get, Create, Update and
+// Delete, then checks the contract on informer.ReadWriter, each subtest on
+// a fresh store from StoreSuite.New:
+//
+//   - GetAbsent: ok false, a nil error, the zero V, revision 0.
+//   - CreateThenGetReturnsTheWrittenRevision, and later writes' revisions
+//     are higher.
+//   - CreateExistingConflictsAndWritesNothing.
+//   - UpdateAtRevision: Get returns the value and the revision Update
+//     returned, above the old one.
+//   - UpdateStaleAbsentOrZeroConflicts: a stale revision, an absent key,
+//     revision 0 (Update never creates): ErrConflict, nothing written.
+//   - DeleteUnconditional: Delete at 0 of a present key returns its
+//     revision; of an absent one 0 and a nil error.
+//   - DeleteAtRevision: at the key's revision it deletes; at a stale one,
+//     or of an absent key, ErrConflict and nothing deleted.
+//   - WriteRevisionsAreTheWatchedOnes: every write's revision is that of
+//     the Event Watch emits for it, with its key and type, in order.
+//   - ConcurrentCASLosesNoUpdate: 8 goroutines x 50 increments by a Get
+//     and Update loop retrying on ErrConflict end at 400 (run it with
+//     -race). The counter n is Value(n), so Value must cover 0..400.
+//   - ConflictsMatchInformerErrConflict: every kind of conflict matches
+//     informer.ErrConflict with errors.Is.
+//   - DoneContextFailsEveryMethodAndWritesNothing: with a context done
+//     before the call every method fails with an error that errors.Is
+//     context.Canceled, and the store is unchanged.
+//
+// The Store subtests check a key's value and revision, never the store's
+// revision: a backend on a shared server (etcd) may see other writers.
+// The design's informer.Update helper does not exist yet, so
+// ConcurrentCASLosesNoUpdate runs only the raw loop.
 //
 // # Where it differs from the design (docs/design/store-api.md, section 8)
 //

@@ -22,7 +22,7 @@ func TestTheGateTakesTheStoresContentsWhenItsHistoryIsGone(t *testing.T) {
 	g, err := newGatedSource("x", store, func() {})
 	require.NoError(t, err)
 	store.Put("a", 2)
-	store.Delete("b")
+	_, _ = store.Delete(context.Background(), "b", 0)
 	store.Put("c", 1) // three changes after the gate's snapshot; the store keeps one
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -31,7 +31,7 @@ func TestSettleWaitsForReconcilesThatWriteToTheStore(t *testing.T) {
 	var calls atomic.Int32
 	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
 		calls.Add(1)
-		if v, _, _ := store.Get(key); v < 10 {
+		if v, _, _, _ := store.Get(context.Background(), key); v < 10 {
 			store.Put(key, v+1) // one step at a time, each a new change
 		}
 		return reconcile.Result{}, nil
@@ -40,7 +40,7 @@ func TestSettleWaitsForReconcilesThatWriteToTheStore(t *testing.T) {
 	reconciletest.Controller(h, "counters", rec, reconcile.For(inf))
 	store.Put("a", 0)
 	h.Settle()
-	v, _, _ := store.Get("a")
+	v, _, _, _ := store.Get(context.Background(), "a")
 	assert.Equal(t, 10, v)
 	assert.Equal(t, int32(11), calls.Load())
 }
