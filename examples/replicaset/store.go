@@ -17,41 +17,10 @@ import (
 
 // Store holds one kind of object by name: an informer.Source for the
 // controllers' informers, plus reads and compare-and-swap writes. Two
-// implementations: the embedded memory store (*memstore.Store) and etcd.
+// implementations: the embedded memory store (*memstore.Store) and etcd
+// (*etcdstore.Store, which keeps the values as JSON under a prefix, where
+// `etcdctl put` can change them).
 type Store[V any] = informer.Store[string, V]
-
-// etcdStore keeps the values as JSON under a prefix of etcd, where
-// `etcdctl put` can change them.
-type etcdStore[V any] struct {
-	*etcdstore.Source[V]
-	c *etcdstore.Client[V]
-}
-
-func (s etcdStore[V]) Get(ctx context.Context, key string) (V, informer.Revision, bool, error) {
-	return s.c.Get(ctx, key)
-}
-
-func (s etcdStore[V]) Create(ctx context.Context, key string, v V) (informer.Revision, error) {
-	return s.c.PutIf(ctx, key, v, 0)
-}
-
-func (s etcdStore[V]) Update(ctx context.Context, key string, v V, rev informer.Revision) (informer.Revision, error) {
-	if rev == 0 {
-		return 0, fmt.Errorf("update %q at revision 0: %w", key, etcdstore.ErrConflict)
-	}
-	return s.c.PutIf(ctx, key, v, rev)
-}
-
-func (s etcdStore[V]) Delete(ctx context.Context, key string, rev informer.Revision) (informer.Revision, error) {
-	if rev != 0 {
-		return 0, errors.New("conditional delete is not used by this example")
-	}
-	r, ok, err := s.c.Delete(ctx, key)
-	if !ok {
-		r = 0
-	}
-	return r, err
-}
 
 // stores are the two kinds of objects the example keeps.
 type stores struct {
@@ -93,8 +62,8 @@ func openStores(url, prefix string) (*stores, error) {
 	}
 	rsPrefix, podPrefix := prefix+"replicasets/", prefix+"pods/"
 	return &stores{
-		replicaSets: etcdStore[ReplicaSet]{etcdstore.NewSource[ReplicaSet](cli, rsPrefix), etcdstore.NewClient[ReplicaSet](cli, rsPrefix, nil)},
-		pods:        etcdStore[Pod]{etcdstore.NewSource[Pod](cli, podPrefix), etcdstore.NewClient[Pod](cli, podPrefix, nil)},
+		replicaSets: etcdstore.New[ReplicaSet](cli, rsPrefix),
+		pods:        etcdstore.New[Pod](cli, podPrefix),
 		describe:    fmt.Sprintf("etcd %s, keys under %s", hosts, prefix),
 		close:       func() { _ = cli.Close() },
 	}, nil

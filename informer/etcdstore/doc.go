@@ -1,13 +1,26 @@
-// Package etcdstore follows a prefix of an etcd v3 cluster as an
-// informer.Source, and offers a small typed client for the same keys.
+// Package etcdstore keeps typed values under a prefix of an etcd v3
+// cluster as an informer.Store: it follows the prefix as an
+// informer.Source, and reads and writes its keys with compare-and-swap.
 //
 // Keys are strings relative to the prefix: the etcd key "/jobs/a" under the
 // prefix "/jobs/" is "a". Values are encoded by a Codec (JSON by default).
 // Revisions are etcd's: List returns the header revision of its read, events
-// carry each change's mod revision, and Client returns mod revisions for
-// compare-and-swap.
+// carry each change's mod revision, Get returns mod revisions, and every
+// write returns its own revision, the one its event carries.
 //
-// # Source
+// # Reads and writes
+//
+//   - Get is one linearizable read. A value the codec cannot decode is an
+//     error wrapping a *DecodeError, whose Revision lets Update overwrite it.
+//   - Create, Update and Delete at a revision are each one transaction on
+//     the key's mod revision (Create: 0, that is absent); a failed compare
+//     is an error wrapping informer.ErrConflict that names the key's mod
+//     revision, and wrote nothing. Update at revision 0 is a conflict
+//     without a round trip, since etcd's compare would create the key.
+//   - Delete at revision 0 is a plain delete; it returns 0 if there was
+//     nothing to delete.
+//
+// # List and Watch
 //
 //   - List reads the whole prefix with one linearizable Get (no paging: etcd
 //     3.4 walks the rest of the range on every page, so pages make a large

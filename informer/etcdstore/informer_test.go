@@ -96,7 +96,7 @@ func startHarness(t *testing.T, informerEndpoints, writerEndpoints []string) *ha
 	h := &harness{t: t, ctx: ctx, prefix: uniquePrefix(t), mirror: make(map[string]item)}
 
 	// Short timeouts so that a client notices a dead member quickly.
-	src := etcdstore.NewSource[item](newClient(t, informerEndpoints), h.prefix)
+	src := etcdstore.New[item](newClient(t, informerEndpoints), h.prefix)
 	h.inf = informer.New[string, item]("etcd-"+t.Name(), src,
 		informer.WithWatchBackoff(backoff.Exponential{Base: 20 * time.Millisecond, Cap: 300 * time.Millisecond}),
 		informer.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
@@ -118,7 +118,7 @@ func startHarness(t *testing.T, informerEndpoints, writerEndpoints []string) *ha
 	h.stopWriters = stopWriters
 	t.Cleanup(h.stopWriters)
 	wcli := newClient(t, writerEndpoints)
-	c := etcdstore.NewClient[item](wcli, h.prefix, nil)
+	c := &rawWriter{wcli, h.prefix}
 	for w := range 4 {
 		h.writers.Go(func() { h.write(wctx, c, w) })
 	}
@@ -138,7 +138,7 @@ func (h *harness) set(k string, v item, present bool) {
 
 // write puts and deletes random keys until ctx is done, ignoring errors
 // (etcd may be down; a write that failed may still have happened).
-func (h *harness) write(ctx context.Context, c *etcdstore.Client[item], w int) {
+func (h *harness) write(ctx context.Context, c *rawWriter, w int) {
 	rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
 	for i := 0; ctx.Err() == nil; i++ {
 		key := fmt.Sprintf("k%02d", rng.IntN(60))

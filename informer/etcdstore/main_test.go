@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -134,4 +135,36 @@ func apply(entries []informer.Entry[string, item], events []informer.Event[strin
 		}
 	}
 	return m
+}
+
+// rawWriter writes JSON values under a prefix with plain etcd puts and
+// deletes: the blind writes, and the writes of another prefix, that tests
+// make behind a Store's back (the Store itself only writes with
+// compare-and-swap).
+type rawWriter struct {
+	cli    *clientv3.Client
+	prefix string
+}
+
+// Put sets key to v and returns the put's revision.
+func (w *rawWriter) Put(ctx context.Context, key string, v item) (informer.Revision, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := w.cli.Put(ctx, w.prefix+key, string(data))
+	if err != nil {
+		return 0, err
+	}
+	return informer.Revision(resp.Header.Revision), nil
+}
+
+// Delete removes key and returns the header revision and whether it
+// existed.
+func (w *rawWriter) Delete(ctx context.Context, key string) (informer.Revision, bool, error) {
+	resp, err := w.cli.Delete(ctx, w.prefix+key)
+	if err != nil {
+		return 0, false, err
+	}
+	return informer.Revision(resp.Header.Revision), resp.Deleted > 0, nil
 }

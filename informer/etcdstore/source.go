@@ -15,7 +15,7 @@ import (
 	"github.com/converge-go/converge/informer"
 )
 
-// Option configures a Source.
+// Option configures a Store.
 type Option[V any] func(*options[V])
 
 type options[V any] struct {
@@ -29,7 +29,7 @@ func WithCodec[V any](c Codec[V]) Option[V] {
 	return func(o *options[V]) { o.codec = c }
 }
 
-// WithLogger sets where the Source logs the undecodable values it skips
+// WithLogger sets where the Store logs the undecodable values it skips
 // because a later write has replaced them (see the package doc); the ones
 // it fails on are in the error it returns. Default: slog.Default().
 func WithLogger[V any](l *slog.Logger) Option[V] {
@@ -45,24 +45,27 @@ func WithDecodeErrorHandler[V any](f func(key string, err error)) Option[V] {
 	return func(o *options[V]) { o.onDecodeError = f }
 }
 
-// Source is an informer.Source over the keys under a prefix of an etcd
-// cluster. See the package doc for its behaviour. It is safe for concurrent
-// use; List and Watch may run at the same time.
-type Source[V any] struct {
+// Store is an informer.Store over the keys under a prefix of an etcd
+// cluster: List and Watch follow the prefix, Get, Create, Update and Delete
+// read and write its keys with compare-and-swap on their mod revisions. See
+// the package doc for its behaviour. It is safe for concurrent use; all its
+// methods may run at the same time.
+type Store[V any] struct {
 	client       *clientv3.Client
 	prefix       string
 	opts         options[V]
 	decodeErrors atomic.Uint64
 }
 
-var _ informer.Source[string, struct{}] = (*Source[struct{}])(nil)
+// Compile-time proof that a Store is an informer.Store (and so a Source).
+var _ informer.Store[string, struct{}] = (*Store[struct{}])(nil)
 
-// NewSource returns a Source for the keys under prefix (a plain string
-// prefix: "/jobs/" excludes "/jobs-old/x", "/jobs" does not). Keys in entries
-// and events are relative to the prefix. The client stays the caller's to
-// close.
-func NewSource[V any](client *clientv3.Client, prefix string, opts ...Option[V]) *Source[V] {
-	s := &Source[V]{client: client, prefix: prefix}
+// New returns a Store for the keys under prefix (a plain string prefix:
+// "/jobs/" excludes "/jobs-old/x", "/jobs" does not). Keys in entries,
+// events, reads and writes are relative to the prefix. The client stays the
+// caller's to close.
+func New[V any](client *clientv3.Client, prefix string, opts ...Option[V]) *Store[V] {
+	s := &Store[V]{client: client, prefix: prefix}
 	for _, o := range opts {
 		o(&s.opts)
 	}
@@ -75,19 +78,19 @@ func NewSource[V any](client *clientv3.Client, prefix string, opts ...Option[V])
 	return s
 }
 
-// Prefix returns the prefix the Source follows.
-func (s *Source[V]) Prefix() string { return s.prefix }
+// Prefix returns the prefix the Store reads, writes and follows.
+func (s *Store[V]) Prefix() string { return s.prefix }
 
 // DecodeErrors returns how many values the codec failed to decode so far,
 // in List and Watch together, counting every attempt (a watch that fails
 // on a value and is resumed meets it again).
-func (s *Source[V]) DecodeErrors() uint64 { return s.decodeErrors.Load() }
+func (s *Store[V]) DecodeErrors() uint64 { return s.decodeErrors.Load() }
 
-// DecodeError is the error of a Source's List or Watch, or of a Client's
-// Get, that met a value its codec cannot decode: it names the key and its
+// DecodeError is the error of a Store's List, Watch or Get that met a
+// value its codec cannot decode: it names the key and its
 // mod revision, and wraps the codec's error. Match it with errors.As.
 type DecodeError struct {
-	Prefix   string            // the Source's or Client's prefix
+	Prefix   string            // the Store's prefix
 	Key      string            // relative to the prefix
 	Revision informer.Revision // the value's mod revision
 	Err      error             // the codec's error
@@ -105,7 +108,7 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // the revision of the read. If a value does not decode, it fails with a
 // *DecodeError: leaving the key out would tell the informer that it was
 // deleted.
-func (s *Source[V]) List(ctx context.Context) ([]informer.Entry[string, V], informer.Revision, error) {
+func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], informer.Revision, error) {
 	resp, err := s.client.Get(ctx, s.prefix, clientv3.WithPrefix())
 	if err != nil {
 		return nil, 0, fmt.Errorf("etcd source %q: list: %w", s.prefix, err)
@@ -129,7 +132,7 @@ func (s *Source[V]) List(ctx context.Context) ([]informer.Entry[string, V], info
 // write has replaced it, and with an error matching
 // informer.ErrRevisionExpired if after is compacted, or beyond the store's
 // revision (see the package doc).
-func (s *Source[V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, V]) error) error {
+func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, V]) error) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the watch on the etcd side when we return early
 	wch := s.client.Watch(clientv3.WithRequireLeader(wctx), s.prefix,
@@ -201,7 +204,7 @@ func (s *Source[V]) Watch(ctx context.Context, after informer.Revision, emit fun
 // the store's revision is below after. It asks with a linearizable read,
 // which a member that merely lags answers only once it has caught up, so
 // that only a store that really went back makes the informer relist.
-func (s *Source[V]) checkNotBehind(ctx context.Context, after informer.Revision) error {
+func (s *Store[V]) checkNotBehind(ctx context.Context, after informer.Revision) error {
 	resp, err := s.client.Get(ctx, s.prefix) // one key: O(1), for the header
 	if err != nil {
 		return fmt.Errorf("etcd source %q: watch after revision %d: check the store's revision: %w", s.prefix, after, err)
@@ -217,7 +220,7 @@ func (s *Source[V]) checkNotBehind(ctx context.Context, after informer.Revision)
 // unless a later write has replaced it: then the event is skipped (false),
 // since the later one, which the watch will deliver, says what the key is
 // now, and the informer may coalesce intermediate values.
-func (s *Source[V]) event(ctx context.Context, ev *clientv3.Event) (informer.Event[string, V], bool, error) {
+func (s *Store[V]) event(ctx context.Context, ev *clientv3.Event) (informer.Event[string, V], bool, error) {
 	e := informer.Event[string, V]{
 		Key:      s.key(ev.Kv.Key),
 		Revision: informer.Revision(ev.Kv.ModRevision),
@@ -244,11 +247,11 @@ func (s *Source[V]) event(ctx context.Context, ev *clientv3.Event) (informer.Eve
 	return e, true, nil
 }
 
-func (s *Source[V]) key(k []byte) string { return strings.TrimPrefix(string(k), s.prefix) }
+func (s *Store[V]) key(k []byte) string { return strings.TrimPrefix(string(k), s.prefix) }
 
 // decodeFailed counts and reports a value that does not decode, and
 // returns the error to fail with.
-func (s *Source[V]) decodeFailed(key string, rev int64, err error) *DecodeError {
+func (s *Store[V]) decodeFailed(key string, rev int64, err error) *DecodeError {
 	s.decodeErrors.Add(1)
 	if s.opts.onDecodeError != nil {
 		s.opts.onDecodeError(key, err)

@@ -29,8 +29,8 @@ func TestWatchFromACompactedRevisionShouldReturnErrRevisionExpired(t *testing.T)
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	c := etcdstore.NewClient[item](cli, prefix, nil)
-	src := etcdstore.NewSource[item](cli, prefix)
+	c := &rawWriter{cli, prefix}
+	src := etcdstore.New[item](cli, prefix)
 
 	old, err := c.Put(ctx, "a", item{N: 1})
 	require.NoError(t, err)
@@ -57,10 +57,10 @@ func TestListAndWatchShouldReconstructThePrefixUnderConcurrentWriters(t *testing
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 40*time.Second)
 	prefix := uniquePrefix(t)
-	c := etcdstore.NewClient[item](cli, prefix, nil)
-	src := etcdstore.NewSource[item](cli, prefix)
+	c := &rawWriter{cli, prefix}
+	src := etcdstore.New[item](cli, prefix)
 	// A sibling prefix that shares the first bytes must stay invisible.
-	other := etcdstore.NewClient[item](cli, prefix[:len(prefix)-1]+"-other/", nil)
+	other := &rawWriter{cli, prefix[:len(prefix)-1] + "-other/"}
 
 	const writers, ops, keys = 4, 150, 40
 	var wg sync.WaitGroup
@@ -131,7 +131,7 @@ func TestProgressNotificationShouldBecomeABookmark(t *testing.T) {
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	src := etcdstore.NewSource[item](cli, prefix)
+	src := etcdstore.New[item](cli, prefix)
 
 	_, rev, err := src.List(ctx)
 	require.NoError(t, err)
@@ -165,12 +165,12 @@ func TestAnUndecodableValueShouldFailListAndWatchWithADecodeErrorNamingTheKeyAnd
 	prefix := uniquePrefix(t)
 	var mu sync.Mutex
 	var badKeys []string
-	src := etcdstore.NewSource(cli, prefix, etcdstore.WithDecodeErrorHandler[item](func(key string, err error) {
+	src := etcdstore.New(cli, prefix, etcdstore.WithDecodeErrorHandler[item](func(key string, err error) {
 		mu.Lock()
 		badKeys = append(badKeys, key)
 		mu.Unlock()
 	}))
-	c := etcdstore.NewClient[item](cli, prefix, nil)
+	c := &rawWriter{cli, prefix}
 	good, err := c.Put(ctx, "good", item{N: 1})
 	require.NoError(t, err)
 	resp, err := cli.Put(ctx, prefix+"bad", "not json")
@@ -206,9 +206,9 @@ func TestWatchShouldSkipAnUndecodableValueThatALaterWriteReplaced(t *testing.T) 
 	prefix := uniquePrefix(t)
 	var logs bytes.Buffer
 	var logMu sync.Mutex
-	src := etcdstore.NewSource(cli, prefix,
+	src := etcdstore.New(cli, prefix,
 		etcdstore.WithLogger[item](slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))))
-	c := etcdstore.NewClient[item](cli, prefix, nil)
+	c := &rawWriter{cli, prefix}
 	resp, err := cli.Put(ctx, prefix+"a", "{")
 	require.NoError(t, err)
 	fixed, err := c.Put(ctx, "a", item{N: 2})
@@ -241,7 +241,7 @@ func TestWatchAfterARevisionTheStoreHasNotReachedShouldExpire(t *testing.T) {
 	t.Parallel()
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
-	src := etcdstore.NewSource[item](cli, uniquePrefix(t))
+	src := etcdstore.New[item](cli, uniquePrefix(t))
 	_, rev, err := src.List(ctx)
 	require.NoError(t, err)
 
@@ -258,8 +258,8 @@ func TestWatchShouldEmitDeletesWithoutValueAtTheirRevision(t *testing.T) {
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	src := etcdstore.NewSource[item](cli, prefix)
-	c := etcdstore.NewClient[item](cli, prefix, nil)
+	src := etcdstore.New[item](cli, prefix)
+	c := &rawWriter{cli, prefix}
 
 	put, err := c.Put(ctx, "a", item{N: 1})
 	require.NoError(t, err)
@@ -283,8 +283,8 @@ func TestWatchShouldReturnTheEmitError(t *testing.T) {
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	src := etcdstore.NewSource[item](cli, prefix)
-	put, err := etcdstore.NewClient[item](cli, prefix, nil).Put(ctx, "a", item{N: 1})
+	src := etcdstore.New[item](cli, prefix)
+	put, err := (&rawWriter{cli, prefix}).Put(ctx, "a", item{N: 1})
 	require.NoError(t, err)
 
 	stop := errors.New("stop")
@@ -295,12 +295,12 @@ func TestWatchShouldReturnTheEmitError(t *testing.T) {
 func TestWatchShouldReturnTheContextErrorWhenCanceled(t *testing.T) {
 	t.Parallel()
 	cli := etcdClient(t)
-	_, rev, err := etcdstore.NewSource[item](cli, uniquePrefix(t)).List(ctxFor(t, 10*time.Second))
+	_, rev, err := etcdstore.New[item](cli, uniquePrefix(t)).List(ctxFor(t, 10*time.Second))
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	err = etcdstore.NewSource[item](cli, uniquePrefix(t)).Watch(ctx, rev, func(informer.Event[string, item]) error { return nil })
+	err = etcdstore.New[item](cli, uniquePrefix(t)).Watch(ctx, rev, func(informer.Event[string, item]) error { return nil })
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
 

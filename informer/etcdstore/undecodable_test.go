@@ -56,14 +56,14 @@ func TestAnUndecodableValueShouldNeverDeleteTheKeyAcrossARelist(t *testing.T) {
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 30*time.Second)
 	prefix := uniquePrefix(t)
-	c := etcdstore.NewClient[item](cli, prefix, nil)
+	c := &rawWriter{cli, prefix}
 	_, err := c.Put(ctx, "a", item{N: 1})
 	require.NoError(t, err)
 	_, err = c.Put(ctx, "b", item{N: 1})
 	require.NoError(t, err)
 
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	src := &pausable{Source: etcdstore.NewSource[item](cli, prefix)}
+	src := &pausable{Source: etcdstore.New[item](cli, prefix)}
 	logs := &lockedWriter{w: new(bytes.Buffer), mu: new(sync.Mutex)}
 	inf := informer.New[string, item]("undecodable", src, informer.WithClock(clk),
 		informer.WithWatchBackoff(backoff.Exponential{Base: time.Second, Cap: time.Second}),

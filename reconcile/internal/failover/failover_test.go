@@ -81,17 +81,23 @@ func runReplica(id string) error {
 	}
 	defer cli.Close()
 	prefix := os.Getenv(prefixEnv)
-	items := informer.New("items", etcdstore.NewSource[item](cli, prefix+"/items/"))
-	results := etcdstore.NewClient[done](cli, prefix+"/done/", nil)
+	items := informer.New("items", etcdstore.New[item](cli, prefix+"/items/"))
+	// Results are plain etcd puts of JSON, as before: blind writes, which
+	// an etcdstore.Store does not make (it only compares and swaps).
+	results := prefix + "/done/"
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c, err := reconcile.New("items", reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
 		it, ok := items.Get(key)
 		if !ok {
-			_, _, err := results.Delete(ctx, key)
+			_, err := cli.Delete(ctx, results+key)
 			return reconcile.Result{}, err
 		}
 		term, _ := leader.TermFromContext(ctx)
-		_, err := results.Put(ctx, key, done{By: id, Term: uint64(term), Value: it.Value})
+		data, err := json.Marshal(done{By: id, Term: uint64(term), Value: it.Value})
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		_, err = cli.Put(ctx, results+key, string(data))
 		return reconcile.Result{}, err
 	}), reconcile.For(items), reconcile.WithWorkers(4), reconcile.WithLogger(logger))
 	if err != nil {
