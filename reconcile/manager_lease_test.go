@@ -120,6 +120,7 @@ func TestLosingTheLeaseDuringTheShutdownGraceShouldCancelTheReconcilesInProgress
 
 		a.cancel() // a graceful stop: a's reconcile gets the grace
 		time.Sleep(bubbleLease)
+		synctest.Wait() // a renewal due at this instant has finished: the theft does not race it
 		require.Empty(t, j.Done(), "a's reconcile is still in its grace")
 		stolen := steal(t, lock, "thief")
 		require.True(t, j.Await(time.Minute, func(done, _ []leasetest.Interval) bool { return len(done) == 1 }))

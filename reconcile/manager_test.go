@@ -230,16 +230,23 @@ func TestOnlyTheLeaderReconcilesAndANewLeaderReconcilesEveryKey(t *testing.T) {
 	})
 }
 
-// steal takes the lock from whoever holds it, as another replica would.
+// steal takes the lock from whoever holds it, as another replica would:
+// read, write the next term, and read again if the holder renewed in
+// between.
 func steal(t *testing.T, lock leader.Lock, thief string) leader.Record {
 	t.Helper()
-	cur, err := lock.Get(context.Background())
-	require.NoError(t, err)
-	next := cur
-	next.HolderIdentity, next.Term = thief, cur.Term+1
-	stored, err := lock.Update(context.Background(), cur, next)
-	require.NoError(t, err)
-	return stored
+	for {
+		cur, err := lock.Get(context.Background())
+		require.NoError(t, err)
+		next := cur
+		next.HolderIdentity, next.Term = thief, cur.Term+1
+		stored, err := lock.Update(context.Background(), cur, next)
+		if errors.Is(err, leader.ErrConflict) {
+			continue
+		}
+		require.NoError(t, err)
+		return stored
+	}
 }
 
 func TestLosingLeadershipStopsTheControllersAndEndsRun(t *testing.T) {
