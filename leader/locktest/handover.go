@@ -48,16 +48,23 @@ func Handover(t *testing.T, sameRecord func(t *testing.T) leader.Lock) {
 		}
 	}
 
+	// The leader, once its OnStartedLeading has recorded the record's term
+	// (IsLeader turns true a moment before).
+	reader := sameRecord(t)
 	var first, other *candidate
 	require.Eventually(t, func() bool {
+		first, other = nil, nil
 		switch {
 		case a.e.IsLeader():
 			first, other = a, b
 		case b.e.IsLeader():
 			first, other = b, a
+		default:
+			return false
 		}
-		return first != nil
-	}, generous, 10*time.Millisecond, "someone leads")
+		rec, err := reader.Get(t.Context())
+		return err == nil && rec.HolderIdentity == first.id && first.lastTerm() == rec.Term
+	}, generous, 10*time.Millisecond, "someone leads, and has started its term")
 	firstTerm := first.lastTerm()
 	require.NotZero(t, firstTerm)
 	require.Eventually(t, func() bool { return other.e.Leader() == first.id }, generous, 10*time.Millisecond, "the other sees the holder")
@@ -65,10 +72,12 @@ func Handover(t *testing.T, sameRecord func(t *testing.T) leader.Lock) {
 	stopAt := writes.len()
 	first.stop() // ReleaseOnCancel: the release is written before Run returns
 	released := time.Now()
-	require.Eventually(t, other.e.IsLeader, generous, 5*time.Millisecond, "the other takes over")
+	// IsLeader turns true as the term is acquired, a moment before
+	// OnStartedLeading has run and recorded the term: wait for both.
+	require.Eventually(t, func() bool { return other.e.IsLeader() && other.lastTerm() > firstTerm }, generous, 5*time.Millisecond,
+		"the other takes over, in a higher term than %d", firstTerm)
 	t.Logf("take-over after release: %v", time.Since(released))
 	assert.False(t, first.e.IsLeader())
-	assert.Greater(t, other.lastTerm(), firstTerm, "the new term is higher")
 	acquired, ok := writes.find(func(w write) bool {
 		return w.by == other.id && w.to.HolderIdentity == other.id && w.to.Term > firstTerm
 	})
@@ -82,7 +91,7 @@ func Handover(t *testing.T, sameRecord func(t *testing.T) leader.Lock) {
 	}
 
 	other.stop()
-	rec, err := sameRecord(t).Get(t.Context())
+	rec, err := reader.Get(t.Context())
 	require.NoError(t, err)
 	assert.Empty(t, rec.HolderIdentity, "released again")
 	assert.Equal(t, other.lastTerm(), rec.Term)
