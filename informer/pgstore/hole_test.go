@@ -1,0 +1,92 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/informer/pgstore"
+)
+
+// TestWatchShouldWaitForASlowWriterAndFillAnAbortedOne holds a raw
+// transaction open after it took a revision, writes a later change of
+// another key, and waits until the Watch's fill blocks on the open
+// transaction. Committed, the slow change comes first; rolled back, a fill
+// stands for it and the later change follows.
+func TestWatchShouldWaitForASlowWriterAndFillAnAbortedOne(t *testing.T) {
+	pool := newPool(t)
+	schema := newSchema(t, pool)
+	for _, commit := range []bool{true, false} {
+		name := map[bool]string{true: "Commit", false: "Rollback"}[commit]
+		t.Run(name, func(t *testing.T) {
+			coll := newColl()
+			s := pgstore.New(pool, coll, pgstore.WithSchema[item](schema))
+			_, after, err := s.List(t.Context())
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(t.Context())
+			events := make(chan informer.Event[string, item], 10)
+			done := make(chan error, 1)
+			go func() {
+				done <- s.Watch(ctx, after, func(e informer.Event[string, item]) error {
+					if e.Type != informer.Bookmark {
+						events <- e
+					}
+					return nil
+				})
+			}()
+			defer func() { cancel(); assert.ErrorIs(t, <-done, context.Canceled) }()
+
+			tx, err := pool.Begin(t.Context())
+			require.NoError(t, err)
+			defer func() { _ = tx.Rollback(context.Background()) }()
+			var slow int64
+			require.NoError(t, tx.QueryRow(t.Context(), `INSERT INTO `+pgx.Identifier{schema}.Sanitize()+
+				`.log (rev, coll, key, op, value) VALUES (nextval('`+schema+`.rev'), $1, 'slow', 'p', '{"n":1}') RETURNING rev`,
+				coll).Scan(&slow))
+			fast, err := s.Create(t.Context(), "fast", item{N: 2})
+			require.NoError(t, err)
+			require.Greater(t, int64(fast), slow)
+
+			// The watch must be blocked on the open transaction, not past it.
+			require.Eventually(t, func() bool {
+				var n int
+				err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+					WHERE wait_event_type = 'Lock' AND query LIKE '%generate_series%'`).Scan(&n)
+				return err == nil && n > 0
+			}, 10*time.Second, time.Millisecond, "the Watch's fill did not wait for the open transaction")
+			select {
+			case e := <-events:
+				t.Fatalf("Watch emitted %v %s at %d while revision %d was open", e.Type, e.Key, e.Revision, slow)
+			default:
+			}
+			if commit {
+				require.NoError(t, tx.Commit(t.Context()))
+			} else {
+				require.NoError(t, tx.Rollback(t.Context()))
+			}
+			var got []informer.Event[string, item]
+			for len(got) < map[bool]int{true: 2, false: 1}[commit] {
+				select {
+				case e := <-events:
+					got = append(got, e)
+				case <-time.After(10 * time.Second):
+					t.Fatalf("Watch emitted only %v", got)
+				}
+			}
+			want := []informer.Event[string, item]{{Type: informer.Put, Key: "fast", Value: item{N: 2}, Revision: fast}}
+			if commit {
+				want = append([]informer.Event[string, item]{{Type: informer.Put, Key: "slow", Value: item{N: 1}, Revision: informer.Revision(slow)}}, want...)
+			} else {
+				var op string
+				require.NoError(t, pool.QueryRow(t.Context(), `SELECT op FROM `+pgx.Identifier{schema}.Sanitize()+`.log WHERE rev = $1`, slow).Scan(&op))
+				assert.Equal(t, "f", op, "the aborted revision is a fill")
+			}
+			assert.Equal(t, want, got)
+		})
+	}
+}

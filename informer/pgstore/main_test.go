@@ -1,0 +1,58 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/testserver"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// item is the value type the tests store.
+type item struct {
+	N int    `json:"n"`
+	S string `json:"s,omitempty"`
+}
+
+// newPool connects to the test server (skipped without one, failed with
+// CONVERGE_INTEGRATION=1) and closes the pool when t ends.
+func newPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(t.Context(), testserver.Postgres(t))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// newSchema sets up a schema unique to t and this run (the server is
+// shared across tests, packages and runs) and drops it when t ends.
+func newSchema(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	name := fmt.Sprintf("cvt_%s_%d", strings.ToLower(strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())), time.Now().UnixNano())
+	if len(name) > 63 {
+		name = name[len(name)-63:]
+	}
+	require.NoError(t, pgstore.Setup(t.Context(), pool, name))
+	t.Cleanup(func() {
+		_, err := pool.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{name}.Sanitize()+" CASCADE")
+		assert.NoError(t, err)
+	})
+	return name
+}
+
+var collections atomic.Int64
+
+// newColl returns a collection name no other store of the run uses.
+func newColl() string { return fmt.Sprintf("c%d", collections.Add(1)) }

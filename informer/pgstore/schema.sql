@@ -1,0 +1,107 @@
+-- converge pgstore schema. Setup runs this file in one transaction, after
+-- pg_advisory_xact_lock on the schema's name, with {{.Schema}} replaced by
+-- the quoted schema name.
+-- Every statement is idempotent; running it again upgrades functions in place.
+
+CREATE SCHEMA IF NOT EXISTS {{.Schema}};
+
+-- Revisions. Taken only after the changed key's row lock is held (see
+-- write() and follow()), so one key's revisions are in commit order. Values
+-- of rolled-back transactions, and the up-to-32 values a crash skips, are
+-- holes that the reader fills. The first value is base (see meta).
+CREATE SEQUENCE IF NOT EXISTS {{.Schema}}.rev AS bigint
+    START WITH 1 CACHE 1;
+
+-- Identity of the store. A Watch after a revision below base, or above the
+-- sequence, is ErrRevisionExpired: the store was reset or restored.
+-- compact_rev: every change at or below it may be gone from log.
+CREATE TABLE IF NOT EXISTS {{.Schema}}.meta (
+    id          int     PRIMARY KEY CHECK (id = 1),
+    store_id    uuid    NOT NULL DEFAULT gen_random_uuid(),
+    base        bigint  NOT NULL,
+    compact_rev bigint  NOT NULL
+);
+-- A fresh store starts its revisions at the current time in microseconds,
+-- so that a reset store's revisions are above every revision the old one
+-- handed out (it would need a million writes per second to catch up).
+DO $$
+DECLARE b bigint;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM {{.Schema}}.meta) THEN
+        b := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+        PERFORM setval('{{.Schema}}.rev', b, false);
+        INSERT INTO {{.Schema}}.meta (id, base, compact_rev) VALUES (1, b, b - 1);
+    END IF;
+END $$;
+
+-- The change log: one row per change of any collection, and fill rows
+-- (op 'f', no collection) that stand for revisions no change will use.
+CREATE TABLE IF NOT EXISTS {{.Schema}}.log (
+    rev   bigint  PRIMARY KEY,
+    coll  text    COLLATE "C",           -- NULL for a fill
+    key   text    COLLATE "C",           -- NULL for a fill
+    op    "char"  NOT NULL,              -- 'p' put, 'd' delete, 'f' fill
+    value bytea                          -- NULL for a delete and a fill
+);
+-- List (latest row of every key at or below a revision) and compaction.
+CREATE INDEX IF NOT EXISTS log_coll_key_rev ON {{.Schema}}.log (coll, key, rev DESC);
+
+-- The typed client's current revision of every key: the row write() locks
+-- for compare-and-swap, and Get's index into log.
+CREATE TABLE IF NOT EXISTS {{.Schema}}.head (
+    coll text   COLLATE "C",
+    key  text   COLLATE "C",
+    rev  bigint NOT NULL,
+    PRIMARY KEY (coll, key)
+);
+
+-- write is the typed client's only write, one round trip:
+--   op 'c': create key if absent; 'u': update if at expect; 'd': delete if
+--   at expect (expect 0: whatever its revision).
+-- Returns the change's revision; 0 for 'd' at 0 of an absent key; -1 if the
+-- key was not as required (nothing written).
+CREATE OR REPLACE FUNCTION {{.Schema}}.write(
+    p_coll text, p_key text, p_op "char", p_expect bigint, p_value bytea)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    cur bigint;
+    r   bigint;
+BEGIN
+    IF p_op = 'c' THEN
+        -- A concurrent creator or deleter of the key holds its index entry:
+        -- this waits for it to end, then inserts (absent) or does nothing.
+        INSERT INTO {{.Schema}}.head (coll, key, rev) VALUES (p_coll, p_key, 0)
+            ON CONFLICT DO NOTHING;
+        IF NOT FOUND THEN
+            RETURN -1;
+        END IF;
+    ELSE
+        -- Under READ COMMITTED, FOR UPDATE waits for a concurrent writer
+        -- and then reads the key's latest committed revision.
+        SELECT h.rev INTO cur FROM {{.Schema}}.head h
+            WHERE h.coll = p_coll AND h.key = p_key FOR UPDATE;
+        IF NOT FOUND THEN
+            RETURN CASE WHEN p_op = 'd' AND p_expect = 0 THEN 0 ELSE -1 END;
+        END IF;
+        IF p_expect <> 0 AND cur <> p_expect THEN
+            RETURN -1;
+        END IF;
+    END IF;
+    -- The revision is taken only now, with the key locked, and inserted in
+    -- the same statement, so that a reader's fill can hardly come first (if
+    -- it does, this fails with a unique violation on log_pkey and the
+    -- client retries: nothing was written).
+    INSERT INTO {{.Schema}}.log (rev, coll, key, op, value)
+        VALUES (nextval('{{.Schema}}.rev'), p_coll, p_key,
+                CASE WHEN p_op = 'd' THEN 'd' ELSE 'p' END,
+                CASE WHEN p_op = 'd' THEN NULL ELSE p_value END)
+        RETURNING rev INTO r;
+    IF p_op = 'd' THEN
+        DELETE FROM {{.Schema}}.head WHERE coll = p_coll AND key = p_key;
+    ELSE
+        UPDATE {{.Schema}}.head SET rev = r WHERE coll = p_coll AND key = p_key;
+    END IF;
+    -- No NOTIFY here: PostgreSQL serialises the commits of notifying
+    -- transactions, which halves write throughput (docs/design/pgstore.md).
+    RETURN r;
+END $$;

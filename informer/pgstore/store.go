@@ -1,0 +1,237 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/converge-go/converge/informer"
+)
+
+// Codec turns values into the bytes stored in the log and back. It must be
+// safe for concurrent use.
+type Codec[V any] interface {
+	Marshal(v V) ([]byte, error)
+	Unmarshal(data []byte) (V, error)
+}
+
+// JSON is the default Codec: encoding/json.
+type JSON[V any] struct{}
+
+// Marshal encodes v with json.Marshal.
+func (JSON[V]) Marshal(v V) ([]byte, error) { return json.Marshal(v) }
+
+// Unmarshal decodes data with json.Unmarshal into a zero V.
+func (JSON[V]) Unmarshal(data []byte) (V, error) {
+	var v V
+	err := json.Unmarshal(data, &v)
+	return v, err
+}
+
+// Defaults of the options.
+const (
+	// DefaultPollInterval is how often a Watch looks for new changes. The
+	// LISTEN/NOTIFY hint that will let it wait longer is not built yet
+	// (docs/design/pgstore.md §4), so it is short.
+	DefaultPollInterval = 10 * time.Millisecond
+	// DefaultFillAfter is how long a hole may stay before the reader fills
+	// it: a typed write commits well within it, so a fill rarely races one.
+	DefaultFillAfter = 5 * time.Millisecond
+	// DefaultBatch is how many log rows a Watch reads per query.
+	DefaultBatch = 1000
+)
+
+// Option configures a Store.
+type Option[V any] func(*options[V])
+
+type options[V any] struct {
+	schema    string
+	codec     Codec[V]
+	poll      time.Duration
+	fillAfter time.Duration
+	batch     int
+}
+
+// WithSchema sets the schema holding the store's objects, the one given
+// to Setup. Default: DefaultSchema.
+func WithSchema[V any](name string) Option[V] { return func(o *options[V]) { o.schema = name } }
+
+// WithCodec sets how values are encoded and decoded. Default: JSON[V].
+func WithCodec[V any](c Codec[V]) Option[V] { return func(o *options[V]) { o.codec = c } }
+
+// WithPollInterval sets how often an idle Watch polls the log. Default:
+// DefaultPollInterval.
+func WithPollInterval[V any](d time.Duration) Option[V] { return func(o *options[V]) { o.poll = d } }
+
+// WithFillAfter sets how long a hole may stay before it is filled. Default:
+// DefaultFillAfter.
+func WithFillAfter[V any](d time.Duration) Option[V] { return func(o *options[V]) { o.fillAfter = d } }
+
+// WithBatch sets how many log rows a Watch reads per query. Default:
+// DefaultBatch.
+func WithBatch[V any](n int) Option[V] { return func(o *options[V]) { o.batch = n } }
+
+// Store is an informer.Store over one collection (a namespace of string
+// keys) of a PostgreSQL schema set up by Setup. It is safe for concurrent
+// use. It does not own the pool.
+type Store[V any] struct {
+	pool *pgxpool.Pool
+	coll string
+	opts options[V]
+	q    queries
+	// resolved is a revision up to which this Store has resolved every
+	// hole (in a store with the same base: a reset restarts it, see
+	// resolveHead's use of the compaction revision).
+	resolved atomic.Int64
+}
+
+// Compile-time proof that a Store is an informer.Store.
+var _ informer.Store[string, struct{}] = (*Store[struct{}])(nil)
+
+// New returns the Store of collection coll in pool's database. It does not
+// touch the database; call Setup first.
+func New[V any](pool *pgxpool.Pool, coll string, opts ...Option[V]) *Store[V] {
+	s := &Store[V]{pool: pool, coll: coll}
+	for _, o := range opts {
+		o(&s.opts)
+	}
+	if s.opts.codec == nil {
+		s.opts.codec = JSON[V]{}
+	}
+	if s.opts.poll <= 0 {
+		s.opts.poll = DefaultPollInterval
+	}
+	if s.opts.fillAfter <= 0 {
+		s.opts.fillAfter = DefaultFillAfter
+	}
+	if s.opts.batch <= 0 {
+		s.opts.batch = DefaultBatch
+	}
+	s.q = newQueries(quoteSchema(s.opts.schema))
+	return s
+}
+
+// Collection returns the collection the Store reads, writes and follows.
+func (s *Store[V]) Collection() string { return s.coll }
+
+// DecodeError is the error of a List, Watch or Get that met a value its
+// codec cannot decode. Match it with errors.As.
+type DecodeError struct {
+	Collection string
+	Key        string
+	Revision   informer.Revision // the value's revision
+	Err        error             // the codec's error
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("pgstore collection %q: the value of key %q at revision %d does not decode: %v",
+		e.Collection, e.Key, e.Revision, e.Err)
+}
+
+// Unwrap returns the codec's error.
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// Get returns key's value and revision, or ok false and a nil error if key
+// does not exist, with one statement, so it sees every write that returned
+// before it.
+func (s *Store[V]) Get(ctx context.Context, key string) (v V, rev informer.Revision, ok bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return v, 0, false, err
+	}
+	var (
+		r    int64
+		data []byte
+	)
+	err = s.pool.QueryRow(ctx, s.q.get, s.coll, key).Scan(&r, &data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return v, 0, false, nil
+	}
+	if err != nil {
+		return v, 0, false, s.wrap("get", key, err)
+	}
+	v, err = s.opts.codec.Unmarshal(data)
+	if err != nil {
+		var zero V
+		return zero, 0, false, fmt.Errorf("pgstore collection %q: get %q: %w", s.coll, key,
+			&DecodeError{Collection: s.coll, Key: key, Revision: informer.Revision(r), Err: err})
+	}
+	return v, informer.Revision(r), true, nil
+}
+
+// Create sets key to v only if key does not exist, and returns the write's
+// revision; if it exists, an error wrapping informer.ErrConflict.
+func (s *Store[V]) Create(ctx context.Context, key string, v V) (informer.Revision, error) {
+	return s.put(ctx, "create", 'c', key, v, 0)
+}
+
+// Update sets key to v only if its revision is still rev, and returns the
+// write's revision; otherwise an error wrapping informer.ErrConflict. rev 0
+// is a conflict without a round trip.
+func (s *Store[V]) Update(ctx context.Context, key string, v V, rev informer.Revision) (informer.Revision, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if rev == 0 {
+		return 0, fmt.Errorf("pgstore collection %q: update %q at revision 0 (use Create): %w", s.coll, key, informer.ErrConflict)
+	}
+	return s.put(ctx, "update", 'u', key, v, rev)
+}
+
+func (s *Store[V]) put(ctx context.Context, op string, code byte, key string, v V, rev informer.Revision) (informer.Revision, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	data, err := s.opts.codec.Marshal(v)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore collection %q: %s %q: encode: %w", s.coll, op, key, err)
+	}
+	return s.write(ctx, op, code, key, data, rev)
+}
+
+// Delete removes key. With rev 0 whatever its revision (0 and a nil error if
+// it did not exist); with rev above 0 only if it is still at rev, otherwise
+// an error wrapping informer.ErrConflict.
+func (s *Store[V]) Delete(ctx context.Context, key string, rev informer.Revision) (informer.Revision, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return s.write(ctx, "delete", 'd', key, nil, rev)
+}
+
+// write calls the schema's write function. A unique violation on the log's
+// primary key means a reader's fill took the revision first: nothing was
+// written, so it tries again.
+func (s *Store[V]) write(ctx context.Context, op string, code byte, key string, data []byte, rev informer.Revision) (informer.Revision, error) {
+	for {
+		var r int64
+		err := s.pool.QueryRow(ctx, s.q.write, s.coll, key, string(rune(code)), int64(rev), data).Scan(&r)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "log_pkey" {
+			continue
+		}
+		if err != nil {
+			return 0, s.wrap(op, key, err)
+		}
+		if r < 0 {
+			return 0, fmt.Errorf("pgstore collection %q: %s %q at revision %d: %w", s.coll, op, key, rev, informer.ErrConflict)
+		}
+		return informer.Revision(r), nil
+	}
+}
+
+// wrap adds context to a database error, and the hint to call Setup if the
+// schema's objects are missing.
+func (s *Store[V]) wrap(op, key string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000" || pgErr.Code == "42883") {
+		return fmt.Errorf("pgstore collection %q: %s %q: %w (call pgstore.Setup)", s.coll, op, key, err)
+	}
+	return fmt.Errorf("pgstore collection %q: %s %q: %w", s.coll, op, key, err)
+}
