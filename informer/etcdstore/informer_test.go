@@ -220,7 +220,7 @@ func (h *harness) stopWritersAndAssertConverged(endpoints []string) {
 	}))
 	want := make(map[string]item, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		v, err := etcdstore.JSON[item]{}.Unmarshal(kv.Value)
+		v, err := informer.JSON[item]{}.Unmarshal(kv.Value)
 		require.NoError(h.t, err)
 		want[string(kv.Key[len(h.prefix):])] = v
 	}

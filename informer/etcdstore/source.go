@@ -19,13 +19,13 @@ import (
 type Option[V any] func(*options[V])
 
 type options[V any] struct {
-	codec         Codec[V]
+	codec         informer.Codec[V]
 	logger        *slog.Logger
 	onDecodeError func(key string, err error)
 }
 
-// WithCodec sets how values are decoded. Default: JSON[V].
-func WithCodec[V any](c Codec[V]) Option[V] {
+// WithCodec sets how values are decoded. Default: informer.JSON[V].
+func WithCodec[V any](c informer.Codec[V]) Option[V] {
 	return func(o *options[V]) { o.codec = c }
 }
 
@@ -70,7 +70,7 @@ func New[V any](client *clientv3.Client, prefix string, opts ...Option[V]) *Stor
 		o(&s.opts)
 	}
 	if s.opts.codec == nil {
-		s.opts.codec = JSON[V]{}
+		s.opts.codec = informer.JSON[V]{}
 	}
 	if s.opts.logger == nil {
 		s.opts.logger = slog.Default()

@@ -99,7 +99,7 @@ func TestListAndWatchShouldReconstructThePrefixUnderConcurrentWriters(t *testing
 	require.NoError(t, err)
 	want := make(map[string]item)
 	for _, kv := range final.Kvs {
-		v, err := etcdstore.JSON[item]{}.Unmarshal(kv.Value)
+		v, err := informer.JSON[item]{}.Unmarshal(kv.Value)
 		require.NoError(t, err)
 		want[string(kv.Key[len(prefix):])] = v
 	}

@@ -19,7 +19,7 @@ func TestStoreShouldWriteJSONUnderItsPrefixAndNameTheRevisionInAConflict(t *test
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	s := etcdstore.New(cli, prefix, etcdstore.WithCodec[item](etcdstore.JSON[item]{}))
+	s := etcdstore.New(cli, prefix, etcdstore.WithCodec[item](informer.JSON[item]{}))
 
 	rev, err := s.Create(ctx, "x", item{N: 7, S: "seven"})
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -14,26 +13,6 @@ import (
 
 	"github.com/converge-go/converge/informer"
 )
-
-// Codec turns values into the bytes stored in the log and back. It must be
-// safe for concurrent use.
-type Codec[V any] interface {
-	Marshal(v V) ([]byte, error)
-	Unmarshal(data []byte) (V, error)
-}
-
-// JSON is the default Codec: encoding/json.
-type JSON[V any] struct{}
-
-// Marshal encodes v with json.Marshal.
-func (JSON[V]) Marshal(v V) ([]byte, error) { return json.Marshal(v) }
-
-// Unmarshal decodes data with json.Unmarshal into a zero V.
-func (JSON[V]) Unmarshal(data []byte) (V, error) {
-	var v V
-	err := json.Unmarshal(data, &v)
-	return v, err
-}
 
 // Defaults of the options.
 const (
@@ -53,7 +32,7 @@ type Option[V any] func(*options[V])
 
 type options[V any] struct {
 	schema    string
-	codec     Codec[V]
+	codec     informer.Codec[V]
 	poll      time.Duration
 	fillAfter time.Duration
 	batch     int
@@ -63,8 +42,8 @@ type options[V any] struct {
 // to Setup. Default: DefaultSchema.
 func WithSchema[V any](name string) Option[V] { return func(o *options[V]) { o.schema = name } }
 
-// WithCodec sets how values are encoded and decoded. Default: JSON[V].
-func WithCodec[V any](c Codec[V]) Option[V] { return func(o *options[V]) { o.codec = c } }
+// WithCodec sets how values are encoded and decoded. Default: informer.JSON[V].
+func WithCodec[V any](c informer.Codec[V]) Option[V] { return func(o *options[V]) { o.codec = c } }
 
 // WithPollInterval sets how often an idle Watch polls the log. Default:
 // DefaultPollInterval.
@@ -103,7 +82,7 @@ func New[V any](pool *pgxpool.Pool, coll string, opts ...Option[V]) *Store[V] {
 		o(&s.opts)
 	}
 	if s.opts.codec == nil {
-		s.opts.codec = JSON[V]{}
+		s.opts.codec = informer.JSON[V]{}
 	}
 	if s.opts.poll <= 0 {
 		s.opts.poll = DefaultPollInterval

@@ -1,9 +1,9 @@
-package etcdstore
+package informer
 
 import "encoding/json"
 
-// Codec turns values into the bytes stored in etcd and back. It must be safe
-// for concurrent use.
+// Codec turns values into the bytes a backend stores (etcdstore, pgstore) and
+// back. It must be safe for concurrent use.
 type Codec[V any] interface {
 	Marshal(v V) ([]byte, error)
 	Unmarshal(data []byte) (V, error)
