@@ -236,8 +236,11 @@ func retry[K comparable, V any](ctx context.Context, s ReadWriter[K, V], key K,
 		} else {
 			rev, op, err = mutateOnce(ctx, s, key, mutate, h == opCreateOrUpdate)
 		}
-		var conflict *conflictError
-		if err == nil || !errors.As(err, &conflict) {
+		// A conflict is the attempt's own *conflictError, never wrapped; a
+		// type assertion, not errors.As, so that the success path does
+		// not allocate a target.
+		conflict, ok := err.(*conflictError)
+		if !ok {
 			return rev, op, err
 		}
 		if i+1 >= cfg.attempts {

@@ -8,11 +8,12 @@ import (
 
 // What the update helpers need from a value type, found by type assertions
 // on a *V: the method set of *V includes V's value-receiver methods, so one
-// assertion on the pointer finds a method declared on either receiver, and
-// boxing a pointer allocates nothing. The runtime caches each assertion's
-// result per type, so there is nothing to gain from caching it here
-// (BenchmarkUpdate in the bench module measures the helper against a
-// hand-written loop).
+// assertion on the pointer finds a method declared on either receiver. The
+// runtime caches each assertion's result per type, so there is nothing to
+// gain from caching it here (BenchmarkUpdate in the bench module measures
+// the helper against a hand-written loop). copyValue asks a nil *V, so
+// that the value read does not escape to the heap for types without
+// DeepCopy (escape analysis does not look at which branch runs).
 
 // deepCopier is deepcopy-gen's value form, on V or *V.
 type deepCopier[V any] interface{ DeepCopy() V }
@@ -31,15 +32,19 @@ func isPointer[V any]() bool { return reflect.TypeFor[V]().Kind() == reflect.Poi
 // DeepCopy if it has one, else a shallow copy (of the pointee, if V is a
 // non-nil pointer, so that mutate cannot write into the shared value).
 func copyValue[V any](p *V) V {
-	switch c := any(p).(type) {
+	switch any((*V)(nil)).(type) {
 	case deepCopierPtr[V]:
-		if d := c.DeepCopy(); d != nil {
+		q := new(V) // so that p does not escape
+		*q = *p
+		if d := any(q).(deepCopierPtr[V]).DeepCopy(); d != nil {
 			return *d
 		}
 		var zero V
 		return zero
 	case deepCopier[V]:
-		return c.DeepCopy()
+		q := new(V)
+		*q = *p
+		return any(q).(deepCopier[V]).DeepCopy()
 	}
 	if !isPointer[V]() {
 		return *p
@@ -48,7 +53,7 @@ func copyValue[V any](p *V) V {
 	if c, ok := any(*p).(deepCopier[V]); ok {
 		return c.DeepCopy()
 	}
-	rv := reflect.ValueOf(p).Elem() // the V, a *T
+	rv := reflect.ValueOf(*p) // a *T
 	if rv.IsNil() {
 		return *p
 	}
