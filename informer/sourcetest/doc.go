@@ -79,6 +79,8 @@
 //   - ConcurrentCASLosesNoUpdate: 8 goroutines x 50 increments by a Get
 //     and Update loop retrying on ErrConflict end at 400 (run it with
 //     -race). The counter n is Value(n), so Value must cover 0..400.
+//   - ConcurrentCASLosesNoUpdateThroughInformerUpdate: the same, each
+//     increment an informer.Update.
 //   - ConflictsMatchInformerErrConflict: every kind of conflict matches
 //     informer.ErrConflict with errors.Is.
 //   - DoneContextFailsEveryMethodAndWritesNothing: with a context done
@@ -87,8 +89,6 @@
 //
 // The Store subtests check a key's value and revision, never the store's
 // revision: a backend on a shared server (etcd) may see other writers.
-// The design's informer.Update helper does not exist yet, so
-// ConcurrentCASLosesNoUpdate runs only the raw loop.
 //
 // # Where it differs from the design (docs/design/store-api.md, section 8)
 //

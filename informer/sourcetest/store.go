@@ -68,6 +68,7 @@ func RunStore[K comparable, V any](t *testing.T, s StoreSuite[K, V]) {
 		{"DeleteAtRevision", testDeleteAtRevision[K, V]},
 		{"WriteRevisionsAreTheWatchedOnes", testWriteRevisionsAreTheWatchedOnes[K, V]},
 		{"ConcurrentCASLosesNoUpdate", testConcurrentCAS[K, V]},
+		{"ConcurrentCASLosesNoUpdateThroughInformerUpdate", testConcurrentUpdateHelper[K, V]},
 		{"ConflictsMatchInformerErrConflict", testConflictsMatch[K, V]},
 		{"DoneContextFailsEveryMethodAndWritesNothing", testDoneContext[K, V]},
 	}
@@ -335,6 +336,37 @@ const casWriters, casIncrements = 8, 50
 // on ErrConflict. If two Updates at one revision both succeeded an
 // increment would be lost: the counter must end at 400.
 func testConcurrentCAS[K comparable, V any](t *testing.T, s StoreSuite[K, V]) {
+	runConcurrentIncrements(t, s, increment[K, V])
+}
+
+// ConcurrentCASLosesNoUpdateThroughInformerUpdate: ConcurrentCASLosesNoUpdate
+// with each increment an informer.Update, as controllers write back, with
+// attempts enough that the writers never give up: the helper's conflict
+// handling, over this store's errors, loses no increment either.
+func testConcurrentUpdateHelper[K comparable, V any](t *testing.T, s StoreSuite[K, V]) {
+	runConcurrentIncrements(t, s, incrementWithUpdate[K, V])
+}
+
+// incrementWithUpdate adds 1 to the counter at key with informer.Update.
+func incrementWithUpdate[K comparable, V any](ctx context.Context, st informer.Store[K, V], key K, value func(int) V, values *valueIndex[V]) error {
+	_, op, err := informer.Update(ctx, st, key, func(v *V) error {
+		n, found := values.index(*v)
+		if !found {
+			return fmt.Errorf("the counter %v holds %v, not one of the values counted with", key, *v)
+		}
+		*v = value(n + 1)
+		return nil
+	}, informer.WithRetry(casWriters*casIncrements, informer.DefaultUpdateBackoff))
+	if err == nil && op != informer.Updated {
+		return fmt.Errorf("informer.Update of the counter %v: %v, want Updated", key, op)
+	}
+	return err
+}
+
+// runConcurrentIncrements runs ConcurrentCASLosesNoUpdate with inc as the
+// increment.
+func runConcurrentIncrements[K comparable, V any](t *testing.T, s StoreSuite[K, V],
+	inc func(context.Context, informer.Store[K, V], K, func(int) V, *valueIndex[V]) error) {
 	st := s.newStore(t)
 	k := s.Key(0)
 	const total = casWriters * casIncrements
@@ -347,7 +379,7 @@ func testConcurrentCAS[K comparable, V any](t *testing.T, s StoreSuite[K, V]) {
 	for range casWriters {
 		wg.Go(func() {
 			for range casIncrements {
-				if err := increment(ctx, st, k, s.Value, values); err != nil {
+				if err := inc(ctx, st, k, s.Value, values); err != nil {
 					errs <- err
 					return
 				}

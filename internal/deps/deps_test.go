@@ -24,6 +24,7 @@ var core = []string{
 	"informer/poll",
 	"leader",
 	"leader/memlock",
+	"object",
 	"reconcile",
 }
 

@@ -1,0 +1,91 @@
+package informer
+
+import (
+	"reflect"
+
+	"github.com/converge-go/converge/object"
+)
+
+// What the update helpers need from a value type, found by type assertions
+// on a *V: the method set of *V includes V's value-receiver methods, so one
+// assertion on the pointer finds a method declared on either receiver. The
+// runtime caches each assertion's result per type, so there is nothing to
+// gain from caching it here (BenchmarkUpdate in the bench module measures
+// the helper against a hand-written loop). copyValue asks a nil *V, so
+// that the value read does not escape to the heap for types without
+// DeepCopy (escape analysis does not look at which branch runs).
+
+// deepCopier is deepcopy-gen's value form, on V or *V.
+type deepCopier[V any] interface{ DeepCopy() V }
+
+// deepCopierPtr is deepcopy-gen's usual form: func (in *T) DeepCopy() *T.
+type deepCopierPtr[V any] interface{ DeepCopy() *V }
+
+// equaler is an Equal method on V or *V.
+type equaler[V any] interface{ Equal(V) bool }
+
+// isPointer reports whether V is a pointer type, for which a copy must
+// copy the pointee and the interfaces above are looked for on V itself.
+func isPointer[V any]() bool { return reflect.TypeFor[V]().Kind() == reflect.Pointer }
+
+// copyValue returns the copy Update's mutate works on: the value's
+// DeepCopy if it has one, else a shallow copy (of the pointee, if V is a
+// non-nil pointer, so that mutate cannot write into the shared value).
+func copyValue[V any](p *V) V {
+	switch any((*V)(nil)).(type) {
+	case deepCopierPtr[V]:
+		q := new(V) // so that p does not escape
+		*q = *p
+		if d := any(q).(deepCopierPtr[V]).DeepCopy(); d != nil {
+			return *d
+		}
+		var zero V
+		return zero
+	case deepCopier[V]:
+		q := new(V)
+		*q = *p
+		return any(q).(deepCopier[V]).DeepCopy()
+	}
+	if !isPointer[V]() {
+		return *p
+	}
+	// V is *T: T's methods are V's, and the copy is a new T.
+	if c, ok := any(*p).(deepCopier[V]); ok {
+		return c.DeepCopy()
+	}
+	rv := reflect.ValueOf(*p) // a *T
+	if rv.IsNil() {
+		return *p
+	}
+	cp := reflect.New(rv.Type().Elem())
+	cp.Elem().Set(rv.Elem())
+	return cp.Interface().(V)
+}
+
+// equalValues reports whether mutate left the value as read: by V's Equal
+// method if it has one (asked of the new value), else reflect.DeepEqual.
+func equalValues[V any](old, next *V) bool {
+	if e, ok := any(next).(equaler[V]); ok {
+		return e.Equal(*old)
+	}
+	if isPointer[V]() {
+		if e, ok := any(*next).(equaler[V]); ok && !reflect.ValueOf(*next).IsNil() {
+			return e.Equal(*old)
+		}
+	}
+	return reflect.DeepEqual(*old, *next)
+}
+
+// metaOf returns the value's object.Meta if *V (or V, a non-nil pointer)
+// implements object.Object, else nil.
+func metaOf[V any](p *V) *object.Meta {
+	if o, ok := any(p).(object.Object); ok {
+		return o.ObjectMeta()
+	}
+	if isPointer[V]() {
+		if o, ok := any(*p).(object.Object); ok && !reflect.ValueOf(*p).IsNil() {
+			return o.ObjectMeta()
+		}
+	}
+	return nil
+}
