@@ -34,6 +34,7 @@ type Controller[K comparable] struct {
 	queueMetrics *queue.Metrics
 	groupOf      func(K) string // nil: no fairness groups
 	keys         keyStates[K]
+	gate         gate[K]       // read your own writes (Wrote)
 	ids          atomic.Uint64 // reconcile IDs
 
 	mu sync.Mutex
@@ -93,6 +94,13 @@ func New[K comparable](name string, rec Reconciler[K], opts ...Option) (*Control
 	default:
 		return nil, fmt.Errorf("reconcile.New(%q): WithGroups: %T does not group keys of type %v", name, g, reflect.TypeFor[K]())
 	}
+	// Last of the checks, before the metrics (whose registration cannot be
+	// undone for the queue's): the side effects of options (Owns's index).
+	for _, commit := range s.commits {
+		if err := commit(); err != nil {
+			return nil, fmt.Errorf("reconcile.New(%q): %w", name, err)
+		}
+	}
 	if s.registerer != nil {
 		m, err := newMetrics(name, s.workers, s.registerer)
 		if err != nil {
@@ -105,6 +113,7 @@ func New[K comparable](name string, rec Reconciler[K], opts ...Option) (*Control
 		c.metrics = m
 	}
 	c.keys.init()
+	c.gate.init(&c.s, c.metrics)
 	return c, nil
 }
 
@@ -196,6 +205,7 @@ func (c *Controller[K]) begin(ctx context.Context) (*run[K], error) {
 }
 
 func (c *Controller[K]) end(r *run[K]) {
+	c.gate.endRun(r)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur == r {

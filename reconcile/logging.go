@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+
+	"github.com/converge-go/converge/informer"
 )
 
 // reconcileInfo is what a reconcile's context knows about it. It is the
@@ -14,6 +16,7 @@ type reconcileInfo[K comparable] struct {
 	logger *slog.Logger // the controller's, with the controller attribute
 	key    K
 	id     uint64
+	gate   *gate[K] // the controller's, for Wrote
 	// label and err are the outcome, kept for the span.
 	label string
 	err   error
@@ -25,6 +28,7 @@ type infoKey struct{}
 type infoOf interface {
 	log() *slog.Logger
 	reconcileID() string
+	wrote(inf informer.Revisioned, rev informer.Revision)
 }
 
 func (c *reconcileInfo[K]) Value(key any) any {
@@ -39,6 +43,10 @@ func (c *reconcileInfo[K]) log() *slog.Logger {
 }
 
 func (c *reconcileInfo[K]) reconcileID() string { return strconv.FormatUint(c.id, 10) }
+
+func (c *reconcileInfo[K]) wrote(inf informer.Revisioned, rev informer.Revision) {
+	c.gate.record(c.key, inf, rev)
+}
 
 // LoggerFrom returns the logger of the reconcile whose context ctx is (or
 // derives from): the controller's logger with controller, key and reconcileID

@@ -174,7 +174,9 @@ func (r *run[K]) idle() bool {
 		}
 	}
 	r.regsMu.Unlock()
-	return r.q.Idle()
+	// The gate before the queue: a parked key's callback that fires in
+	// between has queued the key by the time the queue is checked.
+	return !r.c.gate.busy() && r.q.Idle()
 }
 
 // fail ends the run with err, unless it is ending already.
@@ -253,6 +255,10 @@ func (r *run[K]) work() {
 // process reconciles key once and acts on the outcome.
 func (r *run[K]) process(key K) {
 	c := r.c
+	// Read your own writes: one atomic load unless some key waits.
+	if c.gate.n.Load() != 0 && c.gate.check(r, key) {
+		return // parked: no reconcile, no outcome
+	}
 	ctx, cancel, release := r.reconcileContext()
 	defer release()
 	if r.inflight != nil {
@@ -265,7 +271,7 @@ func (r *run[K]) process(key K) {
 			r.inflightMu.Unlock()
 		}()
 	}
-	info := &reconcileInfo[K]{Context: ctx, logger: c.s.logger, key: key, id: c.ids.Add(1)}
+	info := &reconcileInfo[K]{Context: ctx, logger: c.s.logger, key: key, id: c.ids.Add(1), gate: &c.gate}
 	if c.s.tracer != nil {
 		var span trace.Span
 		info.Context, span = r.startSpan(ctx, info)
