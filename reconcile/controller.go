@@ -155,7 +155,10 @@ func (c *Controller[K]) Parked() []K { return c.keys.parked() }
 // Idle reports whether the controller is running and has nothing to do right
 // now: every watched informer has delivered every change it applied to the
 // controller, no key is ready in the queue, and no reconcile is in progress.
-// Keys waiting for a requeue delay or a backoff do not count. Sources added
+// Keys waiting for a requeue delay or a backoff do not count, nor do keys
+// parked until an informer has their reconciles' writes (see Wrote); a
+// parked key whose informer has caught up counts as work until it is
+// queued again. Sources added
 // with FromFunc or FromChannel are not tracked. The reconciletest package
 // uses it to wait for a controller to settle without sleeping.
 func (c *Controller[K]) Idle() bool {

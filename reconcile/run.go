@@ -245,19 +245,22 @@ func (r *run[K]) work() {
 		if shutdown {
 			return
 		}
-		if !r.stopping.Load() {
-			r.process(key)
-		}
+		parked := !r.stopping.Load() && r.process(key)
 		r.q.Done(key)
+		if parked {
+			r.c.gate.arm(r, key)
+		}
 	}
 }
 
-// process reconciles key once and acts on the outcome.
-func (r *run[K]) process(key K) {
+// process reconciles key once and acts on the outcome, unless the
+// read-your-writes gate parks key: it then reports true, and the worker
+// arms the key's wake-up once it has given the key back.
+func (r *run[K]) process(key K) (parked bool) {
 	c := r.c
-	// Read your own writes: one atomic load unless some key waits.
+	// One atomic load unless some key waits.
 	if c.gate.n.Load() != 0 && c.gate.check(r, key) {
-		return // parked: no reconcile, no outcome
+		return true // no reconcile, no outcome
 	}
 	ctx, cancel, release := r.reconcileContext()
 	defer release()
@@ -292,6 +295,7 @@ func (r *run[K]) process(key K) {
 		m.active.Dec()
 		m.result(label).Inc()
 	}
+	return false
 }
 
 // call runs the reconciler, turning a panic into an error.

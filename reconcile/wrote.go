@@ -212,11 +212,10 @@ func (g *gate[K]) setParkedLocked(w *want[K], parked bool) {
 }
 
 // check is process's gate: it reports whether key must wait, and if so
-// parks it, registering a callback that queues it when the first lagging
-// informer catches up and queueing it at the earliest deadline as a
-// backstop. Otherwise key is free to reconcile: its entry is dropped,
-// with a timeout counted and logged for each informer that did not catch
-// up in time.
+// parks it and queues it at the earliest deadline as a backstop (arm then
+// registers the wake-up, once the worker has given the key back).
+// Otherwise key is free to reconcile: its entry is dropped, with a timeout
+// counted and logged for each informer that did not catch up in time.
 func (g *gate[K]) check(r *run[K], key K) (wait bool) {
 	g.mu.Lock()
 	w := g.m[key]
@@ -245,16 +244,6 @@ func (g *gate[K]) check(r *run[K], key K) (wait bool) {
 	} else {
 		wait = true
 		g.setParkedLocked(w, true)
-		if w.stop != nil && (w.run != r || w.waitInf.LastRevision() >= w.waitRev) {
-			g.stopLocked(w) // another Run's, or about to fire for a revision passed
-		}
-		if w.stop == nil {
-			first := kept[0]
-			w.seq++
-			w.waitInf, w.waitRev, w.run = first.inf, first.rev, r
-			seq := w.seq
-			w.stop = first.inf.AfterRevision(first.rev, func() { g.fire(r, key, w, seq) })
-		}
 		earliest := kept[0].deadline
 		for _, rv := range kept[1:] {
 			if rv.deadline.Before(earliest) {
@@ -281,12 +270,42 @@ func (g *gate[K]) check(r *run[K], key K) (wait bool) {
 	return wait
 }
 
+// arm registers the wake-up of a key that process parked, after the worker
+// has given the key back (Done): an AfterRevision callback on the first
+// informer still behind, once per entry (a live one of this Run is kept).
+// Registering only once no worker holds the key is what lets fire leave a
+// key a worker holds alone (see fire). If every informer has caught up
+// since check, it queues the key at once.
+func (g *gate[K]) arm(r *run[K], key K) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w := g.m[key]
+	if w == nil || !w.parked || (w.stop != nil && w.run == r) {
+		return
+	}
+	g.stopLocked(w) // another Run's
+	for _, rv := range w.revs {
+		if rv.inf.LastRevision() < rv.rev {
+			w.seq++
+			w.waitInf, w.waitRev, w.run = rv.inf, rv.rev, r
+			seq := w.seq
+			w.stop = rv.inf.AfterRevision(rv.rev, func() { g.fire(r, key, w, seq) })
+			return
+		}
+	}
+	r.q.Add(key)
+}
+
 // fire is a parked key's AfterRevision callback: it queues the key, unless
-// process has seen it since (it was queued by other means) or the entry
-// is gone, or this callback was stopped as it fired. It queues with q.Add, not enqueue: this is not a change, so it
-// cancels no reconcile (WithCancelOnChange) and unparks no failed key. It
-// adds under mu so that check, which runs under mu, sees either a key not
-// yet queued by fire, or a key whose callback has fired.
+// process has seen it since (it was queued by other means), the entry is
+// gone, or this callback was stopped as it fired. It queues with the
+// queue, not enqueue: this is not a change, so it cancels no reconcile
+// (WithCancelOnChange) and unparks no failed key. And it leaves alone a key
+// that a worker holds: that worker checks the gate before it reconciles
+// (a child's change mapped by Owns often queues the key at the same
+// moment), or has parked the key again and arms after Done, which finds
+// this callback spent and queues the key itself; an Add would only run
+// the key once more. It decides under mu, which check and arm hold too.
 func (g *gate[K]) fire(r *run[K], key K, w *want[K], seq uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -295,13 +314,16 @@ func (g *gate[K]) fire(r *run[K], key K, w *want[K], seq uint64) {
 	}
 	w.stop, w.waitInf, w.run = nil, nil, nil
 	if w.parked {
-		r.q.Add(key)
+		r.q.AddUnlessProcessing(key)
 	}
 }
 
-// busy reports whether a parked key's informer has reached the revision it
-// waits for but its callback has not queued it yet. Idle checks it before
-// the queue, so that a callback firing in between is seen in the queue.
+// busy reports whether a parked key is on its way back to a worker: its
+// wake-up is not armed yet (the worker that parked it has not given it
+// back), has fired, or is due (its informer has reached the revision, the
+// callback has not run). A parked key waiting for an informer is not busy:
+// it waits, like a delayed key. Idle checks it before the queue, so that a
+// callback firing in between is seen in the queue.
 func (g *gate[K]) busy() bool {
 	if g.n.Load() == 0 {
 		return false
@@ -309,7 +331,7 @@ func (g *gate[K]) busy() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, w := range g.m {
-		if w.parked && w.stop != nil && w.waitInf.LastRevision() >= w.waitRev {
+		if w.parked && (w.stop == nil || w.waitInf.LastRevision() >= w.waitRev) {
 			return true
 		}
 	}
