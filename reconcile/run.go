@@ -274,7 +274,7 @@ func (r *run[K]) process(key K) (parked bool) {
 			r.inflightMu.Unlock()
 		}()
 	}
-	info := &reconcileInfo[K]{Context: ctx, logger: c.s.logger, key: key, id: c.ids.Add(1), gate: &c.gate}
+	info := &reconcileInfo[K]{Context: ctx, c: c, key: key, id: c.ids.Add(1)}
 	if c.s.tracer != nil {
 		var span trace.Span
 		info.Context, span = r.startSpan(ctx, info)
