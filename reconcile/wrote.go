@@ -351,16 +351,3 @@ func (g *gate[K]) endRun(r *run[K]) {
 		g.setParkedLocked(w, false)
 	}
 }
-
-// waiting returns the number of parked keys.
-func (g *gate[K]) waiting() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	n := 0
-	for _, w := range g.m {
-		if w.parked {
-			n++
-		}
-	}
-	return n
-}
