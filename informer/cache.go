@@ -56,7 +56,8 @@ type filed struct {
 // the Informer guards it with its mutex.
 type cache[K comparable, V any] struct {
 	items map[K]item[V]
-	// indexes are fixed at New, in the order they were given.
+	// indexes are in the order they were added: WithIndex's at New, then
+	// AddIndex's.
 	indexes []index[K, V]
 	byName  map[string]int
 	// scratch for set and remove: the new and the old value's filing.
@@ -67,10 +68,38 @@ func newCache[K comparable, V any]() *cache[K, V] {
 	return &cache[K, V]{items: make(map[K]item[V]), byName: make(map[string]int)}
 }
 
-// addIndex adds an index; for New only, before the cache is used.
-func (c *cache[K, V]) addIndex(name string, fn IndexFunc[K, V]) {
+// addIndex adds an index and files every cached entry in it. If fn panics
+// on an entry it returns the panic as an error and leaves the cache as it
+// was: the index is built aside and added only once complete.
+func (c *cache[K, V]) addIndex(name string, fn IndexFunc[K, V]) error {
+	ix := index[K, V]{name: name, fn: fn, keys: make(map[string]map[K]struct{})}
+	if err := ix.fill(c.items); err != nil {
+		return err
+	}
 	c.byName[name] = len(c.indexes)
-	c.indexes = append(c.indexes, index[K, V]{name: name, fn: fn, keys: make(map[string]map[K]struct{})})
+	c.indexes = append(c.indexes, ix)
+	return nil
+}
+
+// fill files every item in ix, recovering a panic of its IndexFunc as an
+// error.
+func (ix *index[K, V]) fill(items map[K]item[V]) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &recovered{what: fmt.Sprintf("IndexFunc %q", ix.name), value: r, stack: debug.Stack()}
+		}
+	}()
+	for k, it := range items {
+		for _, val := range ix.fn(k, it.value) {
+			keys := ix.keys[val]
+			if keys == nil {
+				keys = make(map[K]struct{})
+				ix.keys[val] = keys
+			}
+			keys[k] = struct{}{}
+		}
+	}
+	return nil
 }
 
 // hasIndex reports whether there is an index named name.
@@ -207,9 +236,8 @@ func (c *cache[K, V]) purge(key K) {
 }
 
 // byIndex returns the entries filed under value in the named index. It
-// panics if there is no such index: index names are fixed when the informer
-// is built, so an unknown one is a bug in the caller, and an empty answer
-// would hide it.
+// panics if there is no such index: an unknown name is a bug in the caller
+// (a typo, or an index added too late), and an empty answer would hide it.
 func (c *cache[K, V]) byIndex(name, value string) []Entry[K, V] {
 	i, ok := c.byName[name]
 	if !ok {

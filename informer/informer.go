@@ -135,7 +135,9 @@ func New[K comparable, V any](name string, src Source[K, V], opts ...Option) *In
 		if inf.cache.hasIndex(ix.name) {
 			panic(fmt.Sprintf("informer %q: WithIndex(%q): duplicate index name", name, ix.name))
 		}
-		inf.cache.addIndex(ix.name, fn)
+		if err := inf.cache.addIndex(ix.name, fn); err != nil {
+			panic(fmt.Sprintf("informer %q: WithIndex(%q): %v", name, ix.name, err)) // unreachable: the cache is empty
+		}
 	}
 	return inf
 }
@@ -286,23 +288,25 @@ func (inf *Informer[K, V]) List() []Entry[K, V] {
 }
 
 // ByIndex returns the cached entries that the index named index files under
-// value, in no particular order; none if there are none. It panics if no
-// index of that name was given to New: index names are fixed, so an
-// unknown one is a typo that an empty answer would hide. Check names up
-// front with HasIndex.
+// value, in no particular order; none if there are none. It panics if the
+// informer has no index of that name (given to New with WithIndex, or added
+// with AddIndex): an unknown name is a typo, or an index added too late,
+// that an empty answer would hide. Check names up front with HasIndex.
 func (inf *Informer[K, V]) ByIndex(index, value string) []Entry[K, V] {
 	inf.mu.RLock()
 	defer inf.mu.RUnlock()
 	return inf.cache.byIndex(index, value)
 }
 
-// HasIndex reports whether an index named name was given to New (see
-// WithIndex), that is whether ByIndex accepts it. Index names are fixed at
-// New, so a caller that will query an index later (a mapper on another
-// informer's handler, say) can check the name once, when it is set up,
-// instead of panicking on the first change.
+// HasIndex reports whether the informer has an index named name (see
+// WithIndex and AddIndex), that is whether ByIndex accepts it, so that a
+// caller that will query an index later (a mapper on another informer's
+// handler, say) can check the name once, when it is set up, instead of
+// panicking on the first change.
 func (inf *Informer[K, V]) HasIndex(name string) bool {
-	// No lock: the indexes are fixed at New.
+	// The read lock: AddIndex may add one at any time.
+	inf.mu.RLock()
+	defer inf.mu.RUnlock()
 	return inf.cache.hasIndex(name)
 }
 

@@ -62,3 +62,21 @@ type Store[K comparable, V any] interface {
 	Source[K, V]
 	ReadWriter[K, V]
 }
+
+// Revisioned is an informer's revision waiting, whatever its key and value
+// types: what reconcile.Wrote needs to know whether the informer has seen a
+// write, and to be told when it has. *Informer implements it.
+type Revisioned interface {
+	// Name names the informer, in logs.
+	Name() string
+	// LastRevision is the highest revision the informer has seen.
+	LastRevision() Revision
+	// WaitForRevision blocks until LastRevision() >= rev (see
+	// Informer.WaitForRevision).
+	WaitForRevision(ctx context.Context, rev Revision) error
+	// AfterRevision calls f once LastRevision() >= rev (see
+	// Informer.AfterRevision).
+	AfterRevision(rev Revision, f func()) (stop func() bool)
+}
+
+var _ Revisioned = (*Informer[string, int])(nil)

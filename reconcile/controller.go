@@ -34,6 +34,7 @@ type Controller[K comparable] struct {
 	queueMetrics *queue.Metrics
 	groupOf      func(K) string // nil: no fairness groups
 	keys         keyStates[K]
+	gate         gate[K]       // read your own writes (Wrote)
 	ids          atomic.Uint64 // reconcile IDs
 
 	mu sync.Mutex
@@ -93,6 +94,13 @@ func New[K comparable](name string, rec Reconciler[K], opts ...Option) (*Control
 	default:
 		return nil, fmt.Errorf("reconcile.New(%q): WithGroups: %T does not group keys of type %v", name, g, reflect.TypeFor[K]())
 	}
+	// Last of the checks, before the metrics (whose registration cannot be
+	// undone for the queue's): the side effects of options (Owns's index).
+	for _, commit := range s.commits {
+		if err := commit(); err != nil {
+			return nil, fmt.Errorf("reconcile.New(%q): %w", name, err)
+		}
+	}
 	if s.registerer != nil {
 		m, err := newMetrics(name, s.workers, s.registerer)
 		if err != nil {
@@ -105,6 +113,7 @@ func New[K comparable](name string, rec Reconciler[K], opts ...Option) (*Control
 		c.metrics = m
 	}
 	c.keys.init()
+	c.gate.init(&c.s, c.metrics)
 	return c, nil
 }
 
@@ -146,7 +155,10 @@ func (c *Controller[K]) Parked() []K { return c.keys.parked() }
 // Idle reports whether the controller is running and has nothing to do right
 // now: every watched informer has delivered every change it applied to the
 // controller, no key is ready in the queue, and no reconcile is in progress.
-// Keys waiting for a requeue delay or a backoff do not count. Sources added
+// Keys waiting for a requeue delay or a backoff do not count, nor do keys
+// parked until an informer has their reconciles' writes (see Wrote); a
+// parked key whose informer has caught up counts as work until it is
+// queued again. Sources added
 // with FromFunc or FromChannel are not tracked. The reconciletest package
 // uses it to wait for a controller to settle without sleeping.
 func (c *Controller[K]) Idle() bool {
@@ -196,6 +208,7 @@ func (c *Controller[K]) begin(ctx context.Context) (*run[K], error) {
 }
 
 func (c *Controller[K]) end(r *run[K]) {
+	c.gate.endRun(r)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur == r {

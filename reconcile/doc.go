@@ -45,6 +45,26 @@
 //     counted (converge_watch_panics_total); that one change is dropped and
 //     the process goes on.
 //
+// # Owned children and reading your own writes
+//
+// Owns watches a child informer (pods of a replica set): every change to a
+// child reconciles its owner, old and new, and Owned lists an owner's
+// children from the child informer's cache through the index Owns adds
+// (OwnerIndex), so that a reconciler counts its children without a store
+// round trip. ByIndex is the other direction: a referenced object (a node)
+// reconciles the primaries that refer to it.
+//
+// A cache lags the store: a reconcile that created a child and is run again
+// before the child informer has the create would create it again. After each
+// such write, a reconciler calls Wrote(ctx, childInformer, rev) with the
+// revision the store returned; the controller then parks the key instead of
+// reconciling it until the informer has seen rev (no failure, no backoff,
+// counted in converge_read_your_writes_skips_total, not in
+// controller_runtime_reconcile_total), and queues it the moment the informer
+// catches up. After WithReadYourWritesTimeout (1 minute) it reconciles anyway
+// with a warning, so no key hangs behind an informer that lost its store.
+// The check costs one atomic load per reconcile while no key waits.
+//
 // # Metrics
 //
 // With WithMetrics, a controller exports controller-runtime's metrics, with
@@ -56,7 +76,10 @@
 // controller_runtime_reconcile_time_seconds, controller_runtime_active_workers,
 // controller_runtime_max_concurrent_reconciles; its queue exports client-go's
 // workqueue_* metrics named after the controller. converge adds
-// converge_reconcile_parked_keys and converge_watch_panics_total.
+// converge_reconcile_parked_keys, converge_watch_panics_total,
+// converge_read_your_writes_skips_total,
+// converge_read_your_writes_timeouts_total and
+// converge_read_your_writes_waiting.
 //
 // # Tracing
 //

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+
+	"github.com/converge-go/converge/informer"
 )
 
 // reconcileInfo is what a reconcile's context knows about it. It is the
@@ -11,9 +13,12 @@ import (
 // only if someone asks for it.
 type reconcileInfo[K comparable] struct {
 	context.Context
-	logger *slog.Logger // the controller's, with the controller attribute
-	key    K
-	id     uint64
+	// c is the reconcile's controller: its logger (with the controller
+	// attribute) and its gate, for Wrote. One pointer for both keeps the
+	// allocation in its size class.
+	c   *Controller[K]
+	key K
+	id  uint64
 	// label and err are the outcome, kept for the span.
 	label string
 	err   error
@@ -25,6 +30,7 @@ type infoKey struct{}
 type infoOf interface {
 	log() *slog.Logger
 	reconcileID() string
+	wrote(inf informer.Revisioned, rev informer.Revision)
 }
 
 func (c *reconcileInfo[K]) Value(key any) any {
@@ -35,10 +41,14 @@ func (c *reconcileInfo[K]) Value(key any) any {
 }
 
 func (c *reconcileInfo[K]) log() *slog.Logger {
-	return c.logger.With("key", c.key, "reconcileID", c.reconcileID())
+	return c.c.s.logger.With("key", c.key, "reconcileID", c.reconcileID())
 }
 
 func (c *reconcileInfo[K]) reconcileID() string { return strconv.FormatUint(c.id, 10) }
+
+func (c *reconcileInfo[K]) wrote(inf informer.Revisioned, rev informer.Revision) {
+	c.c.gate.record(c.key, inf, rev)
+}
 
 // LoggerFrom returns the logger of the reconcile whose context ctx is (or
 // derives from): the controller's logger with controller, key and reconcileID

@@ -33,6 +33,8 @@ type metrics struct {
 	active, maxWorkers                          prometheus.Gauge
 	parked                                      prometheus.Gauge
 	watchPanics                                 prometheus.Counter
+	rywSkips, rywTimeouts                       prometheus.Counter
+	rywWaiting                                  prometheus.Gauge
 
 	all []prometheus.Collector
 }
@@ -69,9 +71,16 @@ func newMetrics(name string, workers int, reg prometheus.Registerer) (*metrics, 
 		parked:     gauge("converge_reconcile_parked_keys", "Number of keys parked after too many failed attempts, per controller"),
 		watchPanics: counter("converge_watch_panics_total",
 			"Total number of panics recovered in a controller's predicates, key mappings and enqueues, per controller"),
+		rywSkips: counter("converge_read_your_writes_skips_total",
+			"Total number of reconciles skipped because an informer had not seen the key's earlier writes (reconcile.Wrote), per controller"),
+		rywTimeouts: counter("converge_read_your_writes_timeouts_total",
+			"Total number of writes recorded with reconcile.Wrote that an informer had not seen within the timeout, per controller"),
+		rywWaiting: gauge("converge_read_your_writes_waiting",
+			"Number of keys parked until an informer sees their earlier writes, per controller"),
 	}
 	m.maxWorkers.Set(float64(workers))
-	m.all = []prometheus.Collector{total, m.errors, m.terminal, m.panics, m.duration, m.active, m.maxWorkers, m.parked, m.watchPanics}
+	m.all = []prometheus.Collector{total, m.errors, m.terminal, m.panics, m.duration, m.active, m.maxWorkers, m.parked, m.watchPanics,
+		m.rywSkips, m.rywTimeouts, m.rywWaiting}
 	if err := reg.Register(m); err != nil {
 		var dup prometheus.AlreadyRegisteredError
 		if errors.As(err, &dup) {

@@ -53,6 +53,11 @@ type settings struct {
 	ageing         time.Duration // 0: the queue's default
 	watches        []any         // watch[K] values, checked by New
 	tracer         trace.Tracer
+	rywTimeout     time.Duration // read-your-writes (Wrote)
+	owned          []any         // child informers given to Owns, to reject a second Owns of one
+	// commits run once New has checked everything else, so that a New
+	// that fails leaves no index added to a child informer by Owns.
+	commits []func() error
 }
 
 func defaults() settings {
@@ -61,6 +66,7 @@ func defaults() settings {
 		syncTimeout: DefaultSyncTimeout,
 		grace:       DefaultShutdownGrace,
 		clock:       clock.RealClock{},
+		rywTimeout:  DefaultReadYourWritesTimeout,
 	}
 }
 

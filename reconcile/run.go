@@ -174,7 +174,9 @@ func (r *run[K]) idle() bool {
 		}
 	}
 	r.regsMu.Unlock()
-	return r.q.Idle()
+	// The gate before the queue: a parked key's callback that fires in
+	// between has queued the key by the time the queue is checked.
+	return !r.c.gate.busy() && r.q.Idle()
 }
 
 // fail ends the run with err, unless it is ending already.
@@ -243,16 +245,23 @@ func (r *run[K]) work() {
 		if shutdown {
 			return
 		}
-		if !r.stopping.Load() {
-			r.process(key)
-		}
+		parked := !r.stopping.Load() && r.process(key)
 		r.q.Done(key)
+		if parked {
+			r.c.gate.arm(r, key)
+		}
 	}
 }
 
-// process reconciles key once and acts on the outcome.
-func (r *run[K]) process(key K) {
+// process reconciles key once and acts on the outcome, unless the
+// read-your-writes gate parks key: it then reports true, and the worker
+// arms the key's wake-up once it has given the key back.
+func (r *run[K]) process(key K) (parked bool) {
 	c := r.c
+	// One atomic load unless some key waits.
+	if c.gate.n.Load() != 0 && c.gate.check(r, key) {
+		return true // no reconcile, no outcome
+	}
 	ctx, cancel, release := r.reconcileContext()
 	defer release()
 	if r.inflight != nil {
@@ -265,7 +274,7 @@ func (r *run[K]) process(key K) {
 			r.inflightMu.Unlock()
 		}()
 	}
-	info := &reconcileInfo[K]{Context: ctx, logger: c.s.logger, key: key, id: c.ids.Add(1)}
+	info := &reconcileInfo[K]{Context: ctx, c: c, key: key, id: c.ids.Add(1)}
 	if c.s.tracer != nil {
 		var span trace.Span
 		info.Context, span = r.startSpan(ctx, info)
@@ -286,6 +295,7 @@ func (r *run[K]) process(key K) {
 		m.active.Dec()
 		m.result(label).Inc()
 	}
+	return false
 }
 
 // call runs the reconciler, turning a panic into an error.

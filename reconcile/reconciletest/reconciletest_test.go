@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -264,4 +265,108 @@ func TestStepWaitsForTheResyncItFires(t *testing.T) {
 		h.Step(time.Minute)
 		require.Equal(t, int32(3*i), calls.Load(), "after resync %d", i-1)
 	}
+}
+
+// parentChild reconciles a parent by creating its child, named like it, if
+// the child informer does not have it, and records the create with
+// reconcile.Wrote; Owns maps the child back to its parent.
+type parentChild struct {
+	h        *reconciletest.Harness
+	c        *reconcile.Controller[string]
+	parents  *memstore.Store[string, int]
+	children *memstore.Store[string, int]
+	childInf *informer.Informer[string, int]
+
+	mu    sync.Mutex
+	calls map[string]int
+	dups  int
+	trace []string
+}
+
+func (p *parentChild) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
+	_, has := p.childInf.Get(key)
+	p.mu.Lock()
+	p.calls[key]++
+	p.trace = append(p.trace, fmt.Sprint(key, " child=", has, " rev=", p.childInf.LastRevision()))
+	p.mu.Unlock()
+	if has {
+		return reconcile.Result{}, nil
+	}
+	rev, err := p.children.Create(ctx, key, 1)
+	if errors.Is(err, informer.ErrConflict) {
+		p.mu.Lock()
+		p.dups++
+		p.mu.Unlock()
+		return reconcile.Result{}, nil
+	}
+	reconcile.Wrote(ctx, p.childInf, rev)
+	return reconcile.Result{}, err
+}
+
+// A parent written twice: the first reconcile creates the child, the second
+// write reaches the controller while the child is held (the parents'
+// informer was made first), so the key is parked; Settle counts it as
+// waiting, releases the child, and the gate's wake-up reconciles the parent
+// once more. The same counts in every round: two reconciles, one skip, no
+// duplicate.
+func TestSettleIsDeterministicWithAParkedKey(t *testing.T) {
+	p, skipped := parkedRounds(t, false)
+	for i := 1; i <= 30; i++ {
+		calls := p.round(t, i)
+		require.Equal(t, 2, calls, "round %d: %v", i, p.trace)
+		require.Equal(t, float64(i), skipped(), "round %d", i)
+	}
+}
+
+// With Owns too, the child's change also queues the parent, concurrently
+// with the gate's wake-up: when the wake-up wins and a worker already holds
+// the parent as the change arrives, the queue runs the parent once more (a
+// change during a reconcile), so a round takes two reconciles or three.
+// Never a duplicate child.
+func TestSettleWithAParkedKeyThatOwnsAlsoQueuesNeverDuplicates(t *testing.T) {
+	p, skipped := parkedRounds(t, true)
+	for i := 1; i <= 30; i++ {
+		calls := p.round(t, i)
+		require.Contains(t, []int{2, 3}, calls, "round %d: %v", i, p.trace)
+		require.Equal(t, float64(i), skipped(), "round %d", i)
+	}
+}
+
+func parkedRounds(t *testing.T, owns bool) (*parentChild, func() float64) {
+	h := reconciletest.New(t)
+	parents, children := memstore.New[string, int](), memstore.New[string, int]()
+	parentInf := reconciletest.Informer(h, "parents", parents)
+	p := &parentChild{h: h, parents: parents, children: children, calls: map[string]int{}}
+	p.childInf = reconciletest.Informer(h, "children", children)
+	reg := prometheus.NewRegistry()
+	opts := []reconcile.Option{reconcile.For(parentInf), reconcile.WithMetrics(reg)}
+	if owns {
+		opts = append(opts, reconcile.Owns(p.childInf, func(key string, _ int) (string, bool) { return key, true }))
+	}
+	p.c = reconciletest.Controller(h, "parents", p, opts...)
+	h.Settle()
+	return p, func() float64 {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() == "converge_read_your_writes_skips_total" {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		return 0
+	}
+}
+
+// round writes parent i twice, settles, and returns how many reconciles
+// parent i had.
+func (p *parentChild) round(t *testing.T, i int) int {
+	key := fmt.Sprint("p", i)
+	p.parents.Put(key, 1)
+	p.parents.Put(key, 2)
+	p.h.Settle()
+	require.True(t, p.c.Idle())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	require.Zero(t, p.dups, "round %d: %v", i, p.trace)
+	return p.calls[key]
 }

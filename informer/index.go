@@ -1,0 +1,36 @@
+package informer
+
+import (
+	"errors"
+	"fmt"
+)
+
+// AddIndex adds a secondary index named name to the informer, at any time:
+// before Run, or while it runs. On a filled cache it files every cached
+// entry under fn's values before it returns, in O(n) calls of fn under the
+// informer's write lock, so the cache and every other method wait for it;
+// from then on ByIndex answers for the new index and every change keeps it
+// up to date, as for an index given to New with WithIndex.
+//
+// It is for code that learns what it must look up only once the informer
+// exists (reconcile.Owns adds its owner index to a child informer it is
+// given). It returns an error, and changes nothing, if fn is nil, if an
+// index named name exists, or if fn panics on a cached entry (the panic is
+// in the error).
+func (inf *Informer[K, V]) AddIndex(name string, fn IndexFunc[K, V]) error {
+	if fn == nil {
+		return fmt.Errorf("informer %q: AddIndex(%q): nil IndexFunc", inf.name, name)
+	}
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	if inf.cache.hasIndex(name) {
+		return fmt.Errorf("informer %q: AddIndex(%q): %w", inf.name, name, errIndexExists)
+	}
+	if err := inf.cache.addIndex(name, fn); err != nil {
+		return fmt.Errorf("informer %q: AddIndex(%q): %w", inf.name, name, err)
+	}
+	return nil
+}
+
+// errIndexExists is AddIndex's error for a name in use.
+var errIndexExists = errors.New("an index of that name exists")

@@ -1,0 +1,193 @@
+package reconcile_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/reconcile"
+	"github.com/converge-go/converge/reconcile/reconciletest"
+)
+
+// pod is a child whose value names its owner; "" is none.
+type pod struct{ owner string }
+
+func podOwner(_ string, p pod) (string, bool) { return p.owner, p.owner != "" }
+
+// keyLog records the keys reconciled, in order.
+type keyLog struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (l *keyLog) Reconcile(_ context.Context, key string) (reconcile.Result, error) {
+	l.mu.Lock()
+	l.keys = append(l.keys, key)
+	l.mu.Unlock()
+	return reconcile.Result{}, nil
+}
+
+func (l *keyLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.keys
+	l.keys = nil
+	slices.Sort(out)
+	return out
+}
+
+func entryKeys[K comparable, V any](entries []informer.Entry[K, V]) []K {
+	keys := make([]K, len(entries))
+	for i, e := range entries {
+		keys[i] = e.Key
+	}
+	return keys
+}
+
+func TestOwnsReconcilesTheOwnerOfAChildAndBothOwnersWhenItChangesHands(t *testing.T) {
+	h := reconciletest.New(t)
+	pods := memstore.New[string, pod]()
+	podInf := reconciletest.Informer(h, "pods", pods)
+	log := &keyLog{}
+	reconciletest.Controller(h, "rs", log, reconcile.Owns(podInf, podOwner))
+	h.Settle()
+	require.Empty(t, log.take())
+
+	pods.Put("p1", pod{owner: "rs-a"})
+	h.Settle()
+	assert.Equal(t, []string{"rs-a"}, log.take(), "a new child reconciles its owner")
+
+	pods.Put("p1", pod{owner: "rs-b"})
+	h.Settle()
+	assert.Equal(t, []string{"rs-a", "rs-b"}, log.take(), "a child that changes hands reconciles the old owner and the new one")
+
+	pods.Put("p2", pod{})
+	h.Settle()
+	assert.Empty(t, log.take(), "a child without an owner reconciles nothing")
+
+	_, _ = pods.Delete(context.Background(), "p1", 0)
+	h.Settle()
+	assert.Equal(t, []string{"rs-b"}, log.take(), "a deleted child reconciles its last owner")
+}
+
+func TestOwnedListsAnOwnersCachedChildren(t *testing.T) {
+	h := reconciletest.New(t)
+	pods := memstore.New[string, pod]()
+	pods.Put("p0", pod{owner: "rs-a"}) // listed before the controller exists
+	podInf := reconciletest.Informer(h, "pods", pods)
+	reconciletest.Controller(h, "rs", &keyLog{}, reconcile.Owns(podInf, podOwner))
+	pods.Put("p1", pod{owner: "rs-a"})
+	pods.Put("p2", pod{owner: "rs-b"})
+	pods.Put("p3", pod{})
+	h.Settle()
+
+	a := entryKeys(reconcile.Owned(podInf, "rs-a"))
+	slices.Sort(a)
+	assert.Equal(t, []string{"p0", "p1"}, a)
+	assert.Equal(t, []string{"p2"}, entryKeys(reconcile.Owned(podInf, "rs-b")))
+	assert.Empty(t, reconcile.Owned(podInf, "rs-c"))
+
+	pods.Put("p1", pod{owner: "rs-b"})
+	h.Settle()
+	assert.Equal(t, []string{"p0"}, entryKeys(reconcile.Owned(podInf, "rs-a")))
+}
+
+func TestOwnsFilesOwnersOfOtherKeyTypesByTheirPrintedForm(t *testing.T) {
+	h := reconciletest.New(t)
+	pods := memstore.New[string, int]() // value: the owner's number
+	podInf := reconciletest.Informer(h, "pods", pods)
+	var mu sync.Mutex
+	var got []int
+	rec := reconcile.Func[int](func(_ context.Context, k int) (reconcile.Result, error) {
+		mu.Lock()
+		got = append(got, k)
+		mu.Unlock()
+		return reconcile.Result{}, nil
+	})
+	reconciletest.Controller(h, "rs", rec, reconcile.Owns(podInf, func(_ string, owner int) (int, bool) { return owner, true }))
+	pods.Put("p1", 7)
+	h.Settle()
+	mu.Lock()
+	assert.Equal(t, []int{7}, got)
+	mu.Unlock()
+	assert.Equal(t, []string{"p1"}, entryKeys(reconcile.Owned(podInf, 7)))
+	assert.Equal(t, []string{"p1"}, entryKeys(podInf.ByIndex(reconcile.OwnerIndex, strconv.Itoa(7))))
+}
+
+func TestOwnsAddsItsIndexToAnInformerThatIsAlreadyRunning(t *testing.T) {
+	pods := memstore.New[string, pod]()
+	pods.Put("p1", pod{owner: "rs-a"})
+	podInf := informer.New("pods", pods)
+	runInformer(t, podInf)
+	require.False(t, podInf.HasIndex(reconcile.OwnerIndex))
+
+	_, err := reconcile.New("rs", &keyLog{}, reconcile.Owns(podInf, podOwner))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"p1"}, entryKeys(reconcile.Owned(podInf, "rs-a")), "the cached children are indexed at once")
+}
+
+func TestOwnsRejectsNilArgumentsASecondOwnerIndexAndAnotherKeyType(t *testing.T) {
+	newPods := func() *informer.Informer[string, pod] { return informer.New("pods", memstore.New[string, pod]()) }
+	ok := &keyLog{}
+	for _, tc := range []struct {
+		name string
+		opts func() []reconcile.Option
+		want string
+	}{
+		{"nil informer", func() []reconcile.Option {
+			return []reconcile.Option{reconcile.Owns[string, string, pod](nil, podOwner)}
+		}, "nil informer"},
+		{"nil owner function", func() []reconcile.Option {
+			return []reconcile.Option{reconcile.Owns[string, string, pod](newPods(), nil)}
+		}, "nil informer or owner function"},
+		{"nil predicate", func() []reconcile.Option {
+			return []reconcile.Option{reconcile.Owns(newPods(), podOwner, nil)}
+		}, "predicate 0 is nil"},
+		{"two Owns of one informer", func() []reconcile.Option {
+			p := newPods()
+			return []reconcile.Option{reconcile.Owns(p, podOwner), reconcile.Owns(p, podOwner)}
+		}, "owner index already"},
+		{"an informer with an owner index", func() []reconcile.Option {
+			p := newPods()
+			require.NoError(t, p.AddIndex(reconcile.OwnerIndex, func(string, pod) []string { return nil }))
+			return []reconcile.Option{reconcile.Owns(p, podOwner)}
+		}, "owner index already"},
+		{"owner keys of another type", func() []reconcile.Option {
+			return []reconcile.Option{reconcile.Owns(newPods(), func(string, pod) (int, bool) { return 0, false })}
+		}, "another type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := reconcile.New("rs", ok, tc.opts()...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestANewThatFailsLeavesNoOwnerIndexBehind(t *testing.T) {
+	pods := informer.New("pods", memstore.New[string, pod]())
+	_, err := reconcile.New("rs", &keyLog{}, reconcile.Owns(pods, func(string, pod) (int, bool) { return 0, false }))
+	require.Error(t, err)
+	assert.False(t, pods.HasIndex(reconcile.OwnerIndex))
+	_, err = reconcile.New("rs", &keyLog{}, reconcile.Owns(pods, podOwner))
+	require.NoError(t, err, "a corrected New can still own the informer")
+	assert.True(t, pods.HasIndex(reconcile.OwnerIndex))
+}
+
+func TestOwnedPanicsOnAnInformerNotGivenToOwns(t *testing.T) {
+	pods := informer.New("pods", memstore.New[string, pod]())
+	defer func() {
+		r := recover()
+		require.NotNil(t, r)
+		assert.True(t, strings.Contains(r.(string), "reconcile.Owns"), r)
+	}()
+	reconcile.Owned(pods, "rs-a")
+}
