@@ -39,7 +39,7 @@ func (b crashBackOff) afterExit(crashes int, ran time.Duration) (int, time.Durat
 type agent struct {
 	node    string
 	podInf  *informer.Informer[string, Pod]
-	pods    Store[Pod]
+	pods    informer.Store[string, Pod]
 	backoff crashBackOff
 	grace   time.Duration // between SIGTERM and SIGKILL
 	output  *os.File      // the processes' stdout and stderr; nil: /dev/null
@@ -77,7 +77,7 @@ type process struct {
 	exitAt    time.Time
 }
 
-func newAgent(node string, podInf *informer.Informer[string, Pod], pods Store[Pod], b crashBackOff) *agent {
+func newAgent(node string, podInf *informer.Informer[string, Pod], pods informer.Store[string, Pod], b crashBackOff) *agent {
 	return &agent{node: node, podInf: podInf, pods: pods, backoff: b, grace: 2 * time.Second, now: time.Now,
 		exits: make(chan string, 64), quit: make(chan struct{}), sp: newSpawner(), procs: make(map[string]*proc)}
 }
@@ -145,15 +145,19 @@ func (p *proc) running() PodStatus {
 		RestartCount: p.starts - 1, LastExit: p.lastExit}
 }
 
-// report writes the pod's status, unless it is unchanged or the pod is gone.
+// report writes the pod's status, unless it is unchanged, the pod is gone
+// or it is no longer this node's.
 func (a *agent) report(ctx context.Context, name string, st PodStatus) error {
-	return updateStatus(ctx, a.pods, name, func(p *Pod, exists bool) bool {
-		if !exists || p.Spec.Node != a.node || sameJSON(p.Status, st) {
-			return false
+	_, _, err := informer.Update(ctx, a.pods, name, func(p *Pod) error {
+		if p.Spec.Node == a.node && !sameJSON(p.Status, st) {
+			p.Status = st
 		}
-		p.Status = st
-		return true
+		return nil
 	})
+	if errors.Is(err, informer.ErrNotFound) {
+		return nil // deleted: nothing to report
+	}
+	return err
 }
 
 // start starts the pod's process, unless the agent is shutting down.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/converge-go/converge/informer"
 )
 
 // serveAPI serves a tiny API over the stores until ctx is done: the part of
@@ -17,7 +19,8 @@ import (
 //	PUT    /replicasets/NAME   {"replicas": 3, "command": ["replicaset", "worker"]}
 //	GET    /replicasets        every ReplicaSet, with status and pods
 //	GET    /replicasets/NAME   one
-//	DELETE /replicasets/NAME   delete it; the controller deletes its pods
+//	DELETE /replicasets/NAME   request its deletion (202): the controller deletes
+//	                           its pods, then removes its finalizer, which deletes it
 //	GET    /pods               every pod
 func serveAPI(ctx context.Context, ln net.Listener, st *stores) error {
 	mux := http.NewServeMux()
@@ -30,8 +33,12 @@ func serveAPI(ctx context.Context, ln net.Listener, st *stores) error {
 			return
 		}
 		name := r.PathValue("name")
-		if _, err := apply(r.Context(), st.replicaSets, name, spec); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+		if err := apply(r.Context(), st.replicaSets, name, spec); err != nil {
+			code := http.StatusInternalServerError
+			if errors.Is(err, errDeleting) {
+				code = http.StatusConflict
+			}
+			http.Error(w, err.Error(), code)
 			return
 		}
 		writeView(w, r, st, name)
@@ -44,14 +51,15 @@ func serveAPI(ctx context.Context, ln net.Listener, st *stores) error {
 		writeJSON(w, views, err)
 	})
 	mux.HandleFunc("DELETE /replicasets/{name}", func(w http.ResponseWriter, r *http.Request) {
-		rev, err := st.replicaSets.Delete(r.Context(), r.PathValue("name"), 0)
+		// The controller's finalizer keeps it until its pods are gone.
+		_, _, err := informer.RequestDelete(r.Context(), st.replicaSets, r.PathValue("name"))
 		switch {
+		case errors.Is(err, informer.ErrNotFound):
+			http.Error(w, "no such replicaset", http.StatusNotFound)
 		case err != nil:
 			http.Error(w, err.Error(), http.StatusInternalServerError)
-		case rev == 0: // nothing was deleted
-			http.Error(w, "no such replicaset", http.StatusNotFound)
 		default:
-			w.WriteHeader(http.StatusNoContent)
+			w.WriteHeader(http.StatusAccepted)
 		}
 	})
 	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) {

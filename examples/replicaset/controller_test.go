@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/object"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -31,15 +32,14 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{h: reconciletest.New(t), rs: memstore.New[string, ReplicaSet](), pods: memstore.New[string, Pod]()}
 	f.st = &stores{replicaSets: f.rs, pods: f.pods}
 	f.rsInf = reconciletest.Informer(f.h, "replicasets", f.rs)
-	f.podInf = reconciletest.Informer(f.h, "pods", f.pods,
-		informer.WithIndex(ownerIndex, podOwner))
+	f.podInf = reconciletest.Informer(f.h, "pods", f.pods)
 	return f
 }
 
 func (f *fixture) replicaSetController() *reconcile.Controller[string] {
 	c := newRSController(f.rsInf, f.podInf, f.st, "local")
 	c.now = f.h.Clock.Now
-	return reconciletest.Controller(f.h, "replicaset", c, reconcile.For(f.rsInf), reconcile.Watch(f.podInf, podOwner))
+	return reconciletest.Controller(f.h, "replicaset", c, reconcile.For(f.rsInf), reconcile.Owns(f.podInf, podOwner))
 }
 
 func (f *fixture) apply(t *testing.T, name string, replicas int, command ...string) {
@@ -47,7 +47,7 @@ func (f *fixture) apply(t *testing.T, name string, replicas int, command ...stri
 	if len(command) == 0 {
 		command = []string{"replicaset", "worker"}
 	}
-	_, err := apply(context.Background(), f.st.replicaSets, name, ReplicaSetSpec{Replicas: replicas, Command: command})
+	err := apply(context.Background(), f.st.replicaSets, name, ReplicaSetSpec{Replicas: replicas, Command: command})
 	require.NoError(t, err)
 	f.h.Settle()
 }
@@ -74,11 +74,11 @@ func (f *fixture) setPhase(t *testing.T, name, phase string) {
 	require.NoError(t, err)
 }
 
-func (f *fixture) status(t *testing.T, name string) (ReplicaSetStatus, Condition) {
+func (f *fixture) status(t *testing.T, name string) (ReplicaSetStatus, object.Condition) {
 	t.Helper()
 	rs, _, ok, _ := f.rs.Get(context.Background(), name)
 	require.True(t, ok)
-	ready, _ := findCondition(rs.Status.Conditions, CondReady)
+	ready, _ := object.FindCondition(rs.Status.Conditions, CondReady)
 	return rs.Status, ready
 }
 
@@ -98,6 +98,8 @@ func TestReplicaSetController(t *testing.T) {
 	assert.Equal(t, 3, st.Replicas)
 	assert.Zero(t, st.ReadyReplicas)
 	assert.EqualValues(t, 1, st.ObservedGeneration)
+	rs, _, _, _ := f.rs.Get(context.Background(), "web")
+	assert.Equal(t, []string{finalizer}, rs.Finalizers, "the finalizer is in place before the first pod")
 
 	names := make([]string, 0, 3)
 	for n := range pods {
@@ -110,14 +112,14 @@ func TestReplicaSetController(t *testing.T) {
 	f.h.Settle()
 	st, ready = f.status(t, "web")
 	assert.Equal(t, 2, st.ReadyReplicas)
-	assert.Equal(t, "False", ready.Status)
+	assert.Equal(t, object.ConditionFalse, ready.Status)
 
 	f.apply(t, "web", 2)
 	pods = f.owned("web")
 	assert.Len(t, pods, 2)
 	assert.NotContains(t, pods, names[2], "the pod that was not ready is deleted first")
 	st, ready = f.status(t, "web")
-	assert.Equal(t, "True", ready.Status, "%+v", ready)
+	assert.Equal(t, object.ConditionTrue, ready.Status, "%+v", ready)
 	assert.Equal(t, ReasonAllReady, ready.Reason)
 	assert.EqualValues(t, 2, st.ObservedGeneration)
 
@@ -139,12 +141,17 @@ func TestReplicaSetController(t *testing.T) {
 		assert.Equal(t, []string{"sleep", "1000"}, p.Spec.Command)
 	}
 
-	// Cascading delete.
-	_, _ = f.rs.Delete(context.Background(), "web", 0)
+	// Cascading delete: the finalizer keeps the ReplicaSet until its pods
+	// are gone, then the controller removes it, which deletes it.
+	_, op, err := informer.RequestDelete(context.Background(), f.st.replicaSets, "web")
+	require.NoError(t, err)
+	assert.Equal(t, informer.Updated, op, "deletion requested, not done: the finalizer holds it")
 	f.h.Settle()
 	assert.Empty(t, f.owned("web"))
 	entries, _, _ := f.pods.List(context.Background())
 	assert.Empty(t, entries)
+	_, _, ok, _ = f.rs.Get(context.Background(), "web")
+	assert.False(t, ok, "the ReplicaSet is deleted once its pods are")
 }
 
 // The node agent runs real processes (this test binary in worker mode),

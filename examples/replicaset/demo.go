@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/converge-go/converge/object"
 )
 
 // demoReport is what the demo observed: the timeline's facts, for --report.
@@ -163,7 +165,7 @@ func (d *demo) scale(name string, n int, command []string, gen int64) error {
 	if err != nil {
 		return err
 	}
-	if _, err := apply(d.ctx, d.st.replicaSets, name, ReplicaSetSpec{Replicas: n, Command: command}); err != nil {
+	if err := apply(d.ctx, d.st.replicaSets, name, ReplicaSetSpec{Replicas: n, Command: command}); err != nil {
 		return err
 	}
 	d.logf("apply", "%s: %d replicas of %q", name, n, strings.Join(command, " "))
@@ -213,7 +215,7 @@ func (d *demo) ready(name string, n int, gen int64) (bool, string, []podView, er
 	s := rs.Status
 	seen := fmt.Sprintf("%s: observed generation %d of %d, status %d/%d ready, %d pods of which %d running",
 		name, s.ObservedGeneration, rs.Generation, s.ReadyReplicas, rs.Spec.Replicas, len(pods), running)
-	if c, ok := findCondition(s.Conditions, CondReplicaFailure); ok && c.Status == "True" {
+	if c, ok := object.FindCondition(s.Conditions, CondReplicaFailure); ok && c.Status == object.ConditionTrue {
 		seen += fmt.Sprintf("; %s %s: %s", c.Type, c.Reason, c.Message)
 	}
 	done := s.ObservedGeneration >= gen && s.Replicas == n && s.ReadyReplicas == n && len(pods) == n && running == n

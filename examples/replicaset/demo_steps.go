@@ -6,6 +6,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/object"
 )
 
 // killOne kills a web process with SIGKILL and waits for the node agent to
@@ -83,7 +86,7 @@ func (d *demo) deleteOne() error {
 // crashLoop applies a ReplicaSet whose process exits after crashAfter, and
 // follows its back-off until it reaches the cap.
 func (d *demo) crashLoop(name string, command []string, crashAfter time.Duration) error {
-	if _, err := apply(d.ctx, d.st.replicaSets, name, ReplicaSetSpec{Replicas: 1, Command: command}); err != nil {
+	if err := apply(d.ctx, d.st.replicaSets, name, ReplicaSetSpec{Replicas: 1, Command: command}); err != nil {
 		return err
 	}
 	d.logf("apply", "%s: 1 replica of %q", name, strings.Join(command, " "))
@@ -145,16 +148,16 @@ func (d *demo) crashLoop(name string, command []string, crashAfter time.Duration
 
 // condition waits until ReplicaSet name has a True condition of type t
 // with the reason.
-func (d *demo) condition(name, t, reason string) (Condition, error) {
-	var c Condition
+func (d *demo) condition(name, t, reason string) (object.Condition, error) {
+	var c object.Condition
 	err := d.waitFor(10*time.Second, func() (bool, string, error) {
 		rs, _, ok, err := d.st.replicaSets.Get(d.ctx, name)
 		if err != nil || !ok {
 			return false, name + " not found", err
 		}
 		var found bool
-		c, found = findCondition(rs.Status.Conditions, t)
-		return found && c.Status == "True" && c.Reason == reason, fmt.Sprintf("%s conditions: %+v", name, rs.Status.Conditions), nil
+		c, found = object.FindCondition(rs.Status.Conditions, t)
+		return found && c.Status == object.ConditionTrue && c.Reason == reason, fmt.Sprintf("%s conditions: %+v", name, rs.Status.Conditions), nil
 	})
 	return c, err
 }
@@ -163,7 +166,7 @@ func (d *demo) condition(name, t, reason string) (Condition, error) {
 // waits for the condition that says so.
 func (d *demo) invalidCommand() error {
 	command := []string{"no-such-command", "--flag"}
-	if _, err := apply(d.ctx, d.st.replicaSets, "broken", ReplicaSetSpec{Replicas: 1, Command: command}); err != nil {
+	if err := apply(d.ctx, d.st.replicaSets, "broken", ReplicaSetSpec{Replicas: 1, Command: command}); err != nil {
 		return err
 	}
 	d.logf("apply", "broken: 1 replica of %q", strings.Join(command, " "))
@@ -175,17 +178,22 @@ func (d *demo) invalidCommand() error {
 	return nil
 }
 
-// deleteAll deletes every ReplicaSet and waits until their pods and
-// processes are gone.
+// deleteAll requests the deletion of every ReplicaSet and waits until they,
+// their pods and their processes are gone: the controller's finalizer keeps
+// each ReplicaSet until it has deleted its pods.
 func (d *demo) deleteAll() error {
 	names := []string{"web", "crashy", "broken"}
 	for _, n := range names {
-		if _, err := d.st.replicaSets.Delete(d.ctx, n, 0); err != nil {
+		if _, _, err := informer.RequestDelete(d.ctx, d.st.replicaSets, n); err != nil {
 			return err
 		}
 	}
 	d.logf("delete", "replicasets %s", strings.Join(names, ", "))
 	err := d.waitFor(10*time.Second, func() (bool, string, error) {
+		rss, _, err := d.st.replicaSets.List(d.ctx)
+		if err != nil {
+			return false, "", err
+		}
 		pods, err := d.pods("")
 		var running []int
 		for pid := range d.pids {
@@ -193,12 +201,13 @@ func (d *demo) deleteAll() error {
 				running = append(running, pid)
 			}
 		}
-		return len(pods) == 0 && len(running) == 0, fmt.Sprintf("%d pods, running pids %v", len(pods), running), err
+		return len(rss) == 0 && len(pods) == 0 && len(running) == 0,
+			fmt.Sprintf("%d replicasets, %d pods, running pids %v", len(rss), len(pods), running), err
 	})
 	if err != nil {
 		return err
 	}
-	d.logf("ok", "all pods deleted; none of the %d processes seen is running", len(d.pids))
+	d.logf("ok", "replicasets and pods deleted; none of the %d processes seen is running", len(d.pids))
 	return nil
 }
 

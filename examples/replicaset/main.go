@@ -147,8 +147,7 @@ func newSystem(cfg config, st *stores, logger *slog.Logger) (*system, error) {
 		return nil, errors.New("need 0 < --backoff-base <= --backoff-cap")
 	}
 	rsInf := informer.New("replicasets", st.replicaSets, informer.WithLogger(logger))
-	podInf := informer.New("pods", st.pods, informer.WithLogger(logger),
-		informer.WithIndex(ownerIndex, podOwner))
+	podInf := informer.New("pods", st.pods, informer.WithLogger(logger))
 
 	reg := prometheus.NewRegistry()
 	options := func(opts ...reconcile.Option) []reconcile.Option {
@@ -157,10 +156,11 @@ func newSystem(cfg config, st *stores, logger *slog.Logger) (*system, error) {
 	}
 
 	// The ReplicaSet controller: a ReplicaSet's own changes, and changes
-	// to the pods it owns, reconcile the ReplicaSet.
+	// to the pods it owns, reconcile the ReplicaSet (Owns also files the
+	// pods under their owner, for reconcile.Owned).
 	rsCtl, err := reconcile.New("replicaset", newRSController(rsInf, podInf, st, cfg.node), options(
 		reconcile.For(rsInf),
-		reconcile.Watch(podInf, podOwner),
+		reconcile.Owns(podInf, podOwner),
 		reconcile.WithWorkers(2))...)
 	if err != nil {
 		return nil, err

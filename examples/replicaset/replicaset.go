@@ -8,19 +8,20 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/object"
 	"github.com/converge-go/converge/reconcile"
 )
 
-// ownerIndex files pods under the name of the ReplicaSet that owns them.
-const ownerIndex = "owner"
+// finalizer is the ReplicaSet controller's: it keeps a deleted ReplicaSet
+// in the store until the controller has deleted its pods, so that a
+// ReplicaSet deleted while no controller ran still has its pods deleted.
+const finalizer = "replicaset.converge.dev/pods"
 
-// podOwner is the pod informer's owner index, and the map from a pod's
-// change to the ReplicaSet to reconcile.
-func podOwner(_ string, p Pod) []string { return []string{p.Spec.Owner} }
+// podOwner maps a pod to the ReplicaSet that owns it (reconcile.Owns).
+func podOwner(_ string, p Pod) (string, bool) { return p.Spec.Owner, p.Spec.Owner != "" }
 
 // rsController is the ReplicaSet controller: it creates and deletes Pod
 // objects until each ReplicaSet owns Spec.Replicas pods running its
@@ -29,55 +30,56 @@ func podOwner(_ string, p Pod) []string { return []string{p.Spec.Owner} }
 type rsController struct {
 	rsInf  *informer.Informer[string, ReplicaSet]
 	podInf *informer.Informer[string, Pod]
-	rs     Store[ReplicaSet]
-	pods   Store[Pod]
+	rs     informer.Store[string, ReplicaSet]
+	pods   informer.Store[string, Pod]
 	node   string // where new pods are scheduled
 	now    func() time.Time
-
-	mu sync.Mutex
-	// written is, per ReplicaSet, the revision of the controller's last
-	// pod create or delete: until the pod informer has seen it, the
-	// informer's view of the pods is older than the controller's own writes.
-	written map[string]informer.Revision
 }
 
 func newRSController(rsInf *informer.Informer[string, ReplicaSet], podInf *informer.Informer[string, Pod], s *stores, node string) *rsController {
-	return &rsController{rsInf: rsInf, podInf: podInf, rs: s.replicaSets, pods: s.pods, node: node,
-		now: time.Now, written: make(map[string]informer.Revision)}
+	return &rsController{rsInf: rsInf, podInf: podInf, rs: s.replicaSets, pods: s.pods, node: node, now: time.Now}
 }
 
 // Reconcile makes the pods owned by ReplicaSet name match its spec.
+//
+// It reads its own writes without any code of its own: createPod and
+// deletePods report each pod write with reconcile.Wrote, and the controller
+// does not reconcile name again until the pod informer has seen them.
+// Without that, the reconcile that follows a create would see the informer
+// without the new pod and create another (Kubernetes' ReplicaSet controller
+// keeps "expectations" for this).
 func (c *rsController) Reconcile(ctx context.Context, name string) (reconcile.Result, error) {
-	// Read your own writes. Without this, the reconcile that follows a
-	// create would see the informer without the new pod and create
-	// another (Kubernetes' ReplicaSet controller keeps "expectations" for
-	// this). The change still on its way reconciles name again anyway.
-	c.mu.Lock()
-	want := c.written[name]
-	c.mu.Unlock()
-	if c.podInf.LastRevision() < want {
-		return reconcile.Result{RequeueAfter: 50 * time.Millisecond}, nil
-	}
-
 	var owned []Pod
 	var names []string
-	for _, e := range c.podInf.ByIndex(ownerIndex, name) {
+	for _, e := range reconcile.Owned(c.podInf, name) {
 		owned, names = append(owned, e.Value), append(names, e.Key)
 	}
 	rs, ok := c.rsInf.Get(name)
 	if !ok {
-		// Cascading delete: the ReplicaSet is gone, so are its pods.
-		if len(names) == 0 {
-			c.mu.Lock()
-			delete(c.written, name)
-			c.mu.Unlock()
+		// Deleted past the finalizer (a raw Delete, `etcdctl del`): its
+		// pods go all the same.
+		return reconcile.Result{}, c.deletePods(ctx, names)
+	}
+	if rs.Deleting() {
+		return reconcile.Result{}, c.finalize(ctx, name, names)
+	}
+	if !rs.HasFinalizer(finalizer) {
+		// Before the first pod: from now on a deletion waits for this
+		// controller, even one requested while it is down.
+		_, _, err := informer.Update(ctx, c.rs, name, func(rs *ReplicaSet) error {
+			rs.AddFinalizer(finalizer)
+			return nil
+		})
+		if err != nil {
+			return reconcile.Result{}, ignoreNotFound(err)
 		}
-		return reconcile.Result{}, c.deletePods(ctx, name, names)
 	}
 	if err := validate(rs.Spec); err != nil {
-		werr := c.writeStatus(ctx, name, rs.Generation, func(st *ReplicaSetStatus, now time.Time) {
-			st.Conditions = setCondition(st.Conditions, Condition{Type: CondReady, Status: "False",
-				Reason: ReasonInvalidSpec, Message: err.Error()}, now)
+		werr := c.writeStatus(ctx, name, func(st *ReplicaSetStatus, now time.Time) {
+			st.Replicas, st.ReadyReplicas = len(owned), countReady(owned)
+			object.SetCondition(&st.Conditions, object.Condition{Type: CondReady, Status: object.ConditionFalse,
+				Reason: ReasonInvalidSpec, Message: err.Error(), ObservedGeneration: rs.Generation}, now)
+			st.ObservedGeneration = rs.Generation
 		})
 		if werr != nil {
 			return reconcile.Result{}, werr // retried
@@ -87,7 +89,7 @@ func (c *rsController) Reconcile(ctx context.Context, name string) (reconcile.Re
 	}
 
 	del, create := plan(rs.Spec, names, owned)
-	if err := c.deletePods(ctx, name, del); err != nil {
+	if err := c.deletePods(ctx, del); err != nil {
 		return reconcile.Result{}, err
 	}
 	for range create {
@@ -102,9 +104,43 @@ func (c *rsController) Reconcile(ctx context.Context, name string) (reconcile.Re
 			kept = append(kept, namedPod{names[i], p})
 		}
 	}
-	return reconcile.Result{}, c.writeStatus(ctx, name, rs.Generation, func(st *ReplicaSetStatus, now time.Time) {
-		*st = computeStatus(rs.Spec, st.Conditions, kept, create, len(del), now)
+	return reconcile.Result{}, c.writeStatus(ctx, name, func(st *ReplicaSetStatus, now time.Time) {
+		*st = computeStatus(rs.Spec, rs.Generation, st.Conditions, kept, create, len(del), now)
 	})
+}
+
+// finalize deletes a deleting ReplicaSet's pods, then removes the
+// finalizer, which deletes the ReplicaSet (informer.Update deletes a
+// deleting value once no finalizer is left). The pod deletes park the key
+// until the pod informer has them, so the run after sees no pods and
+// removes the finalizer.
+func (c *rsController) finalize(ctx context.Context, name string, pods []string) error {
+	if len(pods) > 0 {
+		return c.deletePods(ctx, pods)
+	}
+	_, _, err := informer.Update(ctx, c.rs, name, func(rs *ReplicaSet) error {
+		rs.RemoveFinalizer(finalizer)
+		return nil
+	})
+	return ignoreNotFound(err)
+}
+
+// ignoreNotFound drops informer.ErrNotFound: the key is gone, and its
+// deletion reconciles it again.
+func ignoreNotFound(err error) error {
+	if errors.Is(err, informer.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+func countReady(pods []Pod) (n int) {
+	for _, p := range pods {
+		if p.Ready() {
+			n++
+		}
+	}
+	return n
 }
 
 // validate rejects specs that no retry can satisfy.
@@ -158,11 +194,11 @@ type namedPod struct {
 	Pod
 }
 
-// computeStatus is the status of a ReplicaSet with spec, whose conditions
-// were prev, after the controller kept the pods kept, created created more
-// and deleted deleted. writeStatus sets ObservedGeneration.
-func computeStatus(spec ReplicaSetSpec, prev []Condition, kept []namedPod, created, deleted int, now time.Time) ReplicaSetStatus {
-	st := ReplicaSetStatus{Replicas: len(kept) + created, Conditions: prev}
+// computeStatus is the status of a ReplicaSet with spec at generation gen,
+// whose conditions were prev, after the controller kept the pods kept,
+// created created more and deleted deleted.
+func computeStatus(spec ReplicaSetSpec, gen int64, prev []object.Condition, kept []namedPod, created, deleted int, now time.Time) ReplicaSetStatus {
+	st := ReplicaSetStatus{Replicas: len(kept) + created, Conditions: prev, ObservedGeneration: gen}
 	var notReady, failing []namedPod
 	for _, p := range kept {
 		if p.Ready() {
@@ -175,21 +211,22 @@ func computeStatus(spec ReplicaSetSpec, prev []Condition, kept []namedPod, creat
 		}
 	}
 	want := spec.Replicas
-	ready := Condition{Type: CondReady, Status: "True", Reason: ReasonAllReady,
-		Message: fmt.Sprintf("%d/%d replicas ready", st.ReadyReplicas, want)}
+	ready := object.Condition{Type: CondReady, Status: object.ConditionTrue, Reason: ReasonAllReady,
+		Message: fmt.Sprintf("%d/%d replicas ready", st.ReadyReplicas, want), ObservedGeneration: gen}
 	switch {
 	case created > 0 || deleted > 0:
-		ready.Status, ready.Reason = "False", ReasonScaling
+		ready.Status, ready.Reason = object.ConditionFalse, ReasonScaling
 		ready.Message += fmt.Sprintf("; created %d pods, deleted %d", created, deleted)
 	case st.ReadyReplicas < want:
-		ready.Status, ready.Reason = "False", ReasonPodsNotReady
+		ready.Status, ready.Reason = object.ConditionFalse, ReasonPodsNotReady
 		ready.Message += "; waiting for " + describePods(notReady)
 	}
-	st.Conditions = setCondition(st.Conditions, ready, now)
+	object.SetCondition(&st.Conditions, ready, now)
 
-	failure := Condition{Type: CondReplicaFailure, Status: "False", Reason: ReasonNoFailures}
+	failure := object.Condition{Type: CondReplicaFailure, Status: object.ConditionFalse, Reason: ReasonNoFailures,
+		ObservedGeneration: gen}
 	if len(failing) > 0 {
-		failure.Status, failure.Reason = "True", failing[0].Status.Reason
+		failure.Status, failure.Reason = object.ConditionTrue, failing[0].Status.Reason
 		for _, p := range failing {
 			if p.Status.Reason == ReasonInvalidCommand {
 				failure.Reason = ReasonInvalidCommand // the one to fix first
@@ -197,7 +234,7 @@ func computeStatus(spec ReplicaSetSpec, prev []Condition, kept []namedPod, creat
 		}
 		failure.Message = describePods(failing)
 	}
-	st.Conditions = setCondition(st.Conditions, failure, now)
+	object.SetCondition(&st.Conditions, failure, now)
 	return st
 }
 
@@ -223,20 +260,12 @@ func describePods(pods []namedPod) string {
 
 // writeStatus sets the ReplicaSet's status with set, unless it would not
 // change or the ReplicaSet is gone.
-func (c *rsController) writeStatus(ctx context.Context, name string, gen int64, set func(*ReplicaSetStatus, time.Time)) error {
-	return updateStatus(ctx, c.rs, name, func(rs *ReplicaSet, exists bool) bool {
-		if !exists {
-			return false
-		}
-		st := rs.Status
-		set(&st, c.now())
-		st.ObservedGeneration = gen
-		if sameJSON(st, rs.Status) {
-			return false
-		}
-		rs.Status = st
-		return true
+func (c *rsController) writeStatus(ctx context.Context, name string, set func(*ReplicaSetStatus, time.Time)) error {
+	_, _, err := informer.Update(ctx, c.rs, name, func(rs *ReplicaSet) error {
+		set(&rs.Status, c.now())
+		return nil
 	})
+	return ignoreNotFound(err)
 }
 
 // createPod creates a pod named after its owner with a random suffix.
@@ -250,28 +279,20 @@ func (c *rsController) createPod(ctx context.Context, owner string, command []st
 		if err != nil {
 			return fmt.Errorf("create pod for %s: %w", owner, err)
 		}
-		c.wrote(owner, rev)
+		reconcile.Wrote(ctx, c.podInf, rev)
 		return nil
 	}
 }
 
-func (c *rsController) deletePods(ctx context.Context, owner string, names []string) error {
+func (c *rsController) deletePods(ctx context.Context, names []string) error {
 	for _, n := range names {
 		rev, err := c.pods.Delete(ctx, n, 0)
 		if err != nil {
 			return fmt.Errorf("delete pod %s: %w", n, err)
 		}
-		if rev != 0 { // 0: it was gone already
-			c.wrote(owner, rev)
-		}
+		reconcile.Wrote(ctx, c.podInf, rev) // rev 0 (it was gone already): nothing to wait for
 	}
 	return nil
-}
-
-func (c *rsController) wrote(owner string, rev informer.Revision) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.written[owner] = max(c.written[owner], rev)
 }
 
 // suffix returns 5 random characters, from Kubernetes' alphabet for

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/converge-go/converge/object"
 )
 
 func TestCrashBackOff(t *testing.T) {
@@ -117,17 +119,19 @@ func TestComputeStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := computeStatus(spec, nil, tt.kept, tt.created, tt.deleted, t0)
+			st := computeStatus(spec, 4, nil, tt.kept, tt.created, tt.deleted, t0)
 			assert.Equal(t, tt.readyN, st.ReadyReplicas)
 			assert.Equal(t, tt.replicas, st.Replicas)
-			ready, ok := findCondition(st.Conditions, CondReady)
+			ready, ok := object.FindCondition(st.Conditions, CondReady)
 			require.True(t, ok)
 			assert.Equal(t, tt.ready, ready.Reason)
-			assert.Equal(t, tt.ready == ReasonAllReady, ready.Status == "True")
-			failure, ok := findCondition(st.Conditions, CondReplicaFailure)
+			assert.Equal(t, tt.ready == ReasonAllReady, ready.Status == object.ConditionTrue)
+			assert.EqualValues(t, 4, st.ObservedGeneration)
+			assert.EqualValues(t, 4, ready.ObservedGeneration, "conditions say which generation they describe")
+			failure, ok := object.FindCondition(st.Conditions, CondReplicaFailure)
 			require.True(t, ok)
 			assert.Equal(t, tt.failure, failure.Reason)
-			assert.Equal(t, tt.failure != ReasonNoFailures, failure.Status == "True")
+			assert.Equal(t, tt.failure != ReasonNoFailures, failure.Status == object.ConditionTrue)
 			if tt.readyMsg != "" {
 				assert.Equal(t, tt.readyMsg, ready.Message)
 			}
@@ -136,16 +140,4 @@ func TestComputeStatus(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestSetConditionKeepsTransitionTime(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	conds := setCondition(nil, Condition{Type: CondReady, Status: "False", Reason: ReasonScaling}, t0)
-	orig := conds
-	conds = setCondition(conds, Condition{Type: CondReady, Status: "False", Reason: ReasonPodsNotReady}, t0.Add(time.Second))
-	assert.Equal(t, t0, conds[0].LastTransitionTime, "same status: the transition time stays")
-	assert.Equal(t, ReasonScaling, orig[0].Reason, "the input is not modified")
-	conds = setCondition(conds, Condition{Type: CondReady, Status: "True", Reason: ReasonAllReady}, t0.Add(2*time.Second))
-	assert.Equal(t, t0.Add(2*time.Second), conds[0].LastTransitionTime)
-	require.Len(t, conds, 1)
 }

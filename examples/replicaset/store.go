@@ -15,17 +15,13 @@ import (
 	"github.com/converge-go/converge/informer/memstore"
 )
 
-// Store holds one kind of object by name: an informer.Source for the
-// controllers' informers, plus reads and compare-and-swap writes. Two
-// implementations: the embedded memory store (*memstore.Store) and etcd
-// (*etcdstore.Store, which keeps the values as JSON under a prefix, where
-// `etcdctl put` can change them).
-type Store[V any] = informer.Store[string, V]
-
-// stores are the two kinds of objects the example keeps.
+// stores are the two kinds of objects the example keeps, by name. The
+// controllers see only informer.Store, so they run unchanged on the embedded
+// memory store (memstore) and on etcd (etcdstore, which keeps the values as
+// JSON under a prefix, where `etcdctl put` can change them).
 type stores struct {
-	replicaSets Store[ReplicaSet]
-	pods        Store[Pod]
+	replicaSets informer.Store[string, ReplicaSet]
+	pods        informer.Store[string, Pod]
 	describe    string
 	close       func()
 }
@@ -69,54 +65,24 @@ func openStores(url, prefix string) (*stores, error) {
 	}, nil
 }
 
-// apply sets a ReplicaSet's spec, creating it if needed, and bumps its
-// generation when the spec changed: the API server's part. The status is
-// kept. It returns the stored object.
-func apply(ctx context.Context, s Store[ReplicaSet], name string, spec ReplicaSetSpec) (ReplicaSet, error) {
-	for {
-		cur, rev, ok, err := s.Get(ctx, name)
-		if err != nil {
-			return ReplicaSet{}, err
-		}
-		next := cur
-		switch {
-		case !ok:
-			next = ReplicaSet{Generation: 1, Spec: spec}
-		case sameJSON(cur.Spec, spec):
-			return cur, nil
-		default:
-			next.Generation++
-			next.Spec = spec
-		}
-		if ok {
-			_, err = s.Update(ctx, name, next, rev)
-		} else {
-			_, err = s.Create(ctx, name, next)
-		}
-		if errors.Is(err, informer.ErrConflict) {
-			continue // someone else wrote: read again
-		}
-		return next, err
-	}
-}
+// errDeleting is apply's answer for a ReplicaSet whose deletion was
+// requested: its pods are on their way out, and so is it.
+var errDeleting = errors.New("the replicaset is being deleted")
 
-// updateStatus is a controller's read-modify-write of an object's status:
-// it reads the latest value, lets change set the status (change returns
-// false when there is nothing to write, or the object is gone or no longer
-// this writer's), and writes it with compare-and-swap, retrying on conflicts.
-func updateStatus[V any](ctx context.Context, s Store[V], key string, change func(v *V, exists bool) bool) error {
-	for attempt := 0; ; attempt++ {
-		v, rev, ok, err := s.Get(ctx, key)
-		if err != nil {
-			return err
+// apply sets a ReplicaSet's spec, creating it if needed, and bumps its
+// generation when the spec changed: the API server's part. The status and
+// the finalizers are kept.
+func apply(ctx context.Context, s informer.Store[string, ReplicaSet], name string, spec ReplicaSetSpec) error {
+	_, _, err := informer.CreateOrUpdate(ctx, s, name, func(rs *ReplicaSet) error {
+		switch {
+		case rs.Deleting():
+			return errDeleting
+		case rs.Generation > 0 && sameJSON(rs.Spec, spec):
+			return nil // nothing to write
 		}
-		if !change(&v, ok) || !ok {
-			return nil
-		}
-		_, err = s.Update(ctx, key, v, rev)
-		if errors.Is(err, informer.ErrConflict) && attempt < 10 {
-			continue
-		}
-		return err
-	}
+		rs.Generation++
+		rs.Spec = spec
+		return nil
+	})
+	return err
 }

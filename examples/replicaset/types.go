@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"time"
+
+	"github.com/converge-go/converge/object"
 )
 
 // ReplicaSet is the desired state a user writes, and the status the
@@ -12,10 +14,16 @@ import (
 // belongs to the controller, which writes it with compare-and-swap and never
 // touches Spec or Generation, so a status write does not bump Generation.
 // The key in the store is the name.
+//
+// object.Meta (embedded: its generation, finalizers and deletionRequested
+// fields are inline in the JSON) is what informer.Update and
+// informer.RequestDelete read: the controller's finalizer keeps a deleted
+// ReplicaSet in the store until its pods are gone, even if the controller
+// was down when it was deleted.
 type ReplicaSet struct {
-	Generation int64            `json:"generation"`
-	Spec       ReplicaSetSpec   `json:"spec"`
-	Status     ReplicaSetStatus `json:"status,omitzero"`
+	object.Meta
+	Spec   ReplicaSetSpec   `json:"spec"`
+	Status ReplicaSetStatus `json:"status,omitzero"`
 }
 
 // ReplicaSetSpec is what the user asks for: Replicas copies of Command.
@@ -34,8 +42,8 @@ type ReplicaSetStatus struct {
 	Replicas      int `json:"replicas"`
 	ReadyReplicas int `json:"readyReplicas"`
 	// ObservedGeneration is the Generation the controller last acted on.
-	ObservedGeneration int64       `json:"observedGeneration"`
-	Conditions         []Condition `json:"conditions,omitempty"`
+	ObservedGeneration int64              `json:"observedGeneration"`
+	Conditions         []object.Condition `json:"conditions,omitempty"`
 }
 
 // Condition types of a ReplicaSet.
@@ -57,17 +65,6 @@ const (
 	ReasonCrashLoopBackOff = "CrashLoopBackOff"
 	ReasonNoFailures       = "NoFailures"
 )
-
-// Condition is one aspect of a ReplicaSet's state, as in Kubernetes.
-type Condition struct {
-	Type   string `json:"type"`
-	Status string `json:"status"` // "True" or "False"
-	Reason string `json:"reason"`
-	// Message says what is going on, for a person.
-	Message string `json:"message,omitempty"`
-	// LastTransitionTime is when Status last changed.
-	LastTransitionTime time.Time `json:"lastTransitionTime"`
-}
 
 // Pod is one replica: created and deleted by the ReplicaSet controller
 // (Spec never changes after creation), run by the node agent of Spec.Node,
@@ -121,38 +118,4 @@ func sameJSON(a, b any) bool {
 	ja, err1 := json.Marshal(a)
 	jb, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
-}
-
-// setCondition returns conds with c in place of the condition of its type,
-// keeping LastTransitionTime when Status did not change. conds is not
-// modified: values from a store are shared.
-func setCondition(conds []Condition, c Condition, now time.Time) []Condition {
-	out := make([]Condition, 0, len(conds)+1)
-	c.LastTransitionTime = now
-	found := false
-	for _, old := range conds {
-		if old.Type != c.Type {
-			out = append(out, old)
-			continue
-		}
-		found = true
-		if old.Status == c.Status {
-			c.LastTransitionTime = old.LastTransitionTime
-		}
-		out = append(out, c)
-	}
-	if !found {
-		out = append(out, c)
-	}
-	return out
-}
-
-// findCondition returns the condition of type t, if there is one.
-func findCondition(conds []Condition, t string) (Condition, bool) {
-	for _, c := range conds {
-		if c.Type == t {
-			return c, true
-		}
-	}
-	return Condition{}, false
 }
