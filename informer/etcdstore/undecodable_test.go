@@ -45,10 +45,18 @@ func (p *pausable) Watch(ctx context.Context, after informer.Revision, emit func
 	return err
 }
 
-func (p *pausable) drop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cancel(errDropped)
+// drop cancels the running watch, waiting for it to start: WaitForSync
+// returns once the list is applied, which may be before Watch is called.
+func (p *pausable) drop(t *testing.T) {
+	require.Eventually(t, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.cancel == nil {
+			return false
+		}
+		p.cancel(errDropped)
+		return true
+	}, 10*time.Second, time.Millisecond, "the informer never started its watch")
 }
 
 // This test compacts the shared etcd, so it does not run in parallel.
@@ -94,7 +102,7 @@ func TestAnUndecodableValueShouldNeverDeleteTheKeyAcrossARelist(t *testing.T) {
 
 	// The watch is down, waiting out its backoff, while a bad value is
 	// written and the revision it would resume from is compacted away.
-	src.drop()
+	src.drop(t)
 	require.Eventually(t, clk.HasWaiters, 10*time.Second, time.Millisecond)
 	resp, err := cli.Put(ctx, prefix+"a", "not json")
 	require.NoError(t, err)
