@@ -45,8 +45,8 @@ type harness struct {
 	watched map[int64]bool   // revisions of the changes it emitted
 
 	writes, conflicts, failures atomic.Int64
-	stop    context.CancelFunc
-	writers sync.WaitGroup
+	stop                        context.CancelFunc
+	writers                     sync.WaitGroup
 }
 
 // newHarness starts the informer (on src(db), or the DB's Store) and waits
