@@ -137,6 +137,7 @@ type DB struct {
 
 	nmu      sync.Mutex
 	pending  bool // a NOTIFY is scheduled and not yet started
+	nclosed  bool // Close was called: schedule no more
 	lastSent time.Time
 	nwg      sync.WaitGroup // NOTIFYs in flight
 }
@@ -216,7 +217,7 @@ func (db *DB) Close() {
 	db.stopLocked()
 	db.mu.Unlock()
 	db.nmu.Lock()
-	db.pending = true // no more NOTIFYs are scheduled
+	db.nclosed = true
 	db.nmu.Unlock()
 	db.wg.Wait()
 	db.nwg.Wait()
@@ -242,8 +243,8 @@ func (db *DB) wrote() {
 	}
 	db.nmu.Lock()
 	defer db.nmu.Unlock()
-	if db.pending {
-		return // a NOTIFY not yet sent covers this write
+	if db.pending || db.nclosed {
+		return // a NOTIFY not yet sent covers this write, or closed
 	}
 	db.pending = true
 	db.nwg.Add(1)

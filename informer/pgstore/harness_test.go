@@ -236,7 +236,10 @@ func (h *harness) stopAndCheck(history bool) {
 	}
 	h.writers.Wait()
 	require.Positive(t, h.writes.Load())
-	want := h.list()
+	// A write whose client gave up (cancelled) may still commit on the
+	// server a moment later: compare with a List taken again until equal.
+	lister := pgstore.New[item](newDB(t, h.pool, h.schema), h.coll)
+	var want map[string]item
 	cache := func() map[string]item {
 		m := make(map[string]item)
 		for _, e := range h.inf.List() {
@@ -244,12 +247,36 @@ func (h *harness) stopAndCheck(history bool) {
 		}
 		return m
 	}
-	if !assert.Eventually(t, func() bool { return assert.ObjectsAreEqual(want, cache()) }, 20*time.Second, 10*time.Millisecond) {
+	if !assert.Eventually(t, func() bool {
+		want = h.list(lister)
+		return assert.ObjectsAreEqual(want, cache())
+	}, 20*time.Second, 10*time.Millisecond) {
 		assert.Equal(t, want, cache(), "informer cache vs List")
 	}
 	if !history {
 		return
 	}
+	// Every committed change reached the recording Watch, none other.
+	var logged map[int64]bool
+	recorded := func() map[int64]bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return maps.Clone(h.watched)
+	}
+	if !assert.Eventually(t, func() bool {
+		require.NoError(t, h.pool.QueryRow(t.Context(), `SELECT coalesce(jsonb_object_agg(rev, true), '{}') FROM `+
+			pgx.Identifier{h.schema}.Sanitize()+`.log WHERE coll = $1 AND rev > $2`, h.coll, h.from).Scan(&logged))
+		return maps.Equal(logged, recorded())
+	}, 20*time.Second, 10*time.Millisecond) {
+		got := recorded()
+		for r := range logged {
+			assert.True(t, got[r], "change at revision %d never emitted", r)
+		}
+		for r := range got {
+			assert.True(t, logged[r], "emitted revision %d is not a change of the collection", r)
+		}
+	}
+	require.NotEmpty(t, logged)
 	revOf := make(map[int]int64) // value N -> revision of its committed write
 	rows, err := h.pool.Query(t.Context(), `SELECT rev, value FROM `+pgx.Identifier{h.schema}.Sanitize()+
 		`.log WHERE coll = $1 AND op = 'p'`, h.coll)
@@ -265,25 +292,6 @@ func (h *harness) stopAndCheck(history bool) {
 		revOf[v.N] = rev
 	}
 	require.NoError(t, rows.Err())
-	// Every committed change reached the recording Watch, none other.
-	var logged map[int64]bool
-	require.NoError(t, h.pool.QueryRow(t.Context(), `SELECT coalesce(jsonb_object_agg(rev, true), '{}') FROM `+
-		pgx.Identifier{h.schema}.Sanitize()+`.log WHERE coll = $1 AND rev > $2`, h.coll, h.from).Scan(&logged))
-	require.NotEmpty(t, logged)
-	recorded := func() map[int64]bool {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return maps.Clone(h.watched)
-	}
-	if !assert.Eventually(t, func() bool { return maps.Equal(logged, recorded()) }, 20*time.Second, 10*time.Millisecond) {
-		got := recorded()
-		for r := range logged {
-			assert.True(t, got[r], "change at revision %d never emitted", r)
-		}
-		for r := range got {
-			assert.True(t, logged[r], "emitted revision %d is not a change of the collection", r)
-		}
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for k, ns := range h.seen {
@@ -299,11 +307,9 @@ func (h *harness) stopAndCheck(history bool) {
 	}
 }
 
-// list reads the collection through a fresh DB (retrying while the server
-// comes back).
-func (h *harness) list() map[string]item {
-	db := newDB(h.t, h.pool, h.schema)
-	s := pgstore.New[item](db, h.coll)
+// list reads the collection through s, retrying while the server comes
+// back.
+func (h *harness) list(s *pgstore.Store[item]) map[string]item {
 	var entries []informer.Entry[string, item]
 	require.Eventually(h.t, func() bool {
 		var err error

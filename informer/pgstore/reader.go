@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/converge-go/converge/informer"
@@ -119,7 +120,7 @@ func (db *DB) run(ctx context.Context, gen uint64, cursor int64) {
 		db.mu.Unlock()
 		rows, next, hole, full, err := db.read(ctx, cursor, colls)
 		if err == nil {
-			err = db.publish(gen, rows, next)
+			err = db.publish(gen, rows, colls, next)
 			cursor = next
 		}
 		switch {
@@ -166,9 +167,10 @@ func (db *DB) idle(ctx context.Context, gen uint64) error {
 
 // publish appends rows to the buffers of the live Watches of their
 // collections and moves every live Watch to next. A Watch whose buffer
-// would overflow leaves the stream (it catches up alone). It fails if the
-// reader was stopped meanwhile.
-func (db *DB) publish(gen uint64, rows map[string][]row, next int64) error {
+// would overflow leaves the stream (it catches up alone), and so does one
+// whose collection was not yet watched when the rows were read (their
+// values were not fetched). It fails if the reader was stopped meanwhile.
+func (db *DB) publish(gen uint64, rows map[string][]row, fetched []string, next int64) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if gen != db.gen {
@@ -185,6 +187,9 @@ func (db *DB) publish(gen uint64, rows map[string][]row, next int64) error {
 		}
 		mine = mine[i:]
 		switch {
+		case len(mine) > 0 && !slices.Contains(fetched, s.coll):
+			s.live = false
+			s.signal()
 		case len(s.buf)+len(mine) > db.opts.buffer:
 			s.live = false
 			s.signal()
