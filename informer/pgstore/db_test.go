@@ -75,6 +75,21 @@ func listeners(t *testing.T, pool *pgxpool.Pool, schema string) []int32 {
 	return pids
 }
 
+// twoProcesses sets up a schema with two DBs on it, as two processes
+// would have: a Store of the writing one, and a Watch, from a List, on the
+// same collection through the watching one.
+func twoProcesses(t *testing.T, watchOpts, writeOpts []pgstore.DBOption) (*pgxpool.Pool, string, *pgstore.Store[item], *watcher) {
+	t.Helper()
+	pool := newPool(t)
+	schema := newSchema(t, pool)
+	coll := newColl()
+	r := pgstore.New[item](newDB(t, pool, schema, watchOpts...), coll)
+	w := pgstore.New[item](newDB(t, pool, schema, writeOpts...), coll)
+	_, rev, err := r.List(t.Context())
+	require.NoError(t, err)
+	return pool, schema, w, watch(t, r, rev)
+}
+
 // countingPool is a pool whose read queries (the reader's polls and the
 // catch-up reads: the only ones with LATERAL) are counted.
 func countingPool(t *testing.T) (*pgxpool.Pool, *atomic.Int64) {
@@ -183,15 +198,7 @@ func TestDBShouldServeManyWatchesWithOneReaderAndOneListenConnection(t *testing.
 // only arrive through the writer's NOTIFY. (Failed with
 // WithNotifyInterval(-1) on the writer: no event within 10 s.)
 func TestWatchShouldHearAnotherProcessWriteThroughNotify(t *testing.T) {
-	pool := newPool(t)
-	schema := newSchema(t, pool)
-	watching := newDB(t, pool, schema, pgstore.WithPollInterval(hour))
-	writing := newDB(t, pool, schema)
-	coll := newColl()
-	r, w := pgstore.New[item](watching, coll), pgstore.New[item](writing, coll)
-	_, rev, err := r.List(t.Context())
-	require.NoError(t, err)
-	wt := watch(t, r, rev)
+	pool, schema, w, wt := twoProcesses(t, []pgstore.DBOption{pgstore.WithPollInterval(hour)}, nil)
 	require.Eventually(t, func() bool { return len(listeners(t, pool, schema)) == 1 }, 10*time.Second, 5*time.Millisecond)
 	for i := range 5 {
 		written, err := w.Create(t.Context(), "k"+string(rune('a'+i)), item{N: i})
@@ -207,15 +214,7 @@ func TestWatchShouldHearAnotherProcessWriteThroughNotify(t *testing.T) {
 // back, then NOTIFY works again. (Failed when the reader kept its hour-long
 // poll after losing LISTEN and was not woken on reconnect: no event.)
 func TestWatchShouldDeliverEverythingWhenItsListenSessionIsTerminated(t *testing.T) {
-	pool := newPool(t)
-	schema := newSchema(t, pool)
-	watching := newDB(t, pool, schema, pgstore.WithPollInterval(hour))
-	writing := newDB(t, pool, schema)
-	coll := newColl()
-	r, w := pgstore.New[item](watching, coll), pgstore.New[item](writing, coll)
-	_, rev, err := r.List(t.Context())
-	require.NoError(t, err)
-	wt := watch(t, r, rev)
+	pool, schema, w, wt := twoProcesses(t, []pgstore.DBOption{pgstore.WithPollInterval(hour)}, nil)
 	var pid int32
 	require.Eventually(t, func() bool {
 		p := listeners(t, pool, schema)
@@ -258,15 +257,8 @@ func TestWatchShouldDeliverEverythingWhenItsListenSessionIsTerminated(t *testing
 // TestPollOnlyShouldNeedNoListenSession: WithPollOnly holds no LISTEN
 // session and still sees another process's writes within its fast poll.
 func TestPollOnlyShouldNeedNoListenSession(t *testing.T) {
-	pool := newPool(t)
-	schema := newSchema(t, pool)
-	watching := newDB(t, pool, schema, pgstore.WithPollOnly())
-	writing := newDB(t, pool, schema, pgstore.WithNotifyInterval(-1))
-	coll := newColl()
-	r, w := pgstore.New[item](watching, coll), pgstore.New[item](writing, coll)
-	_, rev, err := r.List(t.Context())
-	require.NoError(t, err)
-	wt := watch(t, r, rev)
+	pool, schema, w, wt := twoProcesses(t, []pgstore.DBOption{pgstore.WithPollOnly()},
+		[]pgstore.DBOption{pgstore.WithNotifyInterval(-1)})
 	written, err := w.Create(t.Context(), "k", item{N: 1})
 	require.NoError(t, err)
 	assert.Equal(t, written, wt.next(t).Revision)
