@@ -16,10 +16,10 @@ import (
 // why the suite's subtests run one after another.
 func TestStoreConformance(t *testing.T) {
 	pool := newPool(t)
-	schema := newSchema(t, pool)
+	db := newDB(t, pool, newSchema(t, pool))
 	sourcetest.RunStore(t, sourcetest.StoreSuite[string, item]{
 		New: func(t *testing.T) informer.Store[string, item] {
-			return pgstore.New(pool, newColl(), pgstore.WithSchema[item](schema))
+			return pgstore.New[item](db, newColl())
 		},
 		Expire: func(ctx context.Context, s informer.Store[string, item]) error {
 			_, err := s.(*pgstore.Store[item]).Compact(ctx, 0)

@@ -4,6 +4,15 @@
 // key's revisions are in commit order), a reader that fills the holes left
 // by aborted writers and waits for slow ones, List at a revision below
 // which no hole remains, and compaction with informer.ErrRevisionExpired.
-// The design, and what is not built yet (LISTEN/NOTIFY, one shared reader,
-// following a user's own table, fencing), is docs/design/pgstore.md.
+//
+// A DB is one process's reader of one schema: every Store on it, and every
+// Watch of those Stores, share one poll loop and one LISTEN connection.
+// Writes send a NOTIFY after they commit (never inside their transaction,
+// which would serialise commits), throttled to one per millisecond; the
+// reader also polls, every second while LISTEN is up and every 10 ms
+// without it (WithPollOnly, for PgBouncer's transaction pooling, or while
+// the LISTEN connection is down).
+//
+// The design, and what is not built yet (following a user's own table,
+// fencing, the identity rebase after a restore), is docs/design/pgstore.md.
 package pgstore

@@ -21,11 +21,12 @@ import (
 func TestWatchShouldWaitForASlowWriterAndFillAnAbortedOne(t *testing.T) {
 	pool := newPool(t)
 	schema := newSchema(t, pool)
+	db := newDB(t, pool, schema)
 	for _, commit := range []bool{true, false} {
 		name := map[bool]string{true: "Commit", false: "Rollback"}[commit]
 		t.Run(name, func(t *testing.T) {
 			coll := newColl()
-			s := pgstore.New(pool, coll, pgstore.WithSchema[item](schema))
+			s := pgstore.New[item](db, coll)
 			_, after, err := s.List(t.Context())
 			require.NoError(t, err)
 			ctx, cancel := context.WithCancel(t.Context())
@@ -56,7 +57,7 @@ func TestWatchShouldWaitForASlowWriterAndFillAnAbortedOne(t *testing.T) {
 			require.Eventually(t, func() bool {
 				var n int
 				err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
-					WHERE wait_event_type = 'Lock' AND query LIKE '%generate_series%'`).Scan(&n)
+					WHERE wait_event_type = 'Lock' AND query LIKE '%.fill(%'`).Scan(&n)
 				return err == nil && n > 0
 			}, 10*time.Second, time.Millisecond, "the Watch's fill did not wait for the open transaction")
 			select {

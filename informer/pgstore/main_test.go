@@ -56,3 +56,11 @@ var collections atomic.Int64
 
 // newColl returns a collection name no other store of the run uses.
 func newColl() string { return fmt.Sprintf("c%d", collections.Add(1)) }
+
+// newDB returns a DB of schema on pool with opts, closed when t ends.
+func newDB(t *testing.T, pool *pgxpool.Pool, schema string, opts ...pgstore.DBOption) *pgstore.DB {
+	t.Helper()
+	db := pgstore.NewDB(pool, append([]pgstore.DBOption{pgstore.WithSchema(schema)}, opts...)...)
+	t.Cleanup(db.Close)
+	return db
+}

@@ -67,6 +67,10 @@ DECLARE
     cur bigint;
     r   bigint;
 BEGIN
+    -- A revision a reader has passed must survive a crash: with
+    -- synchronous_commit off a crash can lose this commit and hand its
+    -- revision out again to another change, which no watcher would see.
+    PERFORM set_config('synchronous_commit', 'on', true);
     IF p_op = 'c' THEN
         -- A concurrent creator or deleter of the key holds its index entry:
         -- this waits for it to end, then inserts (absent) or does nothing.
@@ -104,4 +108,18 @@ BEGIN
     -- No NOTIFY here: PostgreSQL serialises the commits of notifying
     -- transactions, which halves write throughput (docs/design/pgstore.md).
     RETURN r;
+END $$;
+
+-- fill makes every revision in [lo, hi] that has no row a fill row. For a
+-- revision whose writer is still in flight, ON CONFLICT DO NOTHING waits for
+-- it, then yields to its row (committed) or inserts the fill (aborted). Like
+-- write() it commits synchronously: a fill lost in a crash would let the
+-- sequence hand its revision out again behind the readers.
+CREATE OR REPLACE FUNCTION {{.Schema}}.fill(lo bigint, hi bigint)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'on', true);
+    INSERT INTO {{.Schema}}.log (rev, op)
+        SELECT g, 'f' FROM generate_series(lo, hi) g
+        ON CONFLICT (rev) DO NOTHING;
 END $$;

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,7 +11,7 @@ import (
 
 // queries are the statements of a Store, built once from the quoted schema.
 type queries struct {
-	get, write, head, gaps, fill, list, poll, compact string
+	get, write, head, gaps, fill, list, read, catchUp, bounds, compact string
 }
 
 func newQueries(s string) queries {
@@ -27,13 +26,20 @@ func newQueries(s string) queries {
 	(SELECT $1::bigint AS r UNION ALL SELECT rev FROM ` + s + `.log WHERE rev > $1 AND rev <= $2) x) y WHERE n > r + 1`,
 		// ON CONFLICT DO NOTHING waits for an in-flight writer of the same
 		// revision, then yields to its row or, if it aborted, fills.
-		fill: `INSERT INTO ` + s + `.log (rev, op) SELECT g, 'f' FROM generate_series($1::bigint, $2::bigint) g ON CONFLICT (rev) DO NOTHING`,
+		fill: `SELECT ` + s + `.fill($1, $2)`,
 		list: `SELECT key, value, rev FROM (SELECT DISTINCT ON (key) key, op, value, rev FROM ` + s + `.log
 	WHERE coll = $1 AND rev <= $2 ORDER BY key, rev DESC) x WHERE op = 'p'`,
-		// One snapshot: the expiry bounds and the next rows.
-		poll: `SELECT m.compact_rev, m.base, q.last_value, l.rev, l.coll = $2, l.key, l.op, l.value
+		// The reader's poll, one snapshot: the expiry bounds and the next
+		// rows of every collection, with the values of the watched ones.
+		read: `SELECT m.compact_rev, m.base, q.last_value, l.rev, l.coll, l.key, l.op,
+		CASE WHEN l.coll = ANY($3::text[]) THEN l.value END
 	FROM ` + s + `.meta m CROSS JOIN ` + s + `.rev q
-	LEFT JOIN LATERAL (SELECT * FROM ` + s + `.log WHERE rev > $1 ORDER BY rev LIMIT $3) l ON true ORDER BY l.rev`,
+	LEFT JOIN LATERAL (SELECT * FROM ` + s + `.log WHERE rev > $1 ORDER BY rev LIMIT $2) l ON true ORDER BY l.rev`,
+		// A Watch behind the reader: resolved rows of one collection.
+		catchUp: `SELECT m.compact_rev, m.base, q.last_value, l.rev, l.key, l.op, l.value
+	FROM ` + s + `.meta m CROSS JOIN ` + s + `.rev q
+	LEFT JOIN LATERAL (SELECT * FROM ` + s + `.log WHERE rev > $1 AND rev <= $2 AND coll = $3 ORDER BY rev LIMIT $4) l ON true ORDER BY l.rev`,
+		bounds: `SELECT m.compact_rev, m.base, q.last_value FROM ` + s + `.meta m CROSS JOIN ` + s + `.rev q`,
 		// Forget history up to $1: fills, deletes and superseded values.
 		compact: `WITH c AS (UPDATE ` + s + `.meta SET compact_rev = greatest(compact_rev, $1) RETURNING compact_rev)
 	DELETE FROM ` + s + `.log l USING c WHERE l.rev <= c.compact_rev AND (l.op <> 'p' OR EXISTS (
@@ -59,7 +65,7 @@ func (s *Store[V]) resolve(ctx context.Context, lo, hi int64) error {
 			return err
 		}
 		if try == 0 {
-			if err := sleep(ctx, s.opts.fillAfter); err != nil {
+			if err := sleep(ctx, s.db.opts.fillAfter); err != nil {
 				return err
 			}
 			continue
@@ -82,19 +88,15 @@ func (s *Store[V]) resolveHead(ctx context.Context) (int64, error) {
 	if err := s.pool.QueryRow(ctx, s.q.head).Scan(&m, &compacted); err != nil {
 		return 0, err
 	}
-	lo := max(compacted, s.resolved.Load())
+	lo := max(compacted, s.db.resolved.Load())
 	if lo >= m {
 		return m, nil
 	}
 	if err := s.resolve(ctx, lo, m); err != nil {
 		return 0, err
 	}
-	for {
-		old := s.resolved.Load()
-		if old >= m || s.resolved.CompareAndSwap(old, m) {
-			return m, nil
-		}
-	}
+	s.db.noteResolved(m)
+	return m, nil
 }
 
 // List returns every live key of the collection at a revision M below
@@ -113,7 +115,7 @@ func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], infor
 		)
 		err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 			var compacted int64
-			if err := tx.QueryRow(ctx, `SELECT compact_rev FROM `+quoteSchema(s.opts.schema)+`.meta`).Scan(&compacted); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT compact_rev FROM `+quoteSchema(s.db.schema)+`.meta`).Scan(&compacted); err != nil {
 				return err
 			}
 			if compacted > m { // compacted past m since: take m again
@@ -153,124 +155,68 @@ func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], infor
 
 // Watch emits every change of the collection with a revision above after,
 // in revision order, and bookmarks when other collections' changes move it
-// on, until ctx is done, emit fails, or the log no longer holds what
-// follows after (compacted, or the store was reset): then an error
-// matching informer.ErrRevisionExpired.
+// on, until ctx is done, emit fails, the DB's reader fails (a dropped
+// connection: the error), the DB is closed (ErrClosed), or the log no
+// longer holds what follows after (compacted, or the store was reset or
+// restored): then an error matching informer.ErrRevisionExpired.
+//
+// Watches share the DB's reader: one behind it catches up on queries of its
+// own (bounded by what the reader resolved, so it fills nothing) and then
+// joins it; one whose emit falls more than the DB's buffer behind leaves it
+// and catches up again.
 func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, V]) error) error {
-	cursor, emitted := int64(after), int64(after)
-	var holeAt int64 // the hole waited for once already
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.db.check(ctx, s.coll, int64(after)); err != nil {
+		return s.wrap("watch", "", err)
+	}
+	sb, err := s.db.subscribe(s.coll, int64(after))
+	if err != nil {
+		return s.wrap("watch", "", err)
+	}
+	defer s.db.unsubscribe(sb)
+	emitted := int64(after)
 	for {
-		if err := ctx.Err(); err != nil {
-			return err
+		rows, pos, live, err := s.db.take(sb)
+		if !live && err == nil && len(rows) == 0 {
+			rows, pos, err = s.db.catchUp(ctx, sb)
 		}
-		evs, next, hole, full, err := s.poll(ctx, cursor)
-		if err != nil {
-			return err
-		}
-		for _, e := range evs {
+		for _, r := range rows {
+			e := informer.Event[string, V]{Type: informer.Put, Key: r.key, Revision: informer.Revision(r.rev)}
+			if r.op == 'd' {
+				e.Type = informer.Delete
+			} else if v, derr := s.opts.codec.Unmarshal(r.value); derr != nil {
+				return &DecodeError{Collection: s.coll, Key: r.key, Revision: e.Revision, Err: derr}
+			} else {
+				e.Value = v
+			}
 			if err := emit(e); err != nil {
 				return err
 			}
-			emitted = int64(e.Revision)
-		}
-		cursor = next
-		switch {
-		case hole > 0 && hole != holeAt:
-			holeAt = hole
-			err = sleep(ctx, s.opts.fillAfter)
-		case hole > 0:
-			_, err = s.pool.Exec(ctx, s.q.fill, cursor+1, hole-1)
-			if err != nil {
-				err = s.wrap("watch: fill", "", err)
-			}
-		case full:
-		default:
-			if cursor > emitted {
-				if err := emit(informer.Event[string, V]{Type: informer.Bookmark, Revision: informer.Revision(cursor)}); err != nil {
-					return err
-				}
-				emitted = cursor
-			}
-			err = sleep(ctx, s.opts.poll)
+			emitted = r.rev
 		}
 		if err != nil {
-			return err
-		}
-	}
-}
-
-// poll reads the rows after cursor and returns the events of the
-// collection up to the first hole, the new cursor, the revision of the row
-// after the hole (0: none), and whether the batch was full.
-func (s *Store[V]) poll(ctx context.Context, cursor int64) (evs []informer.Event[string, V], next, hole int64, full bool, err error) {
-	rows, err := s.pool.Query(ctx, s.q.poll, cursor, s.coll, s.opts.batch)
-	if err != nil {
-		return nil, cursor, 0, false, s.wrap("watch", "", err)
-	}
-	defer rows.Close()
-	next, n := cursor, 0
-	for rows.Next() {
-		var (
-			compacted, base, last int64
-			rev                   *int64
-			mine                  *bool
-			key                   *string
-			op                    *string
-			data                  []byte
-		)
-		if err := rows.Scan(&compacted, &base, &last, &rev, &mine, &key, &op, &data); err != nil {
-			return nil, cursor, 0, false, s.wrap("watch", "", err)
-		}
-		if n == 0 {
-			if err := s.expired(cursor, compacted, base, last); err != nil {
-				return nil, cursor, 0, false, err
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return ctxErr
 			}
+			return s.wrap("watch", "", err)
 		}
-		if rev == nil {
-			break
+		if pos > emitted {
+			if err := emit(informer.Event[string, V]{Type: informer.Bookmark, Revision: informer.Revision(pos)}); err != nil {
+				return err
+			}
+			emitted = pos
 		}
-		n++
-		if hole != 0 {
+		if !live {
 			continue
 		}
-		if *rev != next+1 {
-			hole = *rev
-			continue
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-sb.ready:
 		}
-		next = *rev
-		if mine == nil || !*mine || *op == "f" {
-			continue
-		}
-		e := informer.Event[string, V]{Type: informer.Put, Key: *key, Revision: informer.Revision(*rev)}
-		if *op == "d" {
-			e.Type = informer.Delete
-		} else if e.Value, err = s.opts.codec.Unmarshal(data); err != nil {
-			return nil, cursor, 0, false, &DecodeError{Collection: s.coll, Key: *key, Revision: e.Revision, Err: err}
-		}
-		evs = append(evs, e)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, cursor, 0, false, s.wrap("watch", "", err)
-	}
-	return evs, next, hole, n == s.opts.batch, nil
-}
-
-// expired returns an error matching informer.ErrRevisionExpired if the log
-// no longer holds every change after cursor: compacted past it, or cursor
-// is from another store (below this one's base) or beyond its sequence.
-func (s *Store[V]) expired(cursor, compacted, base, last int64) error {
-	var why string
-	switch {
-	case cursor < compacted:
-		why = fmt.Sprintf("compacted up to %d", compacted)
-	case cursor < base-1:
-		why = fmt.Sprintf("the store starts at revision %d (reset or restored)", base)
-	case cursor > last:
-		why = fmt.Sprintf("the store is at revision %d (reset or restored)", last)
-	default:
-		return nil
-	}
-	return fmt.Errorf("pgstore collection %q: watch after revision %d: %s: %w", s.coll, cursor, why, informer.ErrRevisionExpired)
 }
 
 // Compact makes the log forget the history of every collection of the

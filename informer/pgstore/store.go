@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -14,86 +12,42 @@ import (
 	"github.com/converge-go/converge/informer"
 )
 
-// Defaults of the options.
-const (
-	// DefaultPollInterval is how often a Watch looks for new changes. The
-	// LISTEN/NOTIFY hint that will let it wait longer is not built yet
-	// (docs/design/pgstore.md §4), so it is short.
-	DefaultPollInterval = 10 * time.Millisecond
-	// DefaultFillAfter is how long a hole may stay before the reader fills
-	// it: a typed write commits well within it, so a fill rarely races one.
-	DefaultFillAfter = 5 * time.Millisecond
-	// DefaultBatch is how many log rows a Watch reads per query.
-	DefaultBatch = 1000
-)
-
 // Option configures a Store.
 type Option[V any] func(*options[V])
 
 type options[V any] struct {
-	schema    string
-	codec     informer.Codec[V]
-	poll      time.Duration
-	fillAfter time.Duration
-	batch     int
+	codec informer.Codec[V]
 }
-
-// WithSchema sets the schema holding the store's objects, the one given
-// to Setup. Default: DefaultSchema.
-func WithSchema[V any](name string) Option[V] { return func(o *options[V]) { o.schema = name } }
 
 // WithCodec sets how values are encoded and decoded. Default: informer.JSON[V].
 func WithCodec[V any](c informer.Codec[V]) Option[V] { return func(o *options[V]) { o.codec = c } }
 
-// WithPollInterval sets how often an idle Watch polls the log. Default:
-// DefaultPollInterval.
-func WithPollInterval[V any](d time.Duration) Option[V] { return func(o *options[V]) { o.poll = d } }
-
-// WithFillAfter sets how long a hole may stay before it is filled. Default:
-// DefaultFillAfter.
-func WithFillAfter[V any](d time.Duration) Option[V] { return func(o *options[V]) { o.fillAfter = d } }
-
-// WithBatch sets how many log rows a Watch reads per query. Default:
-// DefaultBatch.
-func WithBatch[V any](n int) Option[V] { return func(o *options[V]) { o.batch = n } }
-
 // Store is an informer.Store over one collection (a namespace of string
-// keys) of a PostgreSQL schema set up by Setup. It is safe for concurrent
-// use. It does not own the pool.
+// keys) of the schema of a DB. Its Watches share the DB's reader with every
+// other Store on the DB. It is safe for concurrent use.
 type Store[V any] struct {
+	db   *DB
 	pool *pgxpool.Pool
 	coll string
 	opts options[V]
-	q    queries
-	// resolved is a revision up to which this Store has resolved every
-	// hole (in a store with the same base: a reset restarts it, see
-	// resolveHead's use of the compaction revision).
-	resolved atomic.Int64
+	q    *queries
 }
 
 // Compile-time proof that a Store is an informer.Store.
 var _ informer.Store[string, struct{}] = (*Store[struct{}])(nil)
 
-// New returns the Store of collection coll in pool's database. It does not
-// touch the database; call Setup first.
-func New[V any](pool *pgxpool.Pool, coll string, opts ...Option[V]) *Store[V] {
-	s := &Store[V]{pool: pool, coll: coll}
+// New returns the Store of collection coll in db's schema. It does not
+// touch the database; call Setup first. Any number of Stores, of any
+// collections and value types, may share one DB (and should: one reader
+// serves them all).
+func New[V any](db *DB, coll string, opts ...Option[V]) *Store[V] {
+	s := &Store[V]{db: db, pool: db.pool, coll: coll, q: &db.q}
 	for _, o := range opts {
 		o(&s.opts)
 	}
 	if s.opts.codec == nil {
 		s.opts.codec = informer.JSON[V]{}
 	}
-	if s.opts.poll <= 0 {
-		s.opts.poll = DefaultPollInterval
-	}
-	if s.opts.fillAfter <= 0 {
-		s.opts.fillAfter = DefaultFillAfter
-	}
-	if s.opts.batch <= 0 {
-		s.opts.batch = DefaultBatch
-	}
-	s.q = newQueries(quoteSchema(s.opts.schema))
 	return s
 }
 
@@ -201,6 +155,9 @@ func (s *Store[V]) write(ctx context.Context, op string, code byte, key string, 
 		if r < 0 {
 			return 0, fmt.Errorf("pgstore collection %q: %s %q at revision %d: %w", s.coll, op, key, rev, informer.ErrConflict)
 		}
+		if r > 0 {
+			s.db.wrote()
+		}
 		return informer.Revision(r), nil
 	}
 }
@@ -208,9 +165,15 @@ func (s *Store[V]) write(ctx context.Context, op string, code byte, key string, 
 // wrap adds context to a database error, and the hint to call Setup if the
 // schema's objects are missing.
 func (s *Store[V]) wrap(op, key string, err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000" || pgErr.Code == "42883") {
+	if missing(err) {
 		return fmt.Errorf("pgstore collection %q: %s %q: %w (call pgstore.Setup)", s.coll, op, key, err)
 	}
 	return fmt.Errorf("pgstore collection %q: %s %q: %w", s.coll, op, key, err)
+}
+
+// missing reports whether err says the schema's objects are missing: an
+// undefined table, schema or function.
+func missing(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000" || pgErr.Code == "42883")
 }
