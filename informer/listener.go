@@ -133,6 +133,10 @@ type listener[K comparable, V any] struct {
 	// waits for it.
 	replaying bool
 	replayed  map[K]struct{}
+	// delivered are Registration.AfterRevision callbacks waiting for the
+	// handler to be given the changes pushed before their revision was
+	// reached (see delivered.go).
+	delivered []*deliveryWaiter
 }
 
 func newListener[K comparable, V any](h Handler[K, V], panicked func(K, error)) *listener[K, V] {
@@ -256,6 +260,7 @@ func (l *listener[K, V]) halt(removed bool) {
 	if !l.stopped {
 		l.stopped = true
 		l.pending, l.line, l.bulk = nil, nil, nil
+		l.delivered = nil // never called: stop reports true
 		close(l.stop)
 	}
 	if removed && !l.isSynced {
@@ -280,7 +285,9 @@ func (l *listener[K, V]) run() {
 		l.mu.Lock()
 		l.taken++
 		l.checkSyncLocked()
+		due := l.dueLocked()
 		l.mu.Unlock()
+		l.callDue(due)
 	}
 }
 
@@ -338,6 +345,14 @@ func (l *listener[K, V]) next() (K, change[V], bool) {
 				continue
 			}
 			return key, c, true
+		}
+		if due := l.dueLocked(); len(due) > 0 {
+			// Changes that delivered nothing (coalesced away) may have
+			// been the last a callback waited for.
+			l.mu.Unlock()
+			l.callDue(due)
+			l.mu.Lock()
+			continue
 		}
 		l.mu.Unlock()
 		select {

@@ -26,10 +26,12 @@ type revWaiter struct {
 	// seq orders waiters for the same revision by registration, so that
 	// they are woken first come, first served.
 	seq uint64
-	// Exactly one of ch and f is set: ch is closed on waking a
-	// WaitForRevision; f is started on its own goroutine for AfterRevision.
-	ch chan struct{}
-	f  func()
+	// Exactly one of ch, f and reached is set: ch is closed on waking a
+	// WaitForRevision; f is started on its own goroutine for AfterRevision;
+	// reached is called under inf.mu, for Registration.AfterRevision.
+	ch      chan struct{}
+	f       func()
+	reached func()
 	// index is the waiter's place in the heap, -1 once out of it (woken,
 	// cancelled, or dropped when Run returned).
 	index int
@@ -168,12 +170,19 @@ func (inf *Informer[K, V]) AfterRevision(rev Revision, f func()) (stop func() bo
 	if f == nil {
 		panic(fmt.Sprintf("informer %q: AfterRevision: nil func", inf.name))
 	}
-	w := &revWaiter{rev: rev, f: f, index: -1}
+	return inf.afterRevision(&revWaiter{rev: rev, f: f, index: -1})
+}
+
+// afterRevision registers w (f or reached set) and returns its stop.
+func (inf *Informer[K, V]) afterRevision(w *revWaiter) (stop func() bool) {
 	inf.mu.Lock()
 	switch {
 	case inf.state == stopped:
 		// Never fired: stop reports true once.
-	case inf.lastRev >= rev:
+	case inf.lastRev >= w.rev && w.reached != nil:
+		w.fired = true
+		w.reached()
+	case inf.lastRev >= w.rev:
 		inf.fireLocked(w)
 	default:
 		inf.addWaiterLocked(w)
@@ -207,9 +216,13 @@ func (inf *Informer[K, V]) addWaiterLocked(w *revWaiter) {
 func (inf *Informer[K, V]) wakeWaitersLocked() {
 	for len(inf.waiters) > 0 && inf.waiters[0].rev <= inf.lastRev {
 		w := heap.Pop(&inf.waiters).(*revWaiter)
-		if w.ch != nil {
+		switch {
+		case w.ch != nil:
 			close(w.ch)
-		} else {
+		case w.reached != nil:
+			w.fired = true
+			w.reached()
+		default:
 			inf.fireLocked(w)
 		}
 	}

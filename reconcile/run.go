@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/queue"
 )
 
@@ -39,6 +40,11 @@ type run[K comparable] struct {
 	regsMu sync.Mutex
 	// regs are the informer handlers this run added; guarded by regsMu.
 	regs []interface{ Idle() bool }
+	// delivered holds, per informer this run watches, its handlers'
+	// Registration.AfterRevision: the read-your-writes gate wakes a key
+	// once they have been given the write's change (see gate.arm).
+	// Guarded by regsMu.
+	delivered map[informer.Revisioned][]afterRevision
 
 	// inflight maps keys being reconciled to their cancel functions, with
 	// WithCancelOnChange only; guarded by inflightMu.
@@ -156,10 +162,51 @@ func (r *run[K]) waitForSync(ctx context.Context) error {
 }
 
 // track records an informer handler, for idle.
-func (r *run[K]) track(reg interface{ Idle() bool }) {
+// afterRevision is an informer's or a handler registration's AfterRevision.
+type afterRevision = func(rev informer.Revision, f func()) (stop func() bool)
+
+// track records a handler this run added to inf.
+func (r *run[K]) track(inf informer.Revisioned, reg interface{ Idle() bool }, after afterRevision) {
 	r.regsMu.Lock()
+	defer r.regsMu.Unlock()
 	r.regs = append(r.regs, reg)
+	if r.delivered == nil {
+		r.delivered = make(map[informer.Revisioned][]afterRevision)
+	}
+	r.delivered[inf] = append(r.delivered[inf], after)
+}
+
+// afterDelivered calls f once inf has reached rev and every handler this
+// run added to inf has been given the changes up to there, so that a
+// change the handlers map to a key is queued before f runs; or, if the run
+// added no handler to inf, once inf has reached rev.
+func (r *run[K]) afterDelivered(inf informer.Revisioned, rev informer.Revision, f func()) (stop func() bool) {
+	r.regsMu.Lock()
+	afters := r.delivered[inf]
 	r.regsMu.Unlock()
+	if len(afters) == 0 {
+		return inf.AfterRevision(rev, f)
+	}
+	if len(afters) == 1 {
+		return afters[0](rev, f)
+	}
+	var left atomic.Int32
+	left.Store(int32(len(afters)))
+	stops := make([]func() bool, len(afters))
+	for i, after := range afters {
+		stops[i] = after(rev, func() {
+			if left.Add(-1) == 0 {
+				f()
+			}
+		})
+	}
+	return func() bool {
+		prevented := false
+		for _, stop := range stops {
+			prevented = stop() || prevented
+		}
+		return prevented
+	}
 }
 
 func (r *run[K]) idle() bool {

@@ -248,7 +248,7 @@ func (w *informerWatch[K, WK, WV]) start(r *run[K]) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", w.describe(), err)
 	}
-	r.track(reg)
+	r.track(w.inf, reg, reg.AfterRevision)
 	return reg.Remove, nil
 }
 

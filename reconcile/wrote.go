@@ -271,8 +271,13 @@ func (g *gate[K]) check(r *run[K], key K) (wait bool) {
 }
 
 // arm registers the wake-up of a key that process parked, after the worker
-// has given the key back (Done): an AfterRevision callback on the first
-// informer still behind, once per entry (a live one of this Run is kept).
+// has given the key back (Done): a callback for when the first informer
+// still behind has the revision, once per entry (a live one of this Run is
+// kept). If the run watches that informer, the callback waits until the
+// run's handlers have also been given the change (run.afterDelivered): a
+// change they map to the key (a child's, under Owns) then queues the key
+// before the wake-up, which finds it queued, so the key runs once, not once
+// for each.
 // Registering only once no worker holds the key is what lets fire leave a
 // key a worker holds alone (see fire). If every informer has caught up
 // since check, it queues the key at once.
@@ -289,7 +294,7 @@ func (g *gate[K]) arm(r *run[K], key K) {
 			w.seq++
 			w.waitInf, w.waitRev, w.run = rv.inf, rv.rev, r
 			seq := w.seq
-			w.stop = rv.inf.AfterRevision(rv.rev, func() { g.fire(r, key, w, seq) })
+			w.stop = r.afterDelivered(rv.inf, rv.rev, func() { g.fire(r, key, w, seq) })
 			return
 		}
 	}
