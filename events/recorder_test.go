@@ -221,3 +221,16 @@ func TestBadOptionsPanicAtStartUp(t *testing.T) {
 		assert.Panics(t, f, name)
 	}
 }
+
+func TestARepeatMakesAnEventTheMostRecentlyRecordedSoItIsForgottenLast(t *testing.T) {
+	rec, _, _ := newRecorder(events.WithRateLimit(100, time.Hour))
+	ctx := context.Background()
+	for i := range events.MaxEventsPerKey {
+		rec.Event(ctx, "web", events.Normal, "R", strconv.Itoa(i))
+	}
+	rec.Event(ctx, "web", events.Normal, "R", "0")   // a repeat: now the most recent
+	rec.Event(ctx, "web", events.Normal, "R", "new") // forgets 1, the least recent
+	rec.Event(ctx, "web", events.Normal, "R", "0")   // still held
+	rec.Event(ctx, "web", events.Normal, "R", "1")   // forgotten: new again
+	assert.Equal(t, events.Stats{Recorded: uint64(events.MaxEventsPerKey) + 2, Merged: 2}, rec.Stats())
+}
