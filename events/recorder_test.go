@@ -25,16 +25,22 @@ func newRecorder(opts ...events.Option) (*events.Recorder, *events.MemorySink, *
 	return events.NewRecorder("test-controller", append([]events.Option{events.WithClock(clk), events.WithSink(mem)}, opts...)...), mem, clk
 }
 
-func TestARepeatedEventIsCountedNotDuplicated(t *testing.T) {
+// repeat records one event n times, step apart on the fake clock, and
+// returns the one event the sink holds for its key.
+func repeat(t *testing.T, n int, step time.Duration, reason, message string) (events.Event, *events.Recorder) {
+	t.Helper()
 	rec, mem, clk := newRecorder()
-	ctx := context.Background()
-	for range 3 {
-		rec.Event(ctx, "web", events.Warning, "FailedCreate", "exceeded quota")
-		clk.SetTime(clk.Now().Add(time.Second))
+	for range n {
+		rec.Event(context.Background(), "web", events.Warning, reason, message)
+		clk.SetTime(clk.Now().Add(step))
 	}
 	got := mem.Events("web")
 	require.Len(t, got, 1)
-	e := got[0]
+	return got[0], rec
+}
+
+func TestARepeatedEventIsCountedNotDuplicated(t *testing.T) {
+	e, rec := repeat(t, 3, time.Second, "FailedCreate", "exceeded quota")
 	assert.Equal(t, 3, e.Count)
 	assert.Equal(t, t0, e.First)
 	assert.Equal(t, t0.Add(2*time.Second), e.Last)
@@ -82,15 +88,8 @@ func TestAHotLoopOfNewMessagesGetsTheBurstThenOneEventPerRefill(t *testing.T) {
 }
 
 func TestAHotLoopOfOneMessageIsOneEventWithTheWholeCount(t *testing.T) {
-	rec, mem, clk := newRecorder()
-	ctx := context.Background()
-	for range 100_000 {
-		rec.Event(ctx, "web", events.Warning, "BackOff", "Back-off restarting failed process")
-		clk.SetTime(clk.Now().Add(time.Millisecond))
-	}
-	got := mem.Events("web")
-	require.Len(t, got, 1)
-	assert.Equal(t, 100_000, got[0].Count)
+	e, rec := repeat(t, 100_000, time.Millisecond, "BackOff", "Back-off restarting failed process")
+	assert.Equal(t, 100_000, e.Count)
 	assert.Equal(t, events.Stats{Recorded: 1, Merged: 99_999}, rec.Stats())
 }
 
