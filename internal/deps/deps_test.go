@@ -18,6 +18,7 @@ const module = "github.com/converge-go/converge"
 // the whole data path and leader election, no backend.
 var core = []string{
 	"backoff",
+	"events",
 	"queue",
 	"informer",
 	"informer/memstore",
