@@ -94,6 +94,13 @@ func (p *Process) crash() {
 	}
 }
 
+// kill ends a process that went past the run's budget: like crash, but
+// the driver does not start another. writeMu must be held.
+func (p *Process) kill() {
+	p.dead.Store(true)
+	p.cancel(reconcile.ErrLeadershipLost)
+}
+
 // stop ends the process and waits for everything it ran, and returns the
 // errors of its goroutines that failed while it was alive.
 func (p *Process) stop() error {
@@ -113,7 +120,12 @@ func (p *Process) stop() error {
 func Count[K comparable](p *Process, controller string, rec reconcile.Reconciler[K]) reconcile.Reconciler[K] {
 	return reconcile.Func[K](func(ctx context.Context, key K) (reconcile.Result, error) {
 		who := fmt.Sprintf("%s/%v", controller, key)
-		p.run.reconciled(who)
+		if p.run.reconciled(who) {
+			p.writeMu.Lock()
+			p.kill()
+			p.writeMu.Unlock()
+			return reconcile.Result{}, errBudget
+		}
 		return rec.Reconcile(context.WithValue(ctx, reconcilingKey{}, who), key)
 	})
 }

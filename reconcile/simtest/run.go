@@ -2,6 +2,7 @@ package simtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -20,9 +21,12 @@ type runState struct {
 
 	mu         sync.Mutex
 	crashAt    map[int]bool
+	budget     int  // writes, and reconciles, a run may make at most
+	exhausted  bool // set when either went past budget
 	writes     int
 	log        []writeRecord
 	reconciles map[string]int
+	total      int // reconciles
 }
 
 // writeRecord is one write of a run, for the report.
@@ -51,11 +55,15 @@ func (w writeRecord) String() string {
 
 // wrote numbers a write that has just been made and says whether the
 // process must crash after it.
-func (r *runState) wrote(what, by string, err error) (n int, crash bool) {
+func (r *runState) wrote(what, by string, err error) (n int, crash, over bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.writes++
 	n = r.writes
+	if n > r.budget {
+		r.exhausted = true
+		return n, false, true
+	}
 	seq := 1
 	for _, w := range r.log {
 		if by != "" && w.by == by {
@@ -64,13 +72,26 @@ func (r *runState) wrote(what, by string, err error) (n int, crash bool) {
 	}
 	crash = r.crashAt[n]
 	r.log = append(r.log, writeRecord{n: n, what: what, by: by, err: err, crashed: crash, sequence: seq})
-	return n, crash
+	return n, crash, false
 }
 
-func (r *runState) reconciled(who string) {
+// reconciled counts a reconcile of who, and reports whether the run has
+// gone past its budget.
+func (r *runState) reconciled(who string) (over bool) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.reconciles[who]++
-	r.mu.Unlock()
+	r.total++
+	if r.total > r.budget {
+		r.exhausted = true
+	}
+	return r.exhausted
+}
+
+func (r *runState) overBudget() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.exhausted
 }
 
 func (r *runState) writeCount() int {
@@ -88,6 +109,9 @@ func (r *runState) reconcileCounts() map[string]int {
 	}
 	return m
 }
+
+// errBudget stops a run that went past Spec.Budget.
+var errBudget = errors.New("simtest: budget exhausted")
 
 // outcome is what one run found.
 type outcome struct {
@@ -110,7 +134,7 @@ func execute[W any](t *testing.T, spec *Spec[W], sched Schedule, ref *outcome) (
 
 // drive is a run, on the bubble's goroutine.
 func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
-	rs := &runState{crashed: make(chan *Process, 1), crashAt: map[int]bool{}, reconciles: map[string]int{}}
+	rs := &runState{crashed: make(chan *Process, 1), crashAt: map[int]bool{}, reconciles: map[string]int{}, budget: spec.Budget}
 	for _, n := range sched.Crashes {
 		rs.crashAt[n] = true
 	}
@@ -127,6 +151,9 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		return nil
 	}
 	fail := func(oracle, format string, args ...any) outcome {
+		if len(args) == 1 && args[0] == errBudget {
+			oracle, format, args = "liveness", "more than %d writes or reconciles in one run without virtual time passing, or in all: it never settles", []any{spec.Budget}
+		}
 		out.oracle, out.failure = oracle, fmt.Sprintf(format, args...)
 		return out
 	}
@@ -157,6 +184,9 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		deadline := time.Now().Add(d)
 		for {
 			synctest.Wait()
+			if rs.overBudget() {
+				return errBudget
+			}
 			select {
 			case <-rs.crashed:
 				if err := restart(); err != nil {
@@ -172,8 +202,14 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 			tm := time.NewTimer(left)
 			select {
 			case <-tm.C:
-			case <-rs.crashed:
+			case <-cur.Context().Done():
+				// Crashed, or killed for going past the budget.
 				tm.Stop()
+				synctest.Wait()
+				if rs.overBudget() {
+					return errBudget
+				}
+				<-rs.crashed
 				if err := restart(); err != nil {
 					return err
 				}

@@ -61,6 +61,10 @@ type Spec[W any] struct {
 	// Default 10 minutes and 2.
 	Quiet               time.Duration
 	MaxReconcilesPerKey int
+	// Budget bounds the writes, and separately the reconciles, of one
+	// run (default 10,000): a controller that loops without letting
+	// virtual time pass would otherwise never let the run settle.
+	Budget int
 }
 
 func (s *Spec[W]) defaults() {
@@ -69,6 +73,9 @@ func (s *Spec[W]) defaults() {
 	}
 	if s.Quiet <= 0 {
 		s.Quiet = 10 * time.Minute
+	}
+	if s.Budget <= 0 {
+		s.Budget = 10_000
 	}
 	if s.MaxReconcilesPerKey <= 0 {
 		s.MaxReconcilesPerKey = 2

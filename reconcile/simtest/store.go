@@ -51,7 +51,11 @@ func (s *wrapped[K, V]) write(ctx context.Context, op string, key K, do func() (
 	}
 	rev, err := do()
 	who, _ := ctx.Value(reconcilingKey{}).(string)
-	n, crash := p.run.wrote(fmt.Sprintf("%s %s/%v", op, s.name, key), who, err)
+	n, crash, over := p.run.wrote(fmt.Sprintf("%s %s/%v", op, s.name, key), who, err)
+	if over {
+		p.kill()
+		return 0, ErrCrashed
+	}
 	if crash {
 		p.crash()
 		return 0, fmt.Errorf("%w after write %d", ErrCrashed, n)
