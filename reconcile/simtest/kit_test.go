@@ -1,0 +1,167 @@
+package simtest_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/reconcile"
+	"github.com/converge-go/converge/reconcile/simtest"
+)
+
+// counters is a world of one store of ints, and what the reconcilers of
+// the kit's own tests saw.
+type counters struct {
+	store *memstore.Store[string, int]
+	// crashedWrites counts writes that failed with ErrCrashed.
+	crashedWrites int
+}
+
+// counterSpec runs rec (given the process's wrapped store and informer) over
+// a store with key "k" put by the workload.
+func counterSpec(rec func(p *simtest.Process, w *counters, s informer.Store[string, int]) reconcile.Func[string]) simtest.Spec[*counters] {
+	return simtest.Spec[*counters]{
+		World: func() *counters { return &counters{store: memstore.New[string, int]()} },
+		Process: func(p *simtest.Process, w *counters) error {
+			s := simtest.Wrap(p, "ints", w.store)
+			inf := informer.New("ints", s, informer.WithLogger(p.Logger()))
+			c, err := reconcile.New("ints", simtest.Count[string](p, "ints", rec(p, w, s)),
+				reconcile.For(inf), reconcile.WithWorkers(1), reconcile.WithLogger(p.Logger()))
+			if err != nil {
+				return err
+			}
+			p.Go("informer", inf.Run)
+			p.Add(c)
+			return nil
+		},
+		Workload: []func(context.Context, *counters) error{func(context.Context, *counters) error { return nil }},
+		Observe: func(w *counters) any {
+			es, _, _ := w.store.List(context.Background())
+			m := map[string]int{}
+			for _, e := range es {
+				m[e.Key] = e.Value
+			}
+			return m
+		},
+	}
+}
+
+// putK is a workload step.
+func putK(_ context.Context, w *counters) error { w.store.Put("k", 0); return nil }
+
+func TestAControllerThatRequeuesForeverShouldFailLivenessAsAHotLoop(t *testing.T) {
+	spec := counterSpec(func(*simtest.Process, *counters, informer.Store[string, int]) reconcile.Func[string] {
+		return func(context.Context, string) (reconcile.Result, error) {
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+	})
+	spec.Workload = append(spec.Workload, putK)
+	r := simtest.Check(t, spec)
+	require.NotEmpty(t, r.Failure)
+	assert.Contains(t, r.Failure, "fault-free run fails the liveness oracle")
+	assert.Contains(t, r.Failure, "ints/k reconciled")
+	assert.Contains(t, r.Failure, "a hot loop")
+}
+
+func TestAControllerThatNeverStopsWritingShouldFailLiveness(t *testing.T) {
+	spec := counterSpec(func(_ *simtest.Process, _ *counters, s informer.Store[string, int]) reconcile.Func[string] {
+		return func(ctx context.Context, key string) (reconcile.Result, error) {
+			_, _, err := informer.Update(ctx, s, key, func(v *int) error { *v++; return nil })
+			return reconcile.Result{}, err
+		}
+	})
+	spec.Workload = append(spec.Workload, putK)
+	r := simtest.Check(t, spec)
+	require.NotEmpty(t, r.Failure)
+	assert.Contains(t, r.Failure, "fault-free run fails the liveness oracle")
+	assert.Contains(t, r.Failure, "it never settles")
+}
+
+func TestABrokenInvariantShouldFailTheRun(t *testing.T) {
+	spec := counterSpec(func(*simtest.Process, *counters, informer.Store[string, int]) reconcile.Func[string] {
+		return func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil }
+	})
+	spec.Workload = append(spec.Workload, putK)
+	spec.Invariants = []func(*counters) error{func(w *counters) error {
+		if w.store.Len() > 0 {
+			return errors.New("the store is not empty")
+		}
+		return nil
+	}}
+	r := simtest.Check(t, spec)
+	require.NotEmpty(t, r.Failure)
+	assert.Contains(t, r.Failure, "invariant 0 after step 1: the store is not empty")
+}
+
+// twoWrites creates "a" then "b" from every reconcile, each set to the
+// writing process's incarnation + 1, counting the writes the kit refused.
+func twoWrites(p *simtest.Process, w *counters, s informer.Store[string, int]) reconcile.Func[string] {
+	return func(ctx context.Context, _ string) (reconcile.Result, error) {
+		for _, k := range []string{"a", "b"} {
+			_, err := s.Create(ctx, k, p.Incarnation()+1)
+			if errors.Is(err, simtest.ErrCrashed) {
+				w.crashedWrites++
+				continue // a buggy reconciler that goes on: the kit must stop its writes
+			}
+			if err != nil && !errors.Is(err, informer.ErrConflict) {
+				return reconcile.Result{}, err
+			}
+		}
+		return reconcile.Result{}, nil
+	}
+}
+
+func TestAProcessShouldWriteNothingAfterItCrashedAndAFreshOneShouldFinish(t *testing.T) {
+	var world *counters
+	spec := counterSpec(twoWrites)
+	world0 := spec.World
+	spec.World = func() *counters { world = world0(); return world }
+	spec.Workload = append(spec.Workload, putK)
+	// Which process wrote a key may differ from the reference: ignore the
+	// values, compare the keys.
+	spec.Observe = func(w *counters) any {
+		es, _, _ := w.store.List(context.Background())
+		keys := []string{}
+		for _, e := range es {
+			keys = append(keys, e.Key)
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	require.NoError(t, flag.Set("simtest.schedule", "crash@1"))
+	t.Cleanup(func() { _ = flag.Set("simtest.schedule", "") })
+
+	r := simtest.Check(t, spec)
+	require.Empty(t, r.Failure)
+	assert.Equal(t, 1, r.Schedules, "-simtest.schedule runs only that schedule")
+	assert.Equal(t, 1, r.CrashPoints)
+	// The crashing write and the dead process's next one at least; more if
+	// its queue still held a key when it died (a dying controller drains
+	// its queue, and the kit refuses every write of it).
+	assert.GreaterOrEqual(t, world.crashedWrites, 2)
+	assert.Equal(t, 3, world.store.Len(), "k, a and b")
+	a, _, _, _ := world.store.Get(t.Context(), "a")
+	b, _, _, _ := world.store.Get(t.Context(), "b")
+	assert.Equal(t, 1, a, "a: the crashing write committed")
+	assert.Equal(t, 2, b, "b: written by the fresh process, not the dead one")
+}
+
+func TestSchedulesShouldPrintAsTheFlagReadsThem(t *testing.T) {
+	for _, s := range []simtest.Schedule{{}, {Crashes: []int{3}}, {Crashes: []int{1, 7}}} {
+		got, err := simtest.ParseSchedule(s.String())
+		require.NoError(t, err)
+		assert.Equal(t, s.String(), got.String())
+	}
+	for _, bad := range []string{"", "crash@", "crash@0", "crash@x", "stale@1"} {
+		_, err := simtest.ParseSchedule(bad)
+		assert.Error(t, err, bad)
+	}
+}

@@ -1,0 +1,135 @@
+package simtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/converge-go/converge/reconcile"
+)
+
+// ErrCrashed is returned by every write of a process the kit has crashed:
+// the write at the crash point (it committed; the process died before it
+// could use the answer) and any later one (it wrote nothing: a dead process
+// cannot write).
+var ErrCrashed = errors.New("simtest: process crashed")
+
+// Runnable is what Process.Add runs: a *reconcile.Controller[K], of any key
+// type, or anything else that runs until its context is done.
+type Runnable interface {
+	Name() string
+	Run(ctx context.Context) error
+}
+
+// Process is one incarnation of the controller binary under test: what
+// Spec.Process builds runs on its context, and a crash cancels that context,
+// waits for everything to return and throws it all away (informers, queues,
+// reconciler values), as the death of a real process would. The stores
+// survive: they are the world's.
+type Process struct {
+	run         *runState
+	incarnation int
+	ctx         context.Context
+	cancel      context.CancelCauseFunc
+	wg          sync.WaitGroup
+
+	// writeMu serialises the process's writes, so that the dead check and
+	// the write are one step: no write slips past a crash.
+	writeMu sync.Mutex
+	dead    atomic.Bool
+
+	errMu sync.Mutex
+	errs  []error // Run errors of goroutines that failed while alive
+}
+
+func newProcess(run *runState, incarnation int) *Process {
+	// The cause is ErrLeadershipLost so that a controller skips its
+	// shutdown grace: a dead process gets no grace.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &Process{run: run, incarnation: incarnation, ctx: ctx, cancel: cancel}
+}
+
+// Context is cancelled when the process crashes or the run ends.
+func (p *Process) Context() context.Context { return p.ctx }
+
+// Incarnation numbers the process's lives in one run: 0, then one more
+// after each crash. Use it in generated names, so that names stay unique
+// across restarts and the same in every rerun (no crypto/rand).
+func (p *Process) Incarnation() int { return p.incarnation }
+
+// Logger discards: a run's controllers log nothing unless the test asks
+// (the report says what happened).
+func (p *Process) Logger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// Add runs r until the process ends. Build controllers with
+// reconcile.WithWorkers(1): one worker keeps the order of writes, and so
+// the numbering of crash points, the same from run to run.
+func (p *Process) Add(r Runnable) { p.Go(r.Name(), r.Run) }
+
+// Go runs f on the process's context until the process ends. An error it
+// returns while the process is alive fails the run.
+func (p *Process) Go(name string, f func(ctx context.Context) error) {
+	p.wg.Go(func() {
+		if err := f(p.ctx); err != nil && p.ctx.Err() == nil {
+			p.errMu.Lock()
+			p.errs = append(p.errs, fmt.Errorf("%s: %w", name, err))
+			p.errMu.Unlock()
+		}
+	})
+}
+
+// crash kills the process: no write of it succeeds any more, and
+// everything it runs is told to stop. It does not wait (it runs on a
+// reconcile's goroutine, which the stop waits for); the driver does.
+// writeMu must be held.
+func (p *Process) crash() {
+	p.dead.Store(true)
+	p.cancel(reconcile.ErrLeadershipLost)
+	select {
+	case p.run.crashed <- p:
+	default:
+	}
+}
+
+// kill ends a process that went past the run's budget: like crash, but
+// the driver does not start another. writeMu must be held.
+func (p *Process) kill() {
+	p.dead.Store(true)
+	p.cancel(reconcile.ErrLeadershipLost)
+}
+
+// stop ends the process and waits for everything it ran, and returns the
+// errors of its goroutines that failed while it was alive.
+func (p *Process) stop() error {
+	p.writeMu.Lock()
+	p.dead.Store(true)
+	p.writeMu.Unlock()
+	p.cancel(reconcile.ErrLeadershipLost)
+	p.wg.Wait()
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	return errors.Join(p.errs...)
+}
+
+// Count wraps rec so that the kit counts its reconciles per key (for the
+// liveness oracle's hot-loop check) and names the key of each write in a
+// failure report. Wrap every reconciler a Process builds with it.
+func Count[K comparable](p *Process, controller string, rec reconcile.Reconciler[K]) reconcile.Reconciler[K] {
+	return reconcile.Func[K](func(ctx context.Context, key K) (reconcile.Result, error) {
+		who := fmt.Sprintf("%s/%v", controller, key)
+		if p.run.reconciled(who) {
+			p.writeMu.Lock()
+			p.kill()
+			p.writeMu.Unlock()
+			return reconcile.Result{}, errBudget
+		}
+		return rec.Reconcile(context.WithValue(ctx, reconcilingKey{}, who), key)
+	})
+}
+
+// reconcilingKey carries "controller/key" in a reconcile's context, for
+// the write log.
+type reconcilingKey struct{}

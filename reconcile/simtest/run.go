@@ -1,0 +1,284 @@
+package simtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// runState is what one run shares among its processes: the write
+// numbering, the schedule's crash points, the write log and the
+// reconcile counts.
+type runState struct {
+	// crashed carries a process that crashed to the driver (buffered 1:
+	// one process is alive at a time).
+	crashed chan *Process
+
+	mu         sync.Mutex
+	crashAt    map[int]bool
+	budget     int  // writes, and reconciles, a run may make at most
+	exhausted  bool // set when either went past budget
+	writes     int
+	log        []writeRecord
+	reconciles map[string]int
+	total      int // reconciles
+}
+
+// writeRecord is one write of a run, for the report.
+type writeRecord struct {
+	n        int
+	what     string // "Create children/a-0-0"
+	by       string // "parents/a", or "" outside a counted reconcile
+	err      error
+	crashed  bool
+	sequence int // the how-manieth write of this reconcile's key
+}
+
+func (w writeRecord) String() string {
+	s := fmt.Sprintf("write %d = %s", w.n, w.what)
+	if w.by != "" {
+		s += fmt.Sprintf(" by reconcile of %s (its write #%d)", w.by, w.sequence)
+	}
+	if w.err != nil {
+		s += fmt.Sprintf(" (failed: %v)", w.err)
+	}
+	if w.crashed {
+		s += "; crashed after it"
+	}
+	return s
+}
+
+// wrote numbers a write that has just been made and says whether the
+// process must crash after it.
+func (r *runState) wrote(what, by string, err error) (n int, crash, over bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes++
+	n = r.writes
+	if n > r.budget {
+		r.exhausted = true
+		return n, false, true
+	}
+	seq := 1
+	for _, w := range r.log {
+		if by != "" && w.by == by {
+			seq++
+		}
+	}
+	crash = r.crashAt[n]
+	r.log = append(r.log, writeRecord{n: n, what: what, by: by, err: err, crashed: crash, sequence: seq})
+	return n, crash, false
+}
+
+// reconciled counts a reconcile of who, and reports whether the run has
+// gone past its budget.
+func (r *runState) reconciled(who string) (over bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reconciles[who]++
+	r.total++
+	if r.total > r.budget {
+		r.exhausted = true
+	}
+	return r.exhausted
+}
+
+func (r *runState) overBudget() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.exhausted
+}
+
+func (r *runState) writeCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.writes
+}
+
+func (r *runState) reconcileCounts() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := make(map[string]int, len(r.reconciles))
+	for k, v := range r.reconciles {
+		m[k] = v
+	}
+	return m
+}
+
+// errBudget stops a run that went past Spec.Budget.
+var errBudget = errors.New("simtest: budget exhausted")
+
+// outcome is what one run found.
+type outcome struct {
+	observed any
+	writes   int // writes made by the processes
+	crashes  int // crash points reached
+	log      []writeRecord
+	failure  string // "" if every oracle held
+	oracle   string // which one failed
+}
+
+// execute runs spec once under sched inside a fresh synctest bubble. ref is
+// the reference outcome (nil for the reference run itself).
+func execute[W any](t *testing.T, spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
+	synctest.Test(t, func(*testing.T) {
+		out = drive(spec, sched, ref)
+	})
+	return out
+}
+
+// drive is a run, on the bubble's goroutine.
+func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
+	rs := &runState{crashed: make(chan *Process, 1), crashAt: map[int]bool{}, reconciles: map[string]int{}, budget: spec.Budget}
+	for _, n := range sched.Crashes {
+		rs.crashAt[n] = true
+	}
+	w := spec.World()
+	ctx := context.Background()
+	incarnation := 0
+	var cur *Process
+	start := func() error {
+		cur = newProcess(rs, incarnation)
+		incarnation++
+		if err := spec.Process(cur, w); err != nil {
+			return fmt.Errorf("process %d: %w", cur.incarnation, err)
+		}
+		return nil
+	}
+	fail := func(oracle, format string, args ...any) outcome {
+		if len(args) == 1 && args[0] == errBudget {
+			oracle, format, args = "liveness", "more than %d writes or reconciles in one run without virtual time passing, or in all: it never settles", []any{spec.Budget}
+		}
+		out.oracle, out.failure = oracle, fmt.Sprintf(format, args...)
+		return out
+	}
+	defer func() {
+		if cur != nil {
+			if err := cur.stop(); err != nil && out.failure == "" {
+				out.oracle, out.failure = "process", err.Error()
+			}
+		}
+		out.writes, out.log = rs.writeCount(), rs.log
+		for _, wr := range rs.log {
+			if wr.crashed {
+				out.crashes++
+			}
+		}
+	}()
+	// restart replaces the crashed process with a fresh one.
+	restart := func() error {
+		if err := cur.stop(); err != nil {
+			return err
+		}
+		cur = nil
+		return start()
+	}
+	// settle waits until everything is blocked, restarting crashed
+	// processes, then lets d of virtual time pass the same way.
+	settle := func(d time.Duration) error {
+		deadline := time.Now().Add(d)
+		for {
+			synctest.Wait()
+			if rs.overBudget() {
+				return errBudget
+			}
+			select {
+			case <-rs.crashed:
+				if err := restart(); err != nil {
+					return err
+				}
+				continue
+			default:
+			}
+			left := time.Until(deadline)
+			if left <= 0 {
+				return nil
+			}
+			tm := time.NewTimer(left)
+			select {
+			case <-tm.C:
+			case <-cur.Context().Done():
+				// Crashed, or killed for going past the budget.
+				tm.Stop()
+				synctest.Wait()
+				if rs.overBudget() {
+					return errBudget
+				}
+				<-rs.crashed
+				if err := restart(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	check := func(when string) string {
+		for i, inv := range spec.Invariants {
+			if err := inv(w); err != nil {
+				return fmt.Sprintf("invariant %d after %s: %v", i, when, err)
+			}
+		}
+		return ""
+	}
+
+	if err := start(); err != nil {
+		return fail("process", "%v", err)
+	}
+	for i, step := range spec.Workload {
+		if err := settle(spec.StepTime); err != nil {
+			return fail("process", "%v", err)
+		}
+		if err := step(ctx, w); err != nil {
+			return fail("workload", "step %d: %v", i, err)
+		}
+		if f := check(fmt.Sprintf("step %d", i)); f != "" {
+			return fail("invariant", "%s", f)
+		}
+	}
+
+	// Liveness: converge within spec.Converge, in growing ticks.
+	var converged bool
+	var waited time.Duration
+	for tick := time.Second; waited < spec.Converge; tick = min(2*tick, time.Minute) {
+		before := rs.writeCount()
+		if err := settle(tick); err != nil {
+			return fail("process", "%v", err)
+		}
+		waited += tick
+		if f := check(fmt.Sprintf("%v of liveness", waited)); f != "" {
+			return fail("invariant", "%s", f)
+		}
+		// Stable, not necessarily right: a wrong end state is the
+		// differential oracle's to report.
+		if rs.writeCount() == before {
+			converged = true
+			break
+		}
+	}
+	if !converged {
+		return fail("liveness", "not converged within %v of virtual time after the workload (%d writes so far)", spec.Converge, rs.writeCount())
+	}
+	// And stays converged: no write, few reconciles per key.
+	before, counts := rs.writeCount(), rs.reconcileCounts()
+	if err := settle(spec.Quiet); err != nil {
+		return fail("process", "%v", err)
+	}
+	if n := rs.writeCount() - before; n > 0 {
+		return fail("liveness", "%d writes in the %v after it converged (not stable)", n, spec.Quiet)
+	}
+	for who, n := range rs.reconcileCounts() {
+		if d := n - counts[who]; d > spec.MaxReconcilesPerKey {
+			return fail("liveness", "%s reconciled %d times in the %v after it converged (at most %d allowed): a hot loop",
+				who, d, spec.Quiet, spec.MaxReconcilesPerKey)
+		}
+	}
+	out.observed = spec.Observe(w)
+	if ref != nil && !reflect.DeepEqual(out.observed, ref.observed) {
+		return fail("differential", "end state differs from the fault-free run's")
+	}
+	return out
+}
