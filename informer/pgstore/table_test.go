@@ -99,18 +99,7 @@ func TestTableSourceShouldEmitPlainSQLWritesFromAnotherConnection(t *testing.T) 
 		{Key: "a", Value: item{N: 1, S: "x"}}, {Key: "b", Value: item{N: 2}}, {Key: "c", Value: item{N: 3, S: "z"}},
 	}, listed, "the rows present before Follow are copied")
 
-	ctx, cancel := context.WithCancel(t.Context())
-	events := make(chan informer.Event[string, item], 100)
-	done := make(chan error, 1)
-	go func() {
-		done <- src.Watch(ctx, rev, func(e informer.Event[string, item]) error {
-			if e.Type != informer.Bookmark {
-				events <- e
-			}
-			return nil
-		})
-	}()
-	defer func() { cancel(); assert.ErrorIs(t, <-done, context.Canceled) }()
+	events := watchEvents(t, src, rev, 100)
 	next := func(n int) []informer.Event[string, item] {
 		t.Helper()
 		var got []informer.Event[string, item]
