@@ -13,6 +13,16 @@
 // without it (WithPollOnly, for PgBouncer's transaction pooling, or while
 // the LISTEN connection is down).
 //
-// The design, and what is not built yet (following a user's own table,
-// fencing, the identity rebase after a restore), is docs/design/pgstore.md.
+// A user's own table joins the same log through Follow: triggers (in
+// follow.sql) append every INSERT, UPDATE, DELETE and TRUNCATE of it, by any
+// client, keyed by its primary key, and a TableSource watches it as a
+// Store's collection, values decoded from the row's JSON.
+//
+// The store may share its database with a leader/pglock lease: a Fence
+// makes a write conditional on the leader's term in the write's own
+// transaction (Store.Fenced, Fence.Do), so a deposed leader's write is
+// refused with ErrFenced.
+//
+// The design, measurements, and what is not built yet (the identity rebase
+// after a restore, the background compactor) are in docs/design/pgstore.md.
 package pgstore

@@ -29,18 +29,7 @@ func TestWatchShouldWaitForASlowWriterAndFillAnAbortedOne(t *testing.T) {
 			s := pgstore.New[item](db, coll)
 			_, after, err := s.List(t.Context())
 			require.NoError(t, err)
-			ctx, cancel := context.WithCancel(t.Context())
-			events := make(chan informer.Event[string, item], 10)
-			done := make(chan error, 1)
-			go func() {
-				done <- s.Watch(ctx, after, func(e informer.Event[string, item]) error {
-					if e.Type != informer.Bookmark {
-						events <- e
-					}
-					return nil
-				})
-			}()
-			defer func() { cancel(); assert.ErrorIs(t, <-done, context.Canceled) }()
+			events := watchEvents(t, s, after, 10)
 
 			tx, err := pool.Begin(t.Context())
 			require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
 	"github.com/converge-go/converge/internal/testserver"
 )
@@ -63,4 +64,24 @@ func newDB(t *testing.T, pool *pgxpool.Pool, schema string, opts ...pgstore.DBOp
 	db := pgstore.NewDB(pool, append([]pgstore.DBOption{pgstore.WithSchema(schema)}, opts...)...)
 	t.Cleanup(db.Close)
 	return db
+}
+
+// watchEvents runs src.Watch after rev until t ends and returns the events
+// it emits, bookmarks left out (buffered: n). At t's end the Watch must
+// return context.Canceled.
+func watchEvents(t *testing.T, src informer.Source[string, item], after informer.Revision, n int) <-chan informer.Event[string, item] {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	events := make(chan informer.Event[string, item], n)
+	done := make(chan error, 1)
+	go func() {
+		done <- src.Watch(ctx, after, func(e informer.Event[string, item]) error {
+			if e.Type != informer.Bookmark {
+				events <- e
+			}
+			return nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); assert.ErrorIs(t, <-done, context.Canceled) })
+	return events
 }

@@ -17,11 +17,15 @@ const DefaultSchema = "converge"
 //go:embed schema.sql
 var schemaSQL string
 
-// Script returns the SQL that Setup runs for schema ("" is DefaultSchema),
-// for programs whose role may not run DDL and apply it from a migration
-// instead. Run it in one transaction.
+//go:embed follow.sql
+var followSQL string
+
+// Script returns the SQL that Setup runs for schema ("" is DefaultSchema):
+// schema.sql, then follow.sql (the functions Follow calls), for programs
+// whose role may not run DDL and apply it from a migration instead. Run it
+// in one transaction.
 func Script(schema string) string {
-	return strings.ReplaceAll(schemaSQL, "{{.Schema}}", quoteSchema(schema))
+	return strings.ReplaceAll(schemaSQL+"\n"+followSQL, "{{.Schema}}", quoteSchema(schema))
 }
 
 // Setup creates the store's objects in schema ("" is DefaultSchema), or

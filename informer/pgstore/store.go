@@ -26,11 +26,12 @@ func WithCodec[V any](c informer.Codec[V]) Option[V] { return func(o *options[V]
 // keys) of the schema of a DB. Its Watches share the DB's reader with every
 // other Store on the DB. It is safe for concurrent use.
 type Store[V any] struct {
-	db   *DB
-	pool *pgxpool.Pool
-	coll string
-	opts options[V]
-	q    *queries
+	db    *DB
+	pool  *pgxpool.Pool
+	coll  string
+	opts  options[V]
+	q     *queries
+	fence *fenceQuery // nil: writes are not fenced (see Fenced)
 }
 
 // Compile-time proof that a Store is an informer.Store.
@@ -142,15 +143,22 @@ func (s *Store[V]) Delete(ctx context.Context, key string, rev informer.Revision
 // primary key means a reader's fill took the revision first: nothing was
 // written, so it tries again.
 func (s *Store[V]) write(ctx context.Context, op string, code byte, key string, data []byte, rev informer.Revision) (informer.Revision, error) {
+	query, args := s.q.write, []any{s.coll, key, string(rune(code)), int64(rev), data}
+	if s.fence != nil {
+		query, args = s.fence.write, append(args, s.fence.name, s.fence.term)
+	}
 	for {
 		var r int64
-		err := s.pool.QueryRow(ctx, s.q.write, s.coll, key, string(rune(code)), int64(rev), data).Scan(&r)
+		err := s.pool.QueryRow(ctx, query, args...).Scan(&r)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "log_pkey" {
 			continue
 		}
 		if err != nil {
 			return 0, s.wrap(op, key, err)
+		}
+		if r == fenced {
+			return 0, fmt.Errorf("pgstore collection %q: %s %q: %s: %w", s.coll, op, key, s.fence, ErrFenced)
 		}
 		if r < 0 {
 			return 0, fmt.Errorf("pgstore collection %q: %s %q at revision %d: %w", s.coll, op, key, rev, informer.ErrConflict)
