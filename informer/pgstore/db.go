@@ -115,11 +115,10 @@ func WithLogger(l *slog.Logger) DBOption { return func(o *dbOptions) { o.logger 
 //
 // It is safe for concurrent use. It does not own the pool.
 type DB struct {
-	pool    *pgxpool.Pool
-	schema  string // unquoted: also the NOTIFY channel
-	q       queries
-	opts    dbOptions
-	metaSQL string
+	pool   *pgxpool.Pool
+	schema string // unquoted: also the NOTIFY channel
+	q      queries
+	opts   dbOptions
 
 	mu      sync.Mutex
 	closed  bool

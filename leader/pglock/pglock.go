@@ -85,6 +85,12 @@
 //
 // which also holds off a takeover's UPDATE until the transaction ends. Neither
 // check depends on clocks.
+//
+// When the reconciler's data is in informer/pgstore on the same database,
+// pgstore.Fence does both checks for it: Store.Fenced makes each typed
+// write one statement that reads the lease row FOR SHARE and writes only
+// under the term, and Fence.Do runs any SQL in a transaction that does the
+// same; a refused write returns pgstore.ErrFenced.
 package pglock
 
 import (
