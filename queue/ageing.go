@@ -50,12 +50,12 @@ func (q *Queue[K]) stampReady(idx int32, now int64) {
 	e := &es[idx]
 	pushBack(&a.fifo, es, idx, ageLinks)
 	several := len(q.ready.active) > 1
-	known := now != 0 || q.metrics != nil
+	known := now != 0 || q.stamp
 	if !several && !a.sinceSet {
 		// Alone with its priority: nothing can pass it yet.
 		e.unstamped = true
 		a.unstamped++
-		if q.metrics != nil {
+		if q.stamp {
 			q.slab.times[idx] = now
 		}
 		return

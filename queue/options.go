@@ -29,6 +29,7 @@ type config struct {
 	metrics     *Metrics
 	groupOf     any // func(K) string
 	ageing      time.Duration
+	readyTimes  bool
 }
 
 // WithRateLimiter sets the limiter that AddRateLimited, Forget and
@@ -79,6 +80,16 @@ func WithGroup[K comparable](group func(K) string) Option {
 			c.groupOf = group
 		}
 	}
+}
+
+// WithReadyTimes makes the queue note when each key became ready, as
+// WithMetrics does, so that Stats reports the oldest ready key's wait and
+// Inspect a key's ready time: adds, Get and Done then read the clock once
+// each. Debug pages turn it on. Default: off; with WithMetrics the times are
+// noted anyway, and with ageing on (the default) they are noted only while
+// keys of several priorities are ready.
+func WithReadyTimes() Option {
+	return func(c *config) { c.readyTimes = true }
 }
 
 // DefaultAgeing is the ageing bound of a queue without WithAgeing.

@@ -57,6 +57,9 @@ type Queue[K comparable] struct {
 	rateLimiter backoff.Limiter[K]
 	groupOf     func(K) string // nil: no fairness groups
 	metrics     *Metrics       // nil: no metrics
+	// stamp says that adds read the clock to stamp when a key became
+	// ready (metricsNow): metrics are on, or WithReadyTimes.
+	stamp bool
 	// checkKeys says how to refuse keys the queue cannot use (key.go).
 	checkKeys keyCheck
 	wake      chan struct{} // buffered(1): re-arm the timer
@@ -168,7 +171,8 @@ func New[K comparable](opts ...Option) *Queue[K] {
 	case c.ageing != NoAgeing:
 		q.age.bound = int64(c.ageing)
 	}
-	if q.metrics != nil || q.age.bound != 0 {
+	q.stamp = q.metrics != nil || c.readyTimes
+	if q.stamp || q.age.bound != 0 {
 		q.slab.times = make([]int64, 0)
 	}
 	if q.metrics != nil {
@@ -190,10 +194,10 @@ func (q *Queue[K]) tag(key K) uint32 {
 // nanos is the queue's clock as nanoseconds since New.
 func (q *Queue[K]) nanos() int64 { return int64(q.clock.Since(q.epoch)) }
 
-// metricsNow is nanos when metrics are on and 0 otherwise, so that a queue
-// without metrics reads no clock on its hot path.
+// metricsNow is nanos when metrics (or WithReadyTimes) are on and 0
+// otherwise, so that a queue without them reads no clock on its hot path.
 func (q *Queue[K]) metricsNow() int64 {
-	if q.metrics == nil {
+	if !q.stamp {
 		return 0
 	}
 	return q.nanos()
