@@ -221,6 +221,9 @@ func (inf *Informer[K, V]) watch(ctx context.Context) (progressed bool, err erro
 		}
 		advanced, violation := inf.apply(ev, after)
 		progressed = progressed || advanced
+		if advanced {
+			inf.eventApplied()
+		}
 		if violation != "" {
 			inf.stats.violations.Add(1)
 			if violations == 0 { // one line per watch: a broken source can send many

@@ -1,9 +1,11 @@
 package informer
 
 import (
+	"context"
 	"fmt"
 	"runtime/debug"
 	"sync/atomic"
+	"time"
 )
 
 // Stats counts what an informer has done since New.
@@ -36,10 +38,44 @@ type Stats struct {
 	// logged at Error with its stack; what happens to the change that
 	// panicked is documented on Handler and on the package.
 	Panics uint64
+	// LastEvent is when, by the informer's clock, the last watch event
+	// or bookmark that moved its revision forward was applied; zero
+	// before the first. With the store's head revision (Head) it tells a
+	// cache that lags from one that has nothing to receive.
+	LastEvent time.Time
 }
 
 type stats struct {
 	lists, listErrors, watchErrors, expired, events, resyncs, violations, panics atomic.Uint64
+	// lastEvent is Stats.LastEvent in Unix nanoseconds, 0 for none.
+	lastEvent atomic.Int64
+}
+
+// eventApplied notes the time of an event that moved the revision
+// forward: one clock read and one atomic store per such event, beside the
+// cache update and the handlers' notification it follows.
+func (inf *Informer[K, V]) eventApplied() {
+	inf.stats.lastEvent.Store(inf.clock.Now().UnixNano())
+}
+
+// HeadRevisioner is implemented by a Source that can tell the store's
+// current revision cheaply (a count-only read, a max over an index). The
+// debug pages compare it with the informer's LastRevision to show how far
+// the cache lags; a Source without it shows "unknown".
+type HeadRevisioner interface {
+	// Revision returns the store's current revision.
+	Revision(ctx context.Context) (Revision, error)
+}
+
+// Head returns the store's current revision if the informer's Source
+// implements HeadRevisioner; ok is false if it does not.
+func (inf *Informer[K, V]) Head(ctx context.Context) (rev Revision, ok bool, err error) {
+	h, ok := inf.src.(HeadRevisioner)
+	if !ok {
+		return 0, false, nil
+	}
+	rev, err = h.Revision(ctx)
+	return rev, true, err
 }
 
 // Stats returns the informer's counters.
@@ -53,7 +89,15 @@ func (inf *Informer[K, V]) Stats() Stats {
 		Resyncs:     inf.stats.resyncs.Load(),
 		Violations:  inf.stats.violations.Load(),
 		Panics:      inf.stats.panics.Load(),
+		LastEvent:   unixNanos(inf.stats.lastEvent.Load()),
 	}
+}
+
+func unixNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 // recovered is a panic in the user's code, recovered so that it cannot
