@@ -36,6 +36,9 @@ type Controller[K comparable] struct {
 	keys         keyStates[K]
 	gate         gate[K]       // read your own writes (Wrote)
 	ids          atomic.Uint64 // reconcile IDs
+	// readyTimes makes each Run's queue note ready times, for the oldest
+	// wait on debug pages (see Manager's Debug); read when a Run starts.
+	readyTimes atomic.Bool
 
 	mu sync.Mutex
 	// cur is the Run in progress, nil between Runs; guarded by mu.

@@ -50,6 +50,9 @@ type run[K comparable] struct {
 	// WithCancelOnChange only; guarded by inflightMu.
 	inflightMu sync.Mutex
 	inflight   map[K]context.CancelCauseFunc
+
+	// slots are the workers' (inspect.go), one each.
+	slots []workerSlot[K]
 }
 
 // errChanged is the cause of a reconcile's context cancelled by a change
@@ -68,7 +71,10 @@ func newRun[K comparable](ctx context.Context, c *Controller[K]) *run[K] {
 	if c.s.ageing > 0 {
 		opts = append(opts, queue.WithAgeing(c.s.ageing))
 	}
-	r := &run[K]{c: c, q: queue.New[K](opts...), failc: make(chan error, 1)}
+	if c.readyTimes.Load() {
+		opts = append(opts, queue.WithReadyTimes())
+	}
+	r := &run[K]{c: c, q: queue.New[K](opts...), failc: make(chan error, 1), slots: make([]workerSlot[K], c.s.workers)}
 	r.workCtx, r.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
 	if c.s.cancelOnChange {
 		r.inflight = make(map[K]context.CancelCauseFunc)
@@ -111,8 +117,8 @@ func (r *run[K]) serve(ctx context.Context) (err error) {
 	}
 	r.synced.Store(true)
 	var wg sync.WaitGroup
-	for range r.c.s.workers {
-		wg.Go(r.work)
+	for i := range r.slots {
+		wg.Go(func() { r.work(&r.slots[i]) })
 	}
 	select {
 	case <-ctx.Done():
@@ -286,13 +292,13 @@ func (r *run[K]) recoverWatch(w watch[K], key any) {
 }
 
 // work is one worker: it reconciles keys until the queue shuts down.
-func (r *run[K]) work() {
+func (r *run[K]) work(slot *workerSlot[K]) {
 	for {
 		key, shutdown := r.q.Get()
 		if shutdown {
 			return
 		}
-		parked := !r.stopping.Load() && r.process(key)
+		parked := !r.stopping.Load() && r.process(slot, key)
 		r.q.Done(key)
 		if parked {
 			r.c.gate.arm(r, key)
@@ -303,7 +309,7 @@ func (r *run[K]) work() {
 // process reconciles key once and acts on the outcome, unless the
 // read-your-writes gate parks key: it then reports true, and the worker
 // arms the key's wake-up once it has given the key back.
-func (r *run[K]) process(key K) (parked bool) {
+func (r *run[K]) process(slot *workerSlot[K], key K) (parked bool) {
 	c := r.c
 	// One atomic load unless some key waits.
 	if c.gate.n.Load() != 0 && c.gate.check(r, key) {
@@ -329,16 +335,18 @@ func (r *run[K]) process(key K) (parked bool) {
 	}
 
 	m := c.metrics
-	var start time.Time
 	if m != nil {
 		m.active.Inc()
-		start = c.s.clock.Now()
 	}
+	start := c.s.clock.Now()
+	slot.begin(key, info.id, start)
 	res, err, panicked := r.call(info, key)
 	label := r.settle(info, key, res, err, panicked)
 	info.label, info.err = label, err
+	took := c.s.clock.Since(start)
+	slot.end(took, label, err)
 	if m != nil {
-		m.duration.Observe(c.s.clock.Since(start).Seconds())
+		m.duration.Observe(took.Seconds())
 		m.active.Dec()
 		m.result(label).Inc()
 	}

@@ -1,0 +1,241 @@
+package reconcile
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/converge-go/converge/queue"
+)
+
+// Introspection: what Controller.Inspect and InspectKey read. Every worker
+// owns a slot with the reconcile it runs and a ring of its last reconciles;
+// it alone writes it, under a mutex that only a reader also takes, so the
+// workers share no cache line and a reader never walks the keys: a page
+// reads the slots (workers × ring), the queue's counters and the failing
+// keys, whatever the number of keys queued.
+
+// ringSize is how many past reconciles each worker remembers.
+const ringSize = 64
+
+// MaxErrorBytes bounds the error messages Inspect and InspectKey return;
+// the full length is reported beside them.
+const MaxErrorBytes = 1024
+
+// workerSlot is one worker's current reconcile and its recent ones.
+type workerSlot[K comparable] struct {
+	mu sync.Mutex
+	// Guarded by mu:
+	busy  bool
+	key   K
+	id    uint64
+	start time.Time
+	ring  [ringSize]past[K]
+	next  int // ring index of the next record
+	n     int // records in ring, up to ringSize
+	_     [64]byte
+}
+
+// past is one finished reconcile.
+type past[K comparable] struct {
+	key    K
+	id     uint64
+	start  time.Time
+	dur    time.Duration
+	result string
+	err    error // formatted only when read
+}
+
+// begin notes the reconcile the worker starts.
+func (s *workerSlot[K]) begin(key K, id uint64, start time.Time) {
+	s.mu.Lock()
+	s.busy, s.key, s.id, s.start = true, key, id, start
+	s.mu.Unlock()
+}
+
+// end records the reconcile begun last as finished.
+func (s *workerSlot[K]) end(dur time.Duration, result string, err error) {
+	s.mu.Lock()
+	s.ring[s.next] = past[K]{key: s.key, id: s.id, start: s.start, dur: dur, result: result, err: err}
+	s.next = (s.next + 1) % ringSize
+	s.n = min(s.n+1, ringSize)
+	s.busy = false
+	var zero K
+	s.key = zero // let the key's memory go
+	s.mu.Unlock()
+}
+
+// ControllerInfo is a snapshot of a controller: see Controller.Inspect.
+// Keys are rendered with fmt.Sprint.
+type ControllerInfo struct {
+	Name string
+	// Running is true while Run is running; the other fields but Name,
+	// Workers and the failing keys are zero otherwise.
+	Running bool
+	// Workers is the configured number of workers; Busy, how many are in
+	// a reconcile now.
+	Workers, Busy int
+	// Queue is the queue's depth by priority and group, its waiting and
+	// processing keys and the oldest ready key's wait.
+	Queue queue.Stats
+	// Ready lists the next ready keys in the order workers take them, at
+	// most ReadyShown.
+	Ready []string
+	// InFlight lists the reconciles in progress, oldest first.
+	InFlight []InFlight
+	// Failing lists the failing keys with the most attempts, at most
+	// FailingShown, most attempts first; FailingTotal counts them all
+	// (parked ones included).
+	Failing      []KeyLine
+	FailingTotal int
+	// Parked lists parked keys (WithMaxAttempts), at most FailingShown;
+	// ParkedTotal counts them all.
+	Parked      []KeyLine
+	ParkedTotal int
+	// WaitingForWrites counts keys kept back until an informer has their
+	// reconcile's own writes (Wrote).
+	WaitingForWrites int
+	// Reconciles counts the reconciles started since New.
+	Reconciles uint64
+}
+
+// How many keys ControllerInfo lists at most.
+const (
+	ReadyShown   = 50
+	FailingShown = 20
+)
+
+// InFlight is one reconcile in progress.
+type InFlight struct {
+	Key         string
+	ReconcileID string
+	Started     time.Time
+	Age         time.Duration
+}
+
+// KeyLine is a failing or parked key.
+type KeyLine struct {
+	Key      string
+	Attempts int
+	// LastError is truncated to MaxErrorBytes; LastErrorLen is its full
+	// length in bytes.
+	LastError    string
+	LastErrorLen int
+	NextRetry    time.Time `json:",omitzero"`
+	Parked       bool
+	Terminal     bool
+}
+
+// Inspect returns a snapshot of the controller for debug pages and
+// tests. Its cost is bounded whatever the number of keys queued: the
+// queue's counters and ReadyShown keys from its head, the workers' slots,
+// and one pass over the failing keys (which the controller holds anyway)
+// keeping the FailingShown with the most attempts.
+func (c *Controller[K]) Inspect() ControllerInfo {
+	info := ControllerInfo{Name: c.name, Workers: c.s.workers, Reconciles: c.ids.Load()}
+	if r := c.current(); r != nil {
+		info.Running = true
+		info.Queue = r.q.Stats()
+		for _, k := range r.q.Peek(ReadyShown) {
+			info.Ready = append(info.Ready, fmt.Sprint(k))
+		}
+		now := c.s.clock.Now()
+		for i := range r.slots {
+			s := &r.slots[i]
+			s.mu.Lock()
+			if s.busy {
+				info.InFlight = append(info.InFlight, InFlight{
+					Key: fmt.Sprint(s.key), ReconcileID: strconv.FormatUint(s.id, 10), Started: s.start, Age: now.Sub(s.start),
+				})
+			}
+			s.mu.Unlock()
+		}
+		info.Busy = len(info.InFlight)
+		slices.SortFunc(info.InFlight, func(a, b InFlight) int { return a.Started.Compare(b.Started) })
+		info.WaitingForWrites = int(c.gate.n.Load())
+	}
+	info.Failing, info.Parked, info.FailingTotal, info.ParkedTotal = c.keys.top(FailingShown)
+	return info
+}
+
+// current returns the Run in progress, or nil.
+func (c *Controller[K]) current() *run[K] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cur
+}
+
+// top returns up to n failing keys with the most attempts (most first,
+// then by key), up to n parked keys, and the totals. It copies n lines at
+// most under mu, in one pass over the failing keys.
+func (ks *keyStates[K]) top(n int) (failing, parked []KeyLine, nFailing, nParked int) {
+	type cand struct {
+		key K
+		st  KeyStatus
+	}
+	var best, parks []cand
+	less := func(a, b cand) int { // most attempts first
+		return cmp.Compare(b.st.Attempts, a.st.Attempts)
+	}
+	ks.mu.Lock()
+	nFailing = len(ks.m)
+	for k, st := range ks.m {
+		if st.Parked {
+			nParked++
+			if len(parks) < n {
+				parks = append(parks, cand{k, *st})
+			}
+		}
+		if len(best) < n {
+			best = append(best, cand{k, *st})
+			if len(best) == n {
+				slices.SortFunc(best, less)
+			}
+			continue
+		}
+		if st.Attempts > best[n-1].st.Attempts {
+			// Insert in order, dropping the last: n is small.
+			i, _ := slices.BinarySearchFunc(best, cand{st: *st}, less)
+			copy(best[i+1:], best[i:n-1])
+			best[i] = cand{k, *st}
+		}
+	}
+	ks.mu.Unlock()
+	line := func(c cand) KeyLine {
+		l := KeyLine{Key: fmt.Sprint(c.key), Attempts: c.st.Attempts, NextRetry: c.st.NextRetry, Parked: c.st.Parked, Terminal: c.st.Terminal}
+		l.LastError, l.LastErrorLen = errorText(c.st.LastError)
+		return l
+	}
+	for _, c := range best {
+		failing = append(failing, line(c))
+	}
+	slices.SortStableFunc(failing, func(a, b KeyLine) int {
+		return cmp.Or(cmp.Compare(b.Attempts, a.Attempts), cmp.Compare(a.Key, b.Key))
+	})
+	for _, c := range parks {
+		parked = append(parked, line(c))
+	}
+	slices.SortFunc(parked, func(a, b KeyLine) int { return cmp.Compare(a.Key, b.Key) })
+	return failing, parked, nFailing, nParked
+}
+
+// errorText formats err, truncated to MaxErrorBytes (on a rune boundary),
+// and returns its full length.
+func errorText(err error) (string, int) {
+	if err == nil {
+		return "", 0
+	}
+	s := err.Error()
+	n := len(s)
+	if n <= MaxErrorBytes {
+		return s, n
+	}
+	cut := MaxErrorBytes
+	for cut > 0 && s[cut]&0xC0 == 0x80 { // a continuation byte
+		cut--
+	}
+	return s[:cut], n
+}

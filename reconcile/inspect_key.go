@@ -1,0 +1,124 @@
+package reconcile
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/converge-go/converge/queue"
+)
+
+// KeyInfo is what a controller knows about one key: see
+// Controller.InspectKey.
+type KeyInfo struct {
+	// Key is the key, rendered with fmt.Sprint.
+	Key string
+	// Phase is where the key is in the queue ("ready", "waiting",
+	// "processing", "dirty"; "absent" if the queue does not hold it, and
+	// "stopped" while the controller is not running). Priority, Due,
+	// Parked and ReadySince are the queue's (see queue.KeyInfo).
+	Phase      string
+	Priority   int
+	Due        time.Time `json:",omitzero"`
+	ReadySince time.Time `json:",omitzero"`
+	// InFlightSince is when the reconcile in progress started; zero if
+	// none is.
+	InFlightSince time.Time `json:",omitzero"`
+	// Attempts, LastError (truncated to MaxErrorBytes, LastErrorLen is
+	// its length), NextRetry, Parked and Terminal are the key's failures
+	// since its last success (see Controller.Status).
+	Attempts     int
+	LastError    string
+	LastErrorLen int
+	NextRetry    time.Time `json:",omitzero"`
+	Parked       bool
+	Terminal     bool
+	// LastSuccess is when the last successful reconcile among the
+	// workers' recent ones (Recent) ended; zero if none is among them.
+	LastSuccess time.Time `json:",omitzero"`
+	// LastDuration is how long the last of Recent took.
+	LastDuration time.Duration
+	// Recent lists the key's reconciles among the last ones each worker
+	// remembers (64 per worker), newest first.
+	Recent []ReconcileLine
+}
+
+// ReconcileLine is one finished reconcile.
+type ReconcileLine struct {
+	ReconcileID string
+	Start       time.Time
+	Duration    time.Duration
+	// Result is the result label of controller_runtime_reconcile_total:
+	// success, error, requeue, requeue_after.
+	Result string
+	// Error is truncated to MaxErrorBytes.
+	Error string `json:",omitempty"`
+}
+
+// InspectKey returns what the controller knows about key: its place in
+// the queue, its failures, the reconcile in progress and its recent
+// reconciles. The second result is false if the controller knows nothing
+// of it (not queued, not failing, not among the recent reconciles). The
+// cost is one queue lookup, one failing-key lookup and a pass over the
+// workers' rings.
+func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
+	info := KeyInfo{Key: fmt.Sprint(key), Phase: "stopped"}
+	known := false
+	if st, ok := c.keys.status(key); ok {
+		known = true
+		info.Attempts, info.NextRetry, info.Parked, info.Terminal = st.Attempts, st.NextRetry, st.Parked, st.Terminal
+		info.LastError, info.LastErrorLen = errorText(st.LastError)
+	}
+	r := c.current()
+	if r == nil {
+		return info, known
+	}
+	info.Phase = queue.Absent.String()
+	if q, ok := r.q.Inspect(key); ok {
+		known = true
+		info.Phase, info.Priority, info.Due, info.ReadySince = q.Phase.String(), q.Priority, q.Due, q.ReadySince
+	}
+	for i := range r.slots {
+		s := &r.slots[i]
+		s.mu.Lock()
+		if s.busy && s.key == key {
+			info.InFlightSince = s.start
+		}
+		for j := range s.n {
+			p := &s.ring[j]
+			if p.key != key {
+				continue
+			}
+			line := ReconcileLine{ReconcileID: strconv.FormatUint(p.id, 10), Start: p.start, Duration: p.dur, Result: p.result}
+			line.Error, _ = errorText(p.err)
+			info.Recent = append(info.Recent, line)
+		}
+		s.mu.Unlock()
+	}
+	if len(info.Recent) > 0 || !info.InFlightSince.IsZero() {
+		known = true
+	}
+	// IDs rise with start times: sort numerically, newest first.
+	slices.SortFunc(info.Recent, func(a, b ReconcileLine) int {
+		x, _ := strconv.ParseUint(a.ReconcileID, 10, 64)
+		y, _ := strconv.ParseUint(b.ReconcileID, 10, 64)
+		switch {
+		case x > y:
+			return -1
+		case x < y:
+			return 1
+		}
+		return 0
+	})
+	if len(info.Recent) > 0 {
+		info.LastDuration = info.Recent[0].Duration
+	}
+	for _, l := range info.Recent {
+		if l.Result != labelError && l.Result != labelRequeue {
+			info.LastSuccess = l.Start.Add(l.Duration)
+			break
+		}
+	}
+	return info, known
+}
