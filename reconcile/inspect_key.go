@@ -122,3 +122,71 @@ func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 	}
 	return info, known
 }
+
+// inspectKeyString is InspectKey for a key in its URL form: a string key
+// as it is; another key type is found, by fmt.Sprint, among the keys the
+// controller can list without walking its queue (failing keys, reconciles
+// in progress and recent ones, the next ready keys).
+func (c *Controller[K]) inspectKeyString(s string) (KeyInfo, bool) {
+	if k, ok := any(s).(K); ok {
+		return c.InspectKey(k)
+	}
+	if k, ok := c.findKey(s); ok {
+		return c.InspectKey(k)
+	}
+	return KeyInfo{}, false
+}
+
+// findKey returns the known key whose fmt.Sprint is s.
+func (c *Controller[K]) findKey(s string) (K, bool) {
+	if k, ok := c.keys.find(s); ok {
+		return k, true
+	}
+	var zero K
+	r := c.current()
+	if r == nil {
+		return zero, false
+	}
+	for i := range r.slots {
+		sl := &r.slots[i]
+		sl.mu.Lock()
+		if sl.busy && fmt.Sprint(sl.key) == s {
+			k := sl.key
+			sl.mu.Unlock()
+			return k, true
+		}
+		for j := range sl.n {
+			if k := sl.ring[j].key; fmt.Sprint(k) == s {
+				sl.mu.Unlock()
+				return k, true
+			}
+		}
+		sl.mu.Unlock()
+	}
+	for _, k := range r.q.Peek(ReadyShown) {
+		if fmt.Sprint(k) == s {
+			return k, true
+		}
+	}
+	return zero, false
+}
+
+// find returns the failing key whose fmt.Sprint is s.
+func (ks *keyStates[K]) find(s string) (K, bool) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	for k := range ks.m {
+		if fmt.Sprint(k) == s {
+			return k, true
+		}
+	}
+	var zero K
+	return zero, false
+}
+
+// enableReadyTimes makes the next Runs' queues note when keys became
+// ready, for the oldest wait on the debug pages.
+func (c *Controller[K]) enableReadyTimes() { c.readyTimes.Store(true) }
+
+// clockNow is the controller's clock, which its times are on.
+func (c *Controller[K]) clockNow() time.Time { return c.s.clock.Now() }

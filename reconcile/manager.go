@@ -64,6 +64,9 @@ type ManagerOptions struct {
 	ShutdownTimeout time.Duration
 	// Logger receives the Manager's own lines. Default: slog.Default().
 	Logger *slog.Logger
+	// Debug serves debug pages on the HTTP server: see DebugOptions.
+	// Default: off.
+	Debug DebugOptions
 }
 
 // Runner is what a Manager runs as a controller: *Controller[K] for any K.
@@ -84,6 +87,8 @@ type Manager struct {
 	// Everything below is guarded by mu.
 	names   map[string]bool // "kind/name": names are unique per kind
 	caches  []Cache
+	// controllers are the controllers the debug pages show.
+	controllers []inspectable
 	leading []task // controllers and leader-only functions
 	always  []task // functions that run on every replica
 	addr    string
@@ -110,7 +115,8 @@ type task struct {
 
 // NewManager returns a Manager, or an error for invalid options: leader
 // timings and identity, Leader set without Lock, an Addr that is not
-// host:port, a negative ShutdownTimeout.
+// host:port, a negative ShutdownTimeout, Debug.Enabled without Addr, a
+// Debug.Refresh under a second.
 func NewManager(opts ManagerOptions) (*Manager, error) {
 	if opts.Addr == "off" {
 		opts.Addr = ""
@@ -123,6 +129,12 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	if opts.Lock == nil && leaderConfigSet(opts.Leader) {
 		return nil, errors.New("reconcile.NewManager: Leader is set but Lock is nil: without a Lock there is no election " +
 			"and every replica would lead; set Lock (leader/memlock, leader/etcdlock, leader/pglock) or leave Leader empty")
+	}
+	if opts.Debug.Enabled && opts.Addr == "" {
+		return nil, errDebugWithoutAddr
+	}
+	if opts.Debug.Refresh != 0 && opts.Debug.Refresh < time.Second {
+		return nil, fmt.Errorf("reconcile.NewManager: Debug.Refresh %v: want 0 (no reload) or at least a second", opts.Debug.Refresh)
 	}
 	if opts.ShutdownTimeout < 0 {
 		return nil, fmt.Errorf("reconcile.NewManager: negative ShutdownTimeout %v", opts.ShutdownTimeout)
@@ -192,6 +204,12 @@ func (m *Manager) AddController(c Runner) error {
 			return err
 		}
 		m.leading = append(m.leading, task{kind: "controller", name: c.Name(), run: c.Run})
+		if ic, ok := c.(inspectable); ok {
+			m.controllers = append(m.controllers, ic)
+			if m.opts.Debug.Enabled {
+				ic.enableReadyTimes()
+			}
+		}
 		return nil
 	})
 }

@@ -304,6 +304,9 @@ func (m *Manager) serveHTTP() (stop func(), err error) {
 	if m.opts.Gatherer != nil {
 		mux.Handle("/metrics", promhttp.HandlerFor(m.opts.Gatherer, promhttp.HandlerOpts{}))
 	}
+	if m.opts.Debug.Enabled {
+		mux.Handle(debugRoot, m.DebugHandler())
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
 	go func() {

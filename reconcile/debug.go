@@ -1,0 +1,266 @@
+package reconcile
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/leader"
+)
+
+// DebugOptions configures the debug pages under /debug/converge/ on the
+// Manager's HTTP server (ManagerOptions.Addr): an overview of controllers,
+// informers and the leader, a page per controller and a page per key, each
+// in HTML (no script) and, with ?format=json or Accept: application/json,
+// as JSON of the same structs.
+type DebugOptions struct {
+	// Enabled registers the pages. It needs Addr (NewManager rejects it
+	// without). Default: false, no route is registered.
+	Enabled bool
+	// AllowRemote serves clients that are not on a loopback address.
+	// Default: false: they get 403 Forbidden, whatever address the server
+	// binds, since the pages name keys and show error messages. A proxy
+	// on the same host counts as loopback: put authentication in it
+	// before exposing the pages, as with pprof.
+	AllowRemote bool
+	// Refresh, if at least a second, makes the HTML pages reload
+	// themselves that often (a meta refresh). Default: 0, no reload.
+	Refresh time.Duration
+}
+
+// debugRoot is the prefix of every debug page.
+const debugRoot = "/debug/converge/"
+
+// headTimeout bounds the overview's wait for each informer's store head.
+const headTimeout = 200 * time.Millisecond
+
+// inspectable is what the pages need of a controller: *Controller[K] for
+// any K.
+type inspectable interface {
+	Name() string
+	Inspect() ControllerInfo
+	inspectKeyString(key string) (KeyInfo, bool)
+	enableReadyTimes()
+	clockNow() time.Time
+}
+
+// informerStats is what the pages read from an informer: *informer.Informer
+// has all of it.
+type informerStats interface {
+	Stats() informer.Stats
+	LastRevision() informer.Revision
+	Len() int
+	Head(ctx context.Context) (informer.Revision, bool, error)
+}
+
+// Overview is the debug overview page's data.
+type Overview struct {
+	Controllers []ControllerInfo
+	Informers   []InformerInfo
+	// Leader is nil without leader election.
+	Leader *leader.Status `json:",omitempty"`
+	Now    time.Time
+}
+
+// InformerInfo is one informer on the overview page.
+type InformerInfo struct {
+	Name         string
+	Synced       bool
+	Len          int
+	LastRevision informer.Revision
+	// Head is the store's current revision, if the Source can tell
+	// (informer.HeadRevisioner) and answered within 200ms; HeadError says
+	// why not otherwise.
+	Head      informer.Revision
+	HeadKnown bool
+	HeadError string `json:",omitempty"`
+	// Lag is Head minus LastRevision, when HeadKnown.
+	Lag informer.Revision
+	// Relists counts the lists after the first (Stats.Lists - 1).
+	Relists uint64
+	Stats   informer.Stats
+}
+
+// ControllerPage is the data of a controller's page.
+type ControllerPage struct {
+	ControllerInfo
+	Now time.Time
+}
+
+// KeyPage is the data of a key's page.
+type KeyPage struct {
+	Controller string
+	KeyInfo
+	Now time.Time
+}
+
+//go:embed debug_templates/*.html
+var debugFS embed.FS
+
+var debugTemplates = template.Must(template.New("").Funcs(template.FuncMap{
+	"path": url.PathEscape,
+	"ago": func(now, t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		d := now.Sub(t).Round(time.Millisecond)
+		if d < 0 {
+			return "in " + (-d).String()
+		}
+		return d.String() + " ago"
+	},
+	"dur": func(d time.Duration) string { return d.Round(time.Microsecond).String() },
+	"truncated": func(shown string, n int) bool { return len(shown) < n },
+}).ParseFS(debugFS, "debug_templates/*.html"))
+
+// DebugHandler returns the debug pages' handler, as the Manager's server
+// mounts it under /debug/converge/ when Debug.Enabled: for a program that
+// serves the pages on a server of its own. It applies Debug.AllowRemote
+// (loopback clients only by default); Enabled is not needed.
+func (m *Manager) DebugHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+debugRoot+"{$}", m.serveOverview)
+	mux.HandleFunc("GET "+debugRoot+"controllers/{name}", m.serveController)
+	mux.HandleFunc("GET "+debugRoot+"controllers/{name}/keys/{key...}", m.serveKey)
+	if m.opts.Debug.AllowRemote {
+		return mux
+	}
+	return loopbackOnly(mux)
+}
+
+// loopbackOnly answers 403 to clients whose address is not loopback.
+func loopbackOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			http.Error(w, "debug pages answer loopback clients only (ManagerOptions.Debug.AllowRemote)", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (m *Manager) serveOverview(w http.ResponseWriter, r *http.Request) {
+	m.render(w, r, "overview", m.overview(r.Context()))
+}
+
+// overview gathers the overview page: each controller's Inspect, each
+// informer's counters and store head, the leader's status.
+func (m *Manager) overview(ctx context.Context) Overview {
+	o := Overview{Now: time.Now()}
+	for _, c := range m.inspectables() {
+		o.Controllers = append(o.Controllers, c.Inspect())
+	}
+	m.mu.Lock()
+	caches := append([]Cache(nil), m.caches...)
+	m.mu.Unlock()
+	for _, c := range caches {
+		info := InformerInfo{Name: c.Name(), Synced: c.HasSynced()}
+		if s, ok := c.(informerStats); ok {
+			info.Len, info.LastRevision, info.Stats = s.Len(), s.LastRevision(), s.Stats()
+			info.Relists = max(info.Stats.Lists, 1) - 1
+			hctx, cancel := context.WithTimeout(ctx, headTimeout)
+			head, known, err := s.Head(hctx)
+			cancel()
+			switch {
+			case err != nil:
+				info.HeadError = err.Error()
+			case known:
+				info.Head, info.HeadKnown, info.Lag = head, true, max(head-info.LastRevision, 0)
+			}
+		}
+		o.Informers = append(o.Informers, info)
+	}
+	if m.elector != nil {
+		st := m.elector.Status()
+		o.Leader = &st
+	}
+	return o
+}
+
+func (m *Manager) serveController(w http.ResponseWriter, r *http.Request) {
+	c := m.inspectable(r.PathValue("name"))
+	if c == nil {
+		http.Error(w, fmt.Sprintf("no controller %q", r.PathValue("name")), http.StatusNotFound)
+		return
+	}
+	m.render(w, r, "controller", ControllerPage{ControllerInfo: c.Inspect(), Now: c.clockNow()})
+}
+
+func (m *Manager) serveKey(w http.ResponseWriter, r *http.Request) {
+	name, key := r.PathValue("name"), r.PathValue("key")
+	c := m.inspectable(name)
+	if c == nil {
+		http.Error(w, fmt.Sprintf("no controller %q", name), http.StatusNotFound)
+		return
+	}
+	info, ok := c.inspectKeyString(key)
+	if !ok {
+		http.Error(w, fmt.Sprintf("controller %q knows nothing of key %q: not queued, not failing, not among its recent reconciles", name, key), http.StatusNotFound)
+		return
+	}
+	m.render(w, r, "key", KeyPage{Controller: name, KeyInfo: info, Now: c.clockNow()})
+}
+
+// wantsJSON reports whether the client asked for JSON.
+func wantsJSON(r *http.Request) bool {
+	return r.URL.Query().Get("format") == "json" || strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+// render writes data as JSON or through the named template, buffered so
+// that a template error is a 500, not half a page.
+func (m *Manager) render(w http.ResponseWriter, r *http.Request, name string, data any) {
+	if wantsJSON(r) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(data); err != nil {
+			m.opts.Logger.Error("debug page: encoding JSON", "page", name, "error", err)
+		}
+		return
+	}
+	var b strings.Builder
+	page := struct {
+		Title   string
+		Refresh int
+		Data    any
+	}{Title: name, Refresh: int(m.opts.Debug.Refresh / time.Second), Data: data}
+	if err := debugTemplates.ExecuteTemplate(&b, name+".html", page); err != nil {
+		m.opts.Logger.Error("debug page: rendering", "page", name, "error", err)
+		http.Error(w, "rendering the page failed: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// inspectables returns the controllers the pages show, in the order added.
+func (m *Manager) inspectables() []inspectable {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]inspectable(nil), m.controllers...)
+}
+
+func (m *Manager) inspectable(name string) inspectable {
+	for _, c := range m.inspectables() {
+		if c.Name() == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// errDebugWithoutAddr is NewManager's error for Debug.Enabled without Addr.
+var errDebugWithoutAddr = errors.New("reconcile.NewManager: Debug.Enabled needs Addr: the pages are served on the Manager's HTTP server")
