@@ -118,7 +118,7 @@ var debugTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 		}
 		return d.String() + " ago"
 	},
-	"dur": func(d time.Duration) string { return d.Round(time.Microsecond).String() },
+	"dur":       func(d time.Duration) string { return d.Round(time.Microsecond).String() },
 	"truncated": func(shown string, n int) bool { return len(shown) < n },
 }).ParseFS(debugFS, "debug_templates/*.html"))
 

@@ -85,14 +85,14 @@ type Manager struct {
 
 	mu sync.Mutex
 	// Everything below is guarded by mu.
-	names   map[string]bool // "kind/name": names are unique per kind
-	caches  []Cache
+	names  map[string]bool // "kind/name": names are unique per kind
+	caches []Cache
 	// controllers are the controllers the debug pages show.
 	controllers []inspectable
-	leading []task // controllers and leader-only functions
-	always  []task // functions that run on every replica
-	addr    string
-	started bool
+	leading     []task // controllers and leader-only functions
+	always      []task // functions that run on every replica
+	addr        string
+	started     bool
 
 	// The terms' leader-only tasks: termsClosed is set once Run is
 	// stopping (no new term starts them), terms counts the terms running
