@@ -1,7 +1,6 @@
 package reconcile_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -63,54 +62,30 @@ func TestInspectShouldListFailingKeysByAttemptsAndParkedOnesWithTruncatedErrors(
 
 func TestInspectShouldShowAReconcileInProgressWithItsAgeAndTheKeysWaitingBehindIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, _, _, h := runBlockedController(t, "a", "b")
+		b, _, _, h := startBlocked(t, nil, "a", "b")
+		synctest.Wait()
 		h.Clock.Step(5 * time.Second)
+		first, second := b.first, map[string]string{"a": "b", "b": "a"}[b.first] // the list's order is the store's
 
 		info := b.c.Inspect()
 		assert.Equal(t, 1, info.Workers)
 		assert.Equal(t, 1, info.Busy)
 		require.Len(t, info.InFlight, 1)
-		assert.Equal(t, "a", info.InFlight[0].Key)
+		assert.Equal(t, first, info.InFlight[0].Key)
 		assert.Equal(t, 5*time.Second, info.InFlight[0].Age)
 		assert.NotEmpty(t, info.InFlight[0].ReconcileID)
-		assert.Equal(t, []string{"b"}, info.Ready)
+		assert.Equal(t, []string{second}, info.Ready)
 		assert.Equal(t, 1, info.Queue.Processing)
 
-		a, ok := b.c.InspectKey("a")
+		a, ok := b.c.InspectKey(first)
 		require.True(t, ok)
 		assert.Equal(t, "processing", a.Phase)
 		assert.Equal(t, h.Clock.Now().Add(-5*time.Second), a.InFlightSince)
-		k, ok := b.c.InspectKey("b")
+		k, ok := b.c.InspectKey(second)
 		require.True(t, ok)
 		assert.Equal(t, "ready", k.Phase)
 		close(b.release)
 	})
-}
-
-// blockedController is a blocker with its controller.
-type blockedController struct {
-	*blocker
-	c *reconcile.Controller[string]
-}
-
-func runBlockedController(t *testing.T, keys ...string) (blockedController, context.CancelCauseFunc, chan error, *reconciletest.Harness) {
-	t.Helper()
-	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
-	for _, k := range keys {
-		store.Put(k, 1)
-	}
-	inf := reconciletest.Informer(h, "ints", store)
-	b := newBlocker()
-	c, err := reconcile.New("c", b, reconcile.For(inf), reconcile.WithClock(h.Clock), quiet)
-	require.NoError(t, err)
-	ctx, stop := context.WithCancelCause(h.Context())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	<-b.started
-	synctest.Wait()
-	t.Cleanup(func() { stop(nil) })
-	return blockedController{b, c}, stop, done, h
 }
 
 func TestInspectKeyShouldListRecentReconcilesNewestFirstWithLastSuccessAndDuration(t *testing.T) {

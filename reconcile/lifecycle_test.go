@@ -178,6 +178,21 @@ func (b *blocker) Reconcile(ctx context.Context, key string) (reconcile.Result, 
 // a cause, Run's result, and the harness whose clock times the grace.
 func runBlocked(t *testing.T, grace time.Duration, keys ...string) (*blocker, context.CancelCauseFunc, chan error, *reconciletest.Harness) {
 	t.Helper()
+	b, stop, done, h := startBlocked(t, []reconcile.Option{reconcile.WithShutdownGrace(grace)}, keys...)
+	return b.blocker, stop, done, h
+}
+
+// blockedController is a blocker with its controller and the key whose
+// reconcile it blocks first.
+type blockedController struct {
+	*blocker
+	c     *reconcile.Controller[string]
+	first string
+}
+
+// startBlocked is runBlocked with any options, and the controller.
+func startBlocked(t *testing.T, opts []reconcile.Option, keys ...string) (blockedController, context.CancelCauseFunc, chan error, *reconciletest.Harness) {
+	t.Helper()
 	h := reconciletest.New(t)
 	store := memstore.New[string, int]()
 	for _, k := range keys {
@@ -185,14 +200,14 @@ func runBlocked(t *testing.T, grace time.Duration, keys ...string) (*blocker, co
 	}
 	inf := reconciletest.Informer(h, "ints", store)
 	b := newBlocker()
-	c, err := reconcile.New("c", b, reconcile.For(inf), reconcile.WithClock(h.Clock), reconcile.WithShutdownGrace(grace), quiet)
+	c, err := reconcile.New("c", b, append([]reconcile.Option{reconcile.For(inf), reconcile.WithClock(h.Clock), quiet}, opts...)...)
 	require.NoError(t, err)
 	ctx, stop := context.WithCancelCause(h.Context())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	<-b.started
+	first := <-b.started
 	t.Cleanup(func() { stop(nil) })
-	return b, stop, done, h
+	return blockedController{b, c, first}, stop, done, h
 }
 
 func TestShutdownLetsReconcilesInProgressFinishWithinTheGrace(t *testing.T) {
