@@ -64,7 +64,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&cfg.prefix, "prefix", "/converge-demo/", "etcd key prefix (replicasets/ and pods/ under it)")
 	fl.StringVar(&cfg.node, "node", "local", "the node this agent runs pods for")
 	fl.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "run: address of the HTTP API (port 0 picks one)")
-	fl.StringVar(&cfg.managerAddr, "manager-addr", pick(demo, "off", "127.0.0.1:8081"), `the Manager's /healthz, /readyz and /metrics ("off": none)`)
+	fl.StringVar(&cfg.managerAddr, "manager-addr", pick(demo, "off", "127.0.0.1:8081"), `the Manager's /healthz, /readyz, /metrics and /debug/converge/ ("off": none)`)
 	fl.DurationVar(&cfg.backoffBase, "backoff-base", pick(demo, 200*time.Millisecond, 10*time.Second), "CrashLoopBackOff: first restart delay (kubelet: 10s)")
 	fl.DurationVar(&cfg.backoffCap, "backoff-cap", pick(demo, 5*time.Second, 5*time.Minute), "CrashLoopBackOff: longest restart delay (kubelet: 5m)")
 	fl.StringVar(&cfg.logLevel, "log-level", pick(demo, "none", "info"), "controller logs on stderr: debug, info, warn, error or none")
@@ -181,8 +181,11 @@ func newSystem(cfg config, st *stores, logger *slog.Logger) (*system, error) {
 		return nil, err
 	}
 
+	serving := cfg.managerAddr != "" && cfg.managerAddr != "off"
 	mgr, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: cfg.managerAddr, Gatherer: reg,
-		Logger: logger, ShutdownTimeout: 20 * time.Second})
+		Logger: logger, ShutdownTimeout: 20 * time.Second,
+		// The debug pages, on the same loopback server: /debug/converge/.
+		Debug: reconcile.DebugOptions{Enabled: serving, Refresh: 2 * time.Second}})
 	if err != nil {
 		return nil, err
 	}
