@@ -38,20 +38,7 @@ func TestBackgroundCompactorShouldCompactToItsWatermarkAndExpireAWatchBehindIt(t
 	var held int64 // the newest revision before the informer was held
 	schema := pgx.Identifier{h.schema}.Sanitize()
 	require.NoError(t, h.pool.QueryRow(t.Context(), `SELECT max(rev) FROM `+schema+`.log`).Scan(&held))
-	for i := range 200 {
-		k := key(i % 40)
-		_, rev, ok, err := other.Get(t.Context(), k)
-		require.NoError(t, err)
-		switch {
-		case !ok:
-			_, err = other.Create(t.Context(), k, item{N: 1000 + i})
-		case i%3 == 0:
-			_, err = other.Delete(t.Context(), k, rev)
-		default:
-			_, err = other.Update(t.Context(), k, item{N: 1000 + i}, rev)
-		}
-		require.NoError(t, err)
-	}
+	churn(t, other, 200)
 	var top int64
 	require.NoError(t, h.pool.QueryRow(t.Context(), `SELECT max(rev) FROM `+schema+`.log`).Scan(&top))
 
