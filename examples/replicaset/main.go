@@ -60,8 +60,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	var cfg config
 	fl := flag.NewFlagSet(mode, flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	fl.StringVar(&cfg.store, "store", "memory", "where desired state lives: memory, or etcd://host:port[,host:port]")
-	fl.StringVar(&cfg.prefix, "prefix", "/converge-demo/", "etcd key prefix (replicasets/ and pods/ under it)")
+	fl.StringVar(&cfg.store, "store", "memory", "where desired state lives: memory, etcd://host:port[,host:port], or postgres://user@host:port/db")
+	fl.StringVar(&cfg.prefix, "prefix", "/converge-demo/", "etcd key prefix (replicasets/ and pods/ under it); on PostgreSQL the schema's name, from its letters and digits")
 	fl.StringVar(&cfg.node, "node", "local", "the node this agent runs pods for")
 	fl.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "run: address of the HTTP API (port 0 picks one)")
 	fl.StringVar(&cfg.managerAddr, "manager-addr", pick(demo, "off", "127.0.0.1:8081"), `the Manager's /healthz, /readyz, /metrics and /debug/converge/ ("off": none)`)

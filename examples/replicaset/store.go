@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/informer/pgstore"
 )
 
 // stores are the two kinds of objects the example keeps, by name. The
@@ -26,10 +29,14 @@ type stores struct {
 	close       func()
 }
 
-// openStores opens "memory" (the embedded store) or
+// openStores opens "memory" (the embedded store),
 // "etcd://host:port[,host:port...]", with keys under prefix + "replicasets/"
-// and prefix + "pods/".
+// and prefix + "pods/", or a PostgreSQL connection URL
+// ("postgres://user@host:port/db", see openPostgres).
 func openStores(url, prefix string) (*stores, error) {
+	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
+		return openPostgres(url, prefix)
+	}
 	if url == "" || url == "memory" {
 		return &stores{
 			replicaSets: memstore.New[string, ReplicaSet](),
@@ -40,7 +47,7 @@ func openStores(url, prefix string) (*stores, error) {
 	}
 	hosts, ok := strings.CutPrefix(url, "etcd://")
 	if !ok || hosts == "" {
-		return nil, fmt.Errorf("--store %q: want memory or etcd://host:port", url)
+		return nil, fmt.Errorf("--store %q: want memory, etcd://host:port or postgres://user@host:port/db", url)
 	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   strings.Split(hosts, ","),
@@ -63,6 +70,66 @@ func openStores(url, prefix string) (*stores, error) {
 		describe:    fmt.Sprintf("etcd %s, keys under %s", hosts, prefix),
 		close:       func() { _ = cli.Close() },
 	}, nil
+}
+
+// openPostgres connects to the database at url, sets up (idempotently) the
+// pgstore schema named after prefix (schemaName), and opens one pgstore.DB
+// for both Stores, so that both informers share one reader and one LISTEN
+// connection. The ReplicaSets are the collection "replicasets", keyed by
+// name, their JSON in the schema's log; psql changes one live with the
+// schema's write function (op 'u', expect 0: whatever its revision), e.g.
+// scaling web to 5 in schema converge_demo:
+//
+//	SELECT converge_demo.write('replicasets', 'web', 'u', 0, convert_to(jsonb_set(jsonb_set(
+//	    convert_from(l.value, 'UTF8')::jsonb, '{spec,replicas}', '5'),
+//	    '{generation}', to_jsonb((convert_from(l.value, 'UTF8')::jsonb->>'generation')::int + 1))::text, 'UTF8'))
+//	  FROM converge_demo.head h JOIN converge_demo.log l ON l.rev = h.rev
+//	 WHERE h.coll = 'replicasets' AND h.key = 'web';
+func openPostgres(url, prefix string) (*stores, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		return nil, fmt.Errorf("--store %q: %w", url, err)
+	}
+	schema := schemaName(prefix)
+	if err := pgstore.Setup(ctx, pool, schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("--store %q: %w", url, err)
+	}
+	db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+	cfg := pool.Config().ConnConfig
+	return &stores{
+		replicaSets: pgstore.New[ReplicaSet](db, "replicasets"),
+		pods:        pgstore.New[Pod](db, "pods"),
+		describe:    fmt.Sprintf("PostgreSQL %s:%d/%s, schema %s", cfg.Host, cfg.Port, cfg.Database, schema),
+		close:       func() { db.Close(); pool.Close() },
+	}, nil
+}
+
+// schemaName turns a key prefix such as "/converge-demo/" into a schema
+// name such as "converge_demo": lower case, every run of other characters
+// than letters and digits an underscore, none at the ends, at most 63
+// bytes (PostgreSQL's limit on names).
+func schemaName(prefix string) string {
+	var b strings.Builder
+	under := false
+	for _, r := range strings.ToLower(prefix) {
+		if r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			if under && b.Len() > 0 {
+				b.WriteByte('_')
+			}
+			b.WriteRune(r)
+			under = false
+		} else {
+			under = true
+		}
+	}
+	name := b.String()
+	if name == "" {
+		return pgstore.DefaultSchema
+	}
+	return name[:min(len(name), 63)]
 }
 
 // errDeleting is apply's answer for a ReplicaSet whose deletion was

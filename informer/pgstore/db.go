@@ -50,6 +50,9 @@ type dbOptions struct {
 	pollOnly, notifyOff     bool
 	logger                  *slog.Logger
 	reconnectMin, reconnMax time.Duration
+	compactEvery            time.Duration // < 0: no background compactor
+	compactKeep             uint64
+	compactSet              bool // WithCompaction was given
 }
 
 // WithSchema sets the schema holding the store's objects, the one given to
@@ -106,8 +109,9 @@ func WithLogger(l *slog.Logger) DBOption { return func(o *dbOptions) { o.logger 
 // poll loop, one LISTEN connection and one notifier, so N informers cost one
 // query per wake-up, not N. Make one per schema per process and share it.
 //
-// The reader and its LISTEN connection run only while at least one Watch
-// does: the first Watch starts them, the last one to return stops them. A
+// The reader, its LISTEN connection and its background compactor
+// (WithCompaction) run only while at least one Watch does: the first Watch
+// starts them, the last one to return stops them. A
 // reader error (a dropped connection, a server restart) ends the Watches
 // it serves with that error, as informer.Source allows; their informers
 // watch again after their last revision. A dropped LISTEN connection ends
@@ -174,6 +178,12 @@ func NewDB(pool *pgxpool.Pool, opts ...DBOption) *DB {
 		o.logger = slog.Default()
 	}
 	o.reconnectMin, o.reconnMax = 20*time.Millisecond, 2*time.Second
+	if o.compactEvery == 0 {
+		o.compactEvery = DefaultCompactInterval
+	}
+	if !o.compactSet {
+		o.compactKeep = DefaultCompactKeep
+	}
 	db.schema = o.schema
 	db.q = newQueries(quoteSchema(o.schema))
 	return db

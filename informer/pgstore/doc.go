@@ -23,6 +23,13 @@
 // transaction (Store.Fenced, Fence.Do), so a deposed leader's write is
 // refused with ErrFenced.
 //
-// The design, measurements, and what is not built yet (the identity rebase
-// after a restore, the background compactor) are in docs/design/pgstore.md.
+// A DB compacts the log in the background while it watches (WithCompaction:
+// every 5 minutes, keeping 10 000 revisions, by default). A schema dropped
+// and set up again is a new store whose revisions start above every old
+// one, so Watches resuming from the old one expire and their informers
+// relist; after restoring the schema from a backup, call Rebase before
+// writers come back, for the same effect.
+//
+// The design, measurements, and what is not built yet (detecting a restore
+// by itself) are in docs/design/pgstore.md.
 package pgstore

@@ -89,20 +89,7 @@ func TestInformerBehindACompactionShouldExpireAndRelist(t *testing.T) {
 
 	gate := make(chan struct{})
 	g.held.Store(&gate)
-	for i := range 200 {
-		k := key(i % 40)
-		_, rev, ok, err := other.Get(t.Context(), k)
-		require.NoError(t, err)
-		switch {
-		case !ok:
-			_, err = other.Create(t.Context(), k, item{N: 1000 + i})
-		case i%3 == 0:
-			_, err = other.Delete(t.Context(), k, rev)
-		default:
-			_, err = other.Update(t.Context(), k, item{N: 1000 + i}, rev)
-		}
-		require.NoError(t, err)
-	}
+	churn(t, other, 200)
 	c, err := other.Compact(t.Context(), 0)
 	require.NoError(t, err)
 	t.Logf("compacted at %d", c)
@@ -113,6 +100,26 @@ func TestInformerBehindACompactionShouldExpireAndRelist(t *testing.T) {
 	h.writes.Add(1) // stopAndCheck wants writes; these were the test's own
 	h.stopAndCheck(false)
 	t.Logf("informer stats %+v", h.inf.Stats())
+}
+
+// churn makes n changes through s to the 40 keys key(0)…key(39): a create
+// where the key is absent, else every third a delete, else an update.
+func churn(t *testing.T, s *pgstore.Store[item], n int) {
+	t.Helper()
+	for i := range n {
+		k := key(i % 40)
+		_, rev, ok, err := s.Get(t.Context(), k)
+		require.NoError(t, err)
+		switch {
+		case !ok:
+			_, err = s.Create(t.Context(), k, item{N: 1000 + i})
+		case i%3 == 0:
+			_, err = s.Delete(t.Context(), k, rev)
+		default:
+			_, err = s.Update(t.Context(), k, item{N: 1000 + i}, rev)
+		}
+		require.NoError(t, err)
+	}
 }
 
 func key(i int) string { return "k" + string(rune('A'+i)) }

@@ -68,7 +68,8 @@ func (db *DB) unsubscribe(s *sub) {
 	}
 }
 
-// startLocked starts a reader (and its LISTEN connection) at cursor.
+// startLocked starts a reader (and its LISTEN connection and background
+// compactor) at cursor.
 func (db *DB) startLocked(cursor int64) {
 	ctx, cancel := context.WithCancel(context.Background())
 	db.gen++
@@ -78,6 +79,10 @@ func (db *DB) startLocked(cursor int64) {
 	if !db.opts.pollOnly {
 		db.wg.Add(1)
 		go db.listen(ctx, db.gen)
+	}
+	if db.opts.compactEvery > 0 {
+		db.wg.Add(1)
+		go db.compactor(ctx)
 	}
 }
 

@@ -60,3 +60,45 @@ func quoteSchema(schema string) string {
 	}
 	return pgx.Identifier{schema}.Sanitize()
 }
+
+// Rebase makes every revision the store handed out so far expire, keeping
+// its contents: it moves the sequence to the current time in microseconds
+// (never backwards), and the store's base and compaction revision with it,
+// and gives the store a new id, in one transaction under Setup's lock. Every
+// Watch after an older revision, live or resuming, then fails with
+// informer.ErrRevisionExpired, and its informer relists.
+//
+// Call it after restoring the schema from a backup (a dump, a point-in-time
+// recovery, a failover to an asynchronous standby), before writers come
+// back: a restore can lose changes an informer has already seen and hand
+// their revisions out again to other changes, which no Watch could tell from
+// the old ones. A schema dropped and set up again needs no Rebase (Setup
+// starts a fresh store above every old revision).
+func Rebase(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	s := quoteSchema(schema)
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('converge-setup:' || $1))`, unquoted(schema)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `WITH b AS (
+	SELECT setval('`+s+`.rev', greatest((extract(epoch FROM clock_timestamp()) * 1000000)::bigint,
+		(SELECT last_value + 1 FROM `+s+`.rev)), false) AS b)
+UPDATE `+s+`.meta SET base = b.b, compact_rev = b.b - 1, store_id = gen_random_uuid() FROM b`)
+		return err
+	})
+	if err != nil {
+		if missing(err) {
+			return fmt.Errorf("pgstore: rebase schema %q: %w (call pgstore.Setup)", unquoted(schema), err)
+		}
+		return fmt.Errorf("pgstore: rebase schema %q: %w", unquoted(schema), err)
+	}
+	return nil
+}
+
+// unquoted returns schema, or DefaultSchema for "".
+func unquoted(schema string) string {
+	if schema == "" {
+		return DefaultSchema
+	}
+	return schema
+}

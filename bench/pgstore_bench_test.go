@@ -1,0 +1,383 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/testserver"
+)
+
+// The pgstore benchmarks (docs/design/pgstore.md §8, issue 12's
+// measurements) run against the test PostgreSQL of scripts/servers.sh:
+//
+//	scripts/servers.sh start; eval "$(scripts/servers.sh env)"
+//	GOMAXPROCS=2 go -C bench test -run '^$' -bench Pgstore -benchtime 1x .
+//	scripts/servers.sh stop
+//
+// Without a server they skip (with CONVERGE_INTEGRATION=1 they fail).
+
+const (
+	pgWriters  = 8    // concurrent writers, as the issue asks
+	pgRate     = 1000 // writes per second, all writers together, for the latency benchmark
+	pgSyncObjs = 100_000
+)
+
+// pgObj is a value of about 550 B of JSON, like the informer benchmarks'
+// objects: a ReplicaSet-like body, a name, and the time its write started
+// (the latency benchmark's clock).
+type pgObj struct {
+	benchRS
+	Name string `json:"name"`
+	Sent int64  `json:"sent,omitempty"`
+}
+
+func newPgObj(name string) pgObj {
+	v := pgObj{benchRS: newBenchValue(), Name: name}
+	v.Spec.Labels = map[string]string{"app": "web", "tier": "frontend", "team": "payments", "env": "production",
+		"region": "eu-west-1", "version": "v1.2.3", "owner": "converge-bench", "cost-centre": "cc-0042-platform"}
+	return v
+}
+
+// pgBenchPool connects to the test server, or skips b without one, with
+// room for the writers, the reader and the LISTEN connection.
+func pgBenchPool(b *testing.B, opts ...func(*pgxpool.Config)) *pgxpool.Pool {
+	b.Helper()
+	if os.Getenv(testserver.PostgresDSNEnv) == "" && !testserver.Integration() {
+		b.Skipf("SKIPPED: %s is not set, so there is no PostgreSQL to measure. Start the servers and run again: "+
+			`scripts/servers.sh start; eval "$(scripts/servers.sh env)"; go -C bench test -run '^$' -bench Pgstore .; scripts/servers.sh stop`,
+			testserver.PostgresDSNEnv)
+	}
+	cfg, err := pgxpool.ParseConfig(testserver.Postgres(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = 2*pgWriters + 4
+	for _, o := range opts {
+		o(cfg)
+	}
+	pool, err := pgxpool.NewWithConfig(b.Context(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	return pool
+}
+
+// pgBenchSchema sets up a fresh schema (with a plain table "raw" for the
+// floors) and drops it when b ends.
+func pgBenchSchema(b *testing.B, pool *pgxpool.Pool) string {
+	b.Helper()
+	name := "bench_pg_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := pgstore.Setup(b.Context(), pool, name); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{name}.Sanitize()+" CASCADE")
+	})
+	if _, err := pool.Exec(b.Context(), `CREATE TABLE `+pgx.Identifier{name}.Sanitize()+
+		`.raw (key text COLLATE "C" PRIMARY KEY, value bytea NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	return name
+}
+
+// BenchmarkPgstoreWriteToInformer measures write → informer handler
+// latency at a steady pgRate writes per second from pgWriters writers,
+// each write a Create of a new key (so no two changes of a key fold into
+// one event). local: the writers use the informer's DB (its reader is woken
+// in process); notify: they use a DB of their own, another process, whose
+// NOTIFY wakes the informer's reader. b.N is the number of writes.
+func BenchmarkPgstoreWriteToInformer(b *testing.B) {
+	for _, path := range []string{"local", "notify"} {
+		b.Run(path, func(b *testing.B) {
+			pool := pgBenchPool(b)
+			schema := pgBenchSchema(b, pool)
+			db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+			defer db.Close()
+			wdb := db
+			if path == "notify" {
+				wdb = pgstore.NewDB(pool, pgstore.WithSchema(schema))
+				defer wdb.Close()
+			}
+			lat := pgLatency(b, pgstore.New[pgObj](db, "objs"), pgstore.New[pgObj](wdb, "objs"), b.N)
+			reportLatency(b, lat)
+		})
+	}
+}
+
+// pgLatency runs an informer on src, writes n new keys through w at pgRate
+// from pgWriters writers, and returns the handler's latency per write.
+func pgLatency(b *testing.B, src informer.Source[string, pgObj], w informer.Store[string, pgObj], n int) []time.Duration {
+	inf := informer.New[string, pgObj]("pg-latency", src)
+	var (
+		mu   sync.Mutex
+		lat  = make([]time.Duration, 0, n)
+		done = make(chan struct{})
+	)
+	_, err := inf.AddHandler(informer.HandlerFuncs[string, pgObj]{AddFunc: func(_ string, v pgObj, _ bool) {
+		d := time.Duration(time.Now().UnixNano() - v.Sent)
+		mu.Lock()
+		defer mu.Unlock()
+		if lat = append(lat, d); len(lat) == n {
+			close(done)
+		}
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(b.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- inf.Run(ctx) }()
+	defer func() { cancel(); <-ran }()
+	if err := inf.WaitForSync(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	errs := make(chan error, pgWriters)
+	for wr := range pgWriters {
+		wg.Go(func() {
+			t := time.NewTicker(time.Second * pgWriters / pgRate)
+			defer t.Stop()
+			for i := wr; i < n; i += pgWriters {
+				<-t.C
+				v := newPgObj(fmt.Sprintf("w%d-%d", wr, i))
+				v.Sent = time.Now().UnixNano()
+				if _, err := w.Create(ctx, v.Name, v); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		b.Fatalf("the informer saw %d of %d writes in 30 s", len(lat), n)
+	}
+	b.StopTimer()
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(lat)
+}
+
+// reportLatency reports p50, p99 and p999 in milliseconds.
+func reportLatency(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	q := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(q(0.50), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(q(0.999), "p999-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// pgLoad fills the collection "objs" of schema (through write(), as the
+// typed client would, in one statement) and the plain table raw with n
+// objects of about 550 B, the same bytes in both.
+func pgLoad(b *testing.B, pool *pgxpool.Pool, schema string, n int) {
+	b.Helper()
+	tmpl, err := json.Marshal(newPgObj("NAME"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := pgx.Identifier{schema}.Sanitize()
+	value := `convert_to(replace($1, '"NAME"', '"k' || g || '"'), 'UTF8')`
+	for _, q := range []string{
+		`SELECT count(` + s + `.write('objs', 'k' || g, 'c', 0, ` + value + `)) FROM generate_series(1, $2) g`,
+		`INSERT INTO ` + s + `.raw SELECT 'k' || g, ` + value + ` FROM generate_series(1, $2) g`,
+		`VACUUM ANALYZE ` + s + `.log`, `VACUUM ANALYZE ` + s + `.raw`,
+	} {
+		args := []any{string(tmpl), n}
+		if strings.HasPrefix(q, "VACUUM") {
+			args = nil
+		}
+		if _, err := pool.Exec(b.Context(), q, args...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPgstoreInitialSync measures an informer's initial sync of
+// pgSyncObjs objects through pgstore (List: hole check, one snapshot
+// of the latest row of every key, decode; cache), against the floor: one
+// SELECT of a plain table with the same bytes, decoded into maps on two
+// goroutines. One op is one sync.
+func BenchmarkPgstoreInitialSync(b *testing.B) {
+	pool := pgBenchPool(b)
+	schema := pgBenchSchema(b, pool)
+	pgLoad(b, pool, schema, pgSyncObjs)
+	b.Run("floor", func(b *testing.B) {
+		for b.Loop() {
+			if got := pgFloorSync(b, pool, schema); got != pgSyncObjs {
+				b.Fatalf("floor read %d objects", got)
+			}
+		}
+	})
+	b.Run("pgstore", func(b *testing.B) {
+		for b.Loop() {
+			db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+			inf := informer.New[string, pgObj]("pg-sync", pgstore.New[pgObj](db, "objs"))
+			ctx, cancel := context.WithCancel(b.Context())
+			ran := make(chan error, 1)
+			go func() { ran <- inf.Run(ctx) }()
+			err := inf.WaitForSync(b.Context())
+			b.StopTimer()
+			n := inf.Len()
+			cancel()
+			<-ran
+			db.Close()
+			b.StartTimer()
+			if err != nil || n != pgSyncObjs {
+				b.Fatalf("synced %d objects: %v", n, err)
+			}
+		}
+	})
+}
+
+// pgFloorSync reads every row of raw with one SELECT and decodes the values
+// into two maps on two goroutines, and returns how many it decoded.
+func pgFloorSync(b *testing.B, pool *pgxpool.Pool, schema string) int {
+	type kv struct {
+		key   string
+		value []byte
+	}
+	batches := make(chan []kv, 4)
+	maps := [2]map[string]pgObj{make(map[string]pgObj), make(map[string]pgObj)}
+	var wg sync.WaitGroup
+	for i := range maps {
+		wg.Go(func() {
+			for batch := range batches {
+				for _, r := range batch {
+					var v pgObj
+					if err := json.Unmarshal(r.value, &v); err != nil {
+						panic(err)
+					}
+					maps[i][r.key] = v
+				}
+			}
+		})
+	}
+	rows, err := pool.Query(b.Context(), `SELECT key, value FROM `+pgx.Identifier{schema}.Sanitize()+`.raw`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := make([]kv, 0, 1000)
+	for rows.Next() {
+		var r kv
+		if err := rows.Scan(&r.key, &r.value); err != nil {
+			b.Fatal(err)
+		}
+		if batch = append(batch, r); len(batch) == cap(batch) {
+			batches <- batch
+			batch = make([]kv, 0, 1000)
+		}
+	}
+	batches <- batch
+	close(batches)
+	wg.Wait()
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return len(maps[0]) + len(maps[1])
+}
+
+// BenchmarkPgstoreWrite measures write throughput from pgWriters writers,
+// each updating keys of its own among 10 000: typed, Store.Update (a
+// compare-and-swap through write(), one round trip, synchronous commit);
+// raw, a single-row INSERT … ON CONFLICT DO UPDATE of a plain table, one
+// round trip, with synchronous_commit on as well (the server's default
+// here is off; with fsync off neither waits for a disk). One op is one
+// write; writes/s is the total.
+func BenchmarkPgstoreWrite(b *testing.B) {
+	const keys = 10_000
+	pool := pgBenchPool(b, func(c *pgxpool.Config) { c.ConnConfig.RuntimeParams["synchronous_commit"] = "on" })
+	schema := pgBenchSchema(b, pool)
+	pgLoad(b, pool, schema, keys)
+	db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+	defer db.Close()
+	store := pgstore.New[pgObj](db, "objs")
+	upsert := `INSERT INTO ` + pgx.Identifier{schema}.Sanitize() + `.raw (key, value) VALUES ($1, $2)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`
+	// Every key's revision, so that a typed write is one Update (a writer
+	// is the only one to write its keys).
+	heads := make(map[string]informer.Revision, keys)
+	rows, err := pool.Query(b.Context(), `SELECT key, rev FROM `+pgx.Identifier{schema}.Sanitize()+`.head`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for rows.Next() {
+		var (
+			k   string
+			rev int64
+		)
+		if err := rows.Scan(&k, &rev); err != nil {
+			b.Fatal(err)
+		}
+		heads[k] = informer.Revision(rev)
+	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	for _, kind := range []string{"raw", "typed"} {
+		b.Run(kind, func(b *testing.B) {
+			var mu sync.Mutex // heads, between the writers of b.N runs
+
+			var wg sync.WaitGroup
+			errs := make(chan error, pgWriters)
+			start := time.Now()
+			for wr := range pgWriters {
+				wg.Go(func() {
+					for i := wr; i < b.N; i += pgWriters {
+						k := "k" + strconv.Itoa(1+(i%keys))
+						v := newPgObj(k)
+						v.Status.Ready = i
+						var err error
+						if kind == "raw" {
+							data, _ := json.Marshal(v)
+							_, err = pool.Exec(b.Context(), upsert, k, data)
+						} else {
+							mu.Lock()
+							rev := heads[k]
+							mu.Unlock()
+							if rev, err = store.Update(b.Context(), k, v, rev); err == nil {
+								mu.Lock()
+								heads[k] = rev
+								mu.Unlock()
+							}
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "writes/s")
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+		})
+	}
+}
