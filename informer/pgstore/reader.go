@@ -115,7 +115,10 @@ func (db *DB) take(s *sub) (rows []row, pos int64, live bool, err error) {
 // is done or a query fails (then the live Watches end with the error).
 func (db *DB) run(ctx context.Context, gen uint64, cursor int64) {
 	defer db.wg.Done()
-	var holeAt int64 // the hole waited for once already
+	// holeAt is the hole being waited for (the revision of the row after
+	// it), seen first at holeSince.
+	var holeAt int64
+	var holeSince time.Time
 	for {
 		db.mu.Lock()
 		colls := make([]string, 0, len(db.colls))
@@ -131,10 +134,16 @@ func (db *DB) run(ctx context.Context, gen uint64, cursor int64) {
 		switch {
 		case err != nil:
 		case hole > 0 && hole != holeAt:
+			holeAt, holeSince = hole, time.Now()
+			fallthrough
+		case hole > 0 && time.Since(holeSince) < db.opts.fillAfter:
 			// A writer that took a revision commits well within FillAfter:
-			// give it that long before filling in front of it.
-			holeAt = hole
-			err = sleep(ctx, db.opts.fillAfter)
+			// give it that long before filling in front of it, but read
+			// again as soon as a write commits (most likely the one the
+			// hole is waiting for: with concurrent writers, holes are the
+			// rule, and sleeping out FillAfter on each put the reader tens
+			// of milliseconds behind).
+			err = db.waitHole(ctx, db.opts.fillAfter-time.Since(holeSince))
 		case hole > 0:
 			// Waits for a writer still in flight, then fills what it left.
 			_, err = db.pool.Exec(ctx, db.q.fill, cursor+1, hole-1)
@@ -149,6 +158,19 @@ func (db *DB) run(ctx context.Context, gen uint64, cursor int64) {
 			return
 		}
 	}
+}
+
+// waitHole waits up to d for a wake-up: a commit that may close the hole.
+func (db *DB) waitHole(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-db.wake:
+	case <-t.C:
+	}
+	return nil
 }
 
 // idle waits for a wake-up (a local write, a NOTIFY, a (re)connect of the
