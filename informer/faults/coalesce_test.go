@@ -43,7 +43,7 @@ func TestCoalescingShouldEmitOnlyEachKeysLatestEventOfAWindowInRevisionOrder(t *
 		store.Put("c", 1) // 5: opens the next window
 		_, err := store.Delete(ctx, "c", 0)
 		require.NoError(t, err) // 6
-		store.Put("c", 2) // 7
+		store.Put("c", 2)       // 7
 		synctest.Wait()
 		assert.Empty(t, got)
 		time.Sleep(time.Second)
