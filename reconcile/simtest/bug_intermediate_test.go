@@ -172,5 +172,5 @@ func TestAReconcileThatCountsChildrenInTheStoreShouldSurviveACrashAfterEveryWrit
 	require.Empty(t, r.Failure)
 	assert.Positive(t, r.Writes, "the reference run writes")
 	assert.Equal(t, r.Writes, r.Schedules, "one schedule per write")
-	assert.Equal(t, r.Schedules, r.CrashPoints, "every crash point reached")
+	assert.Equal(t, r.Schedules, r.FaultPoints, "every crash point reached")
 }

@@ -142,7 +142,7 @@ func TestAProcessShouldWriteNothingAfterItCrashedAndAFreshOneShouldFinish(t *tes
 	r := simtest.Check(t, spec)
 	require.Empty(t, r.Failure)
 	assert.Equal(t, 1, r.Schedules, "-simtest.schedule runs only that schedule")
-	assert.Equal(t, 1, r.CrashPoints)
+	assert.Equal(t, 1, r.FaultPoints)
 	// The crashing write and the dead process's next one at least; more if
 	// its queue still held a key when it died (a dying controller drains
 	// its queue, and the kit refuses every write of it).
@@ -155,13 +155,45 @@ func TestAProcessShouldWriteNothingAfterItCrashedAndAFreshOneShouldFinish(t *tes
 }
 
 func TestSchedulesShouldPrintAsTheFlagReadsThem(t *testing.T) {
-	for _, s := range []simtest.Schedule{{}, {Crashes: []int{3}}, {Crashes: []int{1, 7}}} {
+	for _, s := range []simtest.Schedule{
+		{},
+		{Faults: []simtest.Fault{{Kind: simtest.Crash, At: 3}}},
+		{Faults: []simtest.Fault{{Kind: simtest.Crash, At: 1}, {Kind: simtest.Stale, At: 7, Arg: 2}, {Kind: simtest.Panic, At: 8}, {Kind: simtest.Ambiguous, At: 9}}},
+		{Seed: 5, Coalesce: 2 * time.Second, Duplicate: 0.2, Expire: 0.05},
+		simtest.Sample(11, 20),
+	} {
 		got, err := simtest.ParseSchedule(s.String())
 		require.NoError(t, err)
 		assert.Equal(t, s.String(), got.String())
 	}
-	for _, bad := range []string{"", "crash@", "crash@0", "crash@x", "stale@1"} {
+	two, err := simtest.ParseSchedule("crash@1,7")
+	require.NoError(t, err)
+	assert.Equal(t, "crash@1 crash@7", two.String())
+	for _, bad := range []string{"", "crash@", "crash@0", "crash@x", "stale@1", "panic@1:2", "boom@1", "coalesce=x", "speed=1"} {
 		_, err := simtest.ParseSchedule(bad)
 		assert.Error(t, err, bad)
 	}
+}
+
+func TestTheSameSeedShouldDrawTheSameSchedule(t *testing.T) {
+	assert.Equal(t, simtest.Sample(42, 10).String(), simtest.Sample(42, 10).String())
+	kinds := map[string]bool{}
+	for seed := range uint64(200) {
+		s := simtest.Sample(seed, 10)
+		require.NotEmpty(t, s.Faults)
+		for _, f := range s.Faults {
+			require.True(t, f.At >= 1 && f.At <= 10, "%s", s)
+			kinds[f.Kind.String()] = true
+		}
+		if s.Coalesce > 0 {
+			kinds["coalesce"] = true
+		}
+		if s.Duplicate > 0 {
+			kinds["dup"] = true
+		}
+		if s.Expire > 0 {
+			kinds["expire"] = true
+		}
+	}
+	assert.Len(t, kinds, 7, "200 seeds draw every kind of fault: %v", kinds)
 }

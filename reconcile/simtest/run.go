@@ -17,10 +17,13 @@ import (
 type runState struct {
 	// crashed carries a process that crashed to the driver (buffered 1:
 	// one process is alive at a time).
-	crashed chan *Process
+	crashed chan crash
+	sched   Schedule
 
 	mu         sync.Mutex
-	crashAt    map[int]bool
+	faultAt    map[int]*Fault
+	sources    []interface{ SetHealthy(bool) }
+	healthy    bool // set when the liveness phase begins
 	budget     int  // writes, and reconciles, a run may make at most
 	exhausted  bool // set when either went past budget
 	writes     int
@@ -35,8 +38,8 @@ type writeRecord struct {
 	what     string // "Create children/a-0-0"
 	by       string // "parents/a", or "" outside a counted reconcile
 	err      error
-	crashed  bool
-	sequence int // the how-manieth write of this reconcile's key
+	fault    *Fault // the schedule's fault at this write, if any
+	sequence int    // the how-manieth write of this reconcile's key
 }
 
 func (w writeRecord) String() string {
@@ -47,22 +50,22 @@ func (w writeRecord) String() string {
 	if w.err != nil {
 		s += fmt.Sprintf(" (failed: %v)", w.err)
 	}
-	if w.crashed {
-		s += "; crashed after it"
+	if w.fault != nil {
+		s += fmt.Sprintf("; %s after it", w.fault.Kind)
 	}
 	return s
 }
 
-// wrote numbers a write that has just been made and says whether the
-// process must crash after it.
-func (r *runState) wrote(what, by string, err error) (n int, crash, over bool) {
+// wrote numbers a write that has just been made and returns the fault
+// the schedule puts after it, if any.
+func (r *runState) wrote(what, by string, err error) (n int, fault *Fault, over bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.writes++
 	n = r.writes
 	if n > r.budget {
 		r.exhausted = true
-		return n, false, true
+		return n, nil, true
 	}
 	seq := 1
 	for _, w := range r.log {
@@ -70,9 +73,29 @@ func (r *runState) wrote(what, by string, err error) (n int, crash, over bool) {
 			seq++
 		}
 	}
-	crash = r.crashAt[n]
-	r.log = append(r.log, writeRecord{n: n, what: what, by: by, err: err, crashed: crash, sequence: seq})
-	return n, crash, false
+	fault = r.faultAt[n]
+	r.log = append(r.log, writeRecord{n: n, what: what, by: by, err: err, fault: fault, sequence: seq})
+	return n, fault, false
+}
+
+// addSource registers a faulty source, healthy already if the run is in
+// its liveness phase.
+func (r *runState) addSource(s interface{ SetHealthy(bool) }) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.SetHealthy(r.healthy)
+	r.sources = append(r.sources, s)
+}
+
+// heal turns the source faults off, for the liveness phase: as with
+// informer/faults in any test, the system must converge once they stop.
+func (r *runState) heal() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.healthy = true
+	for _, s := range r.sources {
+		s.SetHealthy(true)
+	}
 }
 
 // reconciled counts a reconcile of who, and reports whether the run has
@@ -117,7 +140,7 @@ var errBudget = errors.New("simtest: budget exhausted")
 type outcome struct {
 	observed any
 	writes   int // writes made by the processes
-	crashes  int // crash points reached
+	faults   int // fault points reached
 	log      []writeRecord
 	failure  string // "" if every oracle held
 	oracle   string // which one failed
@@ -134,16 +157,18 @@ func execute[W any](t *testing.T, spec *Spec[W], sched Schedule, ref *outcome) (
 
 // drive is a run, on the bubble's goroutine.
 func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
-	rs := &runState{crashed: make(chan *Process, 1), crashAt: map[int]bool{}, reconciles: map[string]int{}, budget: spec.Budget}
-	for _, n := range sched.Crashes {
-		rs.crashAt[n] = true
+	rs := &runState{crashed: make(chan crash, 1), sched: sched, faultAt: map[int]*Fault{}, reconciles: map[string]int{}, budget: spec.Budget}
+	for i, f := range sched.Faults {
+		if _, taken := rs.faultAt[f.At]; !taken {
+			rs.faultAt[f.At] = &sched.Faults[i]
+		}
 	}
 	w := spec.World()
 	ctx := context.Background()
 	incarnation := 0
 	var cur *Process
-	start := func() error {
-		cur = newProcess(rs, incarnation)
+	start := func(lag int) error {
+		cur = newProcess(rs, incarnation, lag, spec.StaleFor)
 		incarnation++
 		if err := spec.Process(cur, w); err != nil {
 			return fmt.Errorf("process %d: %w", cur.incarnation, err)
@@ -165,18 +190,18 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		}
 		out.writes, out.log = rs.writeCount(), rs.log
 		for _, wr := range rs.log {
-			if wr.crashed {
-				out.crashes++
+			if wr.fault != nil {
+				out.faults++
 			}
 		}
 	}()
 	// restart replaces the crashed process with a fresh one.
-	restart := func() error {
+	restart := func(c crash) error {
 		if err := cur.stop(); err != nil {
 			return err
 		}
 		cur = nil
-		return start()
+		return start(c.lag)
 	}
 	// settle waits until everything is blocked, restarting crashed
 	// processes, then lets d of virtual time pass the same way.
@@ -188,8 +213,8 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 				return errBudget
 			}
 			select {
-			case <-rs.crashed:
-				if err := restart(); err != nil {
+			case c := <-rs.crashed:
+				if err := restart(c); err != nil {
 					return err
 				}
 				continue
@@ -209,8 +234,7 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 				if rs.overBudget() {
 					return errBudget
 				}
-				<-rs.crashed
-				if err := restart(); err != nil {
+				if err := restart(<-rs.crashed); err != nil {
 					return err
 				}
 			}
@@ -225,7 +249,7 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		return ""
 	}
 
-	if err := start(); err != nil {
+	if err := start(0); err != nil {
 		return fail("process", "%v", err)
 	}
 	for i, step := range spec.Workload {
@@ -240,10 +264,23 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		}
 	}
 
-	// Liveness: converge within spec.Converge, in growing ticks.
+	// Liveness: converge within spec.Converge, in growing ticks, once the
+	// source faults stop. A tick with no write means converged only if it
+	// outlasts anything the schedule holds back (a coalescing window, a
+	// stale window, the informer's longest backoff after an expiry).
+	rs.heal()
 	var converged bool
 	var waited time.Duration
-	for tick := time.Second; waited < spec.Converge; tick = min(2*tick, time.Minute) {
+	first := max(time.Second, sched.Coalesce)
+	for _, f := range sched.Faults {
+		if f.Kind == Stale {
+			first = max(first, spec.StaleFor+time.Second)
+		}
+	}
+	if sched.Expire > 0 {
+		first = max(first, 31*time.Second) // informer.DefaultWatchBackoff's cap, and one
+	}
+	for tick := first; waited < spec.Converge; tick = min(2*tick, max(first, time.Minute)) {
 		before := rs.writeCount()
 		if err := settle(tick); err != nil {
 			return fail("process", "%v", err)
