@@ -165,6 +165,14 @@ func Check[W any](t *testing.T, spec Spec[W]) *Report {
 	r := &Report{Mode: spec.Mode, Seed: spec.Seed}
 	ref := execute(t, &spec, Schedule{}, nil)
 	r.Writes = ref.writes
+	if ref.failure == "" {
+		// A reference that ends differently from run to run (two
+		// informers racing, say) would make every verdict noise: run it
+		// twice and say so.
+		if again := execute(t, &spec, Schedule{}, &ref); again.failure != "" {
+			ref.oracle, ref.failure = "determinism", fmt.Sprintf("two fault-free runs end differently: %s", diff(ref.observed, again.observed))
+		}
+	}
 	if ref.failure != "" {
 		r.Failure = fmt.Sprintf("simtest: %s: the fault-free run fails the %s oracle: %s", t.Name(), ref.oracle, ref.failure)
 		r.Failed = &Schedule{}
