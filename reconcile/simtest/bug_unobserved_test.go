@@ -185,7 +185,10 @@ func jobsSpec(onEdge bool) simtest.Spec[*jobs] {
 			func(_ context.Context, w *jobs) error { w.jobs.Put("j", Job{Phase: "Running"}); return nil },
 			pause[*jobs],
 			func(_ context.Context, w *jobs) error { w.jobs.Put("j", Job{Phase: "Failed", Failures: 1}); return nil },
-			func(_ context.Context, w *jobs) error { w.jobs.Put("j", Job{Phase: "Running", Failures: 1}); return nil },
+			func(_ context.Context, w *jobs) error {
+				w.jobs.Put("j", Job{Phase: "Running", Failures: 1})
+				return nil
+			},
 		},
 		Observe: func(w *jobs) any {
 			a, _, _, _ := w.alerts.Get(context.Background(), "j")
