@@ -60,3 +60,11 @@ func TestMeasureSeedsToFindTheTransientStatusBug(t *testing.T) {
 		return simtest.Check(t, s)
 	})
 }
+
+func TestMeasureSeedsToFindTheDeposedLeaderBug(t *testing.T) {
+	measure(t, func(seed uint64) *simtest.Report {
+		s := replicasSpec(false)
+		s.Seed, s.Runs = seed, 100
+		return simtest.Check(t, s)
+	})
+}

@@ -48,6 +48,11 @@ type Process struct {
 
 	errMu sync.Mutex
 	errs  []error // Run errors of goroutines that failed while alive
+
+	// thaw is non-nil while the process is frozen (a Depose fault), and
+	// closed when it thaws; see Clock.
+	freezeMu sync.Mutex
+	thaw     chan struct{}
 }
 
 func newProcess(run *runState, incarnation, lag int, staleFor time.Duration) *Process {
@@ -95,15 +100,18 @@ func (p *Process) crash(lag int) {
 	p.dead.Store(true)
 	p.cancel(reconcile.ErrLeadershipLost)
 	select {
-	case p.run.crashed <- crash{p, lag}:
+	case p.run.crashed <- crash{p: p, lag: lag}:
 	default:
 	}
 }
 
-// crash is a process that crashed, and the lag of its successor.
+// crash is a process that crashed, and the lag of its successor; or, with
+// release set, one that froze in a write (a Depose fault): its successor
+// starts beside it, and closing release lets the write go.
 type crash struct {
-	p   *Process
-	lag int
+	p       *Process
+	lag     int
+	release chan struct{}
 }
 
 // kill ends a process that went past the run's budget: like crash, but
@@ -116,6 +124,7 @@ func (p *Process) kill() {
 // stop ends the process and waits for everything it ran, and returns the
 // errors of its goroutines that failed while it was alive.
 func (p *Process) stop() error {
+	p.unfreeze()
 	p.writeMu.Lock()
 	p.dead.Store(true)
 	p.writeMu.Unlock()

@@ -50,7 +50,10 @@ func (w writeRecord) String() string {
 	if w.err != nil {
 		s += fmt.Sprintf(" (failed: %v)", w.err)
 	}
-	if w.fault != nil {
+	switch {
+	case w.fault != nil && w.fault.Kind == Depose:
+		s += "; the process froze before it, and made it late"
+	case w.fault != nil:
 		s += fmt.Sprintf("; %s after it", w.fault.Kind)
 	}
 	return s
@@ -67,15 +70,37 @@ func (r *runState) wrote(what, by string, err error) (n int, fault *Fault, over 
 		r.exhausted = true
 		return n, nil, true
 	}
+	fault = r.faultAt[n]
+	r.log = append(r.log, writeRecord{n: n, what: what, by: by, err: err, fault: fault, sequence: r.sequence(by)})
+	return n, fault, false
+}
+
+// sequence is the number the next write of reconciles of by gets. r.mu
+// must be held.
+func (r *runState) sequence(by string) int {
 	seq := 1
 	for _, w := range r.log {
 		if by != "" && w.by == by {
 			seq++
 		}
 	}
-	fault = r.faultAt[n]
-	r.log = append(r.log, writeRecord{n: n, what: what, by: by, err: err, fault: fault, sequence: seq})
-	return n, fault, false
+	return seq
+}
+
+// deposeNext says whether the schedule freezes the process before this
+// write, the next one; if so the write is numbered and logged now (its
+// outcome comes later), and the fault is used up.
+func (r *runState) deposeNext(what, by string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := r.faultAt[r.writes+1]
+	if f == nil || f.Kind != Depose {
+		return false
+	}
+	r.writes++
+	delete(r.faultAt, r.writes)
+	r.log = append(r.log, writeRecord{n: r.writes, what: what, by: by, fault: f, sequence: r.sequence(by)})
+	return true
 }
 
 // addSource registers a faulty source, healthy already if the run is in
@@ -133,6 +158,16 @@ func (r *runState) reconcileCounts() map[string]int {
 	return m
 }
 
+// resumeWindow is how long a deposed process's work runs after its frozen
+// write goes out, before the timers of its Clock fire.
+const resumeWindow = time.Second
+
+// invariantError is an invariant found broken inside a settle (right
+// after a deposed process's late write), reported by the invariant oracle.
+type invariantError string
+
+func (e invariantError) Error() string { return string(e) }
+
 // errBudget stops a run that went past Spec.Budget.
 var errBudget = errors.New("simtest: budget exhausted")
 
@@ -176,6 +211,12 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		return nil
 	}
 	fail := func(oracle, format string, args ...any) outcome {
+		var inv invariantError
+		if len(args) == 1 {
+			if err, ok := args[0].(error); ok && errors.As(err, &inv) {
+				oracle, format, args = "invariant", "%s", []any{string(inv)}
+			}
+		}
 		if len(args) == 1 && args[0] == errBudget {
 			oracle, format, args = "liveness", "more than %d writes or reconciles in one run without virtual time passing, or in all: it never settles", []any{spec.Budget}
 		}
@@ -203,9 +244,61 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		cur = nil
 		return start(c.lag)
 	}
+	check := func(when string) string {
+		for i, inv := range spec.Invariants {
+			if err := inv(w); err != nil {
+				return fmt.Sprintf("invariant %d after %s: %v", i, when, err)
+			}
+		}
+		return ""
+	}
 	// settle waits until everything is blocked, restarting crashed
 	// processes, then lets d of virtual time pass the same way.
-	settle := func(d time.Duration) error {
+	var settle func(d time.Duration) error
+	// depose runs a successor beside the frozen process c.p, lets the
+	// frozen write go once the successor has run DeposeFor, lets the old
+	// process's work run on for resumeWindow before its clock's timers
+	// catch up (a resumed process's work may run before its watchdog, as
+	// the leader package says), checks the invariants, then thaws the old
+	// process and lets it end.
+	depose := func(c crash) error {
+		old := c.p
+		released, stopped := false, false
+		defer func() {
+			// On a failure too: nothing of the old process may outlive
+			// the run's bubble.
+			if !released {
+				close(c.release)
+			}
+			if !stopped {
+				_ = old.stop()
+			}
+		}()
+		if err := start(0); err != nil {
+			return err
+		}
+		if err := settle(spec.DeposeFor); err != nil {
+			return err
+		}
+		close(c.release)
+		released = true
+		time.Sleep(resumeWindow)
+		synctest.Wait()
+		if f := check("the deposed process's late write"); f != "" {
+			return invariantError(f)
+		}
+		old.unfreeze()
+		synctest.Wait()
+		stopped = true
+		return old.stop()
+	}
+	handle := func(c crash) error {
+		if c.release != nil {
+			return depose(c)
+		}
+		return restart(c)
+	}
+	settle = func(d time.Duration) error {
 		deadline := time.Now().Add(d)
 		for {
 			synctest.Wait()
@@ -214,7 +307,7 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 			}
 			select {
 			case c := <-rs.crashed:
-				if err := restart(c); err != nil {
+				if err := handle(c); err != nil {
 					return err
 				}
 				continue
@@ -227,6 +320,11 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 			tm := time.NewTimer(left)
 			select {
 			case <-tm.C:
+			case c := <-rs.crashed:
+				tm.Stop()
+				if err := handle(c); err != nil {
+					return err
+				}
 			case <-cur.Context().Done():
 				// Crashed, or killed for going past the budget.
 				tm.Stop()
@@ -234,19 +332,11 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 				if rs.overBudget() {
 					return errBudget
 				}
-				if err := restart(<-rs.crashed); err != nil {
+				if err := handle(<-rs.crashed); err != nil {
 					return err
 				}
 			}
 		}
-	}
-	check := func(when string) string {
-		for i, inv := range spec.Invariants {
-			if err := inv(w); err != nil {
-				return fmt.Sprintf("invariant %d after %s: %v", i, when, err)
-			}
-		}
-		return ""
 	}
 
 	if err := start(0); err != nil {
@@ -271,7 +361,7 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 	rs.heal()
 	var converged bool
 	var waited time.Duration
-	first := max(time.Second, sched.Coalesce)
+	first := max(spec.Idle, sched.Coalesce)
 	for _, f := range sched.Faults {
 		if f.Kind == Stale {
 			first = max(first, spec.StaleFor+time.Second)

@@ -27,9 +27,24 @@ const (
 	// context.DeadlineExceeded, as after a client timeout: it cannot
 	// know whether the write happened.
 	Ambiguous
+	// Depose: the process freezes just before write At (a long GC pause,
+	// a SIGSTOP): the write waits, and so do the timers of its Clock, so
+	// its elector neither renews nor notices anything. A fresh process
+	// starts beside it and runs for Spec.DeposeFor, taking the lease over
+	// once it expires; then the frozen write goes out, with the old
+	// term's context still live, the old process's work runs on for a
+	// second (a conflict retried, say), and only then do its timers fire:
+	// it notices it was deposed, and ends. Fencing must refuse its writes.
+	// Not drawn by Sample unless asked for (Spec.Kinds).
+	Depose
 )
 
-var kindNames = []string{Crash: "crash", Stale: "stale", Panic: "panic", Ambiguous: "ambiguous"}
+var kindNames = []string{Crash: "crash", Stale: "stale", Panic: "panic", Ambiguous: "ambiguous", Depose: "depose"}
+
+// DefaultKinds are the faults at writes that Sample draws by default:
+// those that need nothing of the process. Depose needs a process that
+// elects a leader on its Clock.
+var DefaultKinds = []Kind{Crash, Stale, Panic, Ambiguous}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -157,16 +172,18 @@ func ParseSchedule(s string) (Schedule, error) {
 }
 
 // Sample draws schedule seed's faults for a run whose reference made
-// writes writes: one or two faults at writes (crashes, stale restarts,
-// panics, ambiguous writes), and, each with some chance, coalescing,
-// duplicates and expiries. The same seed and writes give the same
-// schedule.
-func Sample(seed uint64, writes int) Schedule {
+// writes writes: one or two faults at writes, of kinds (DefaultKinds if
+// none), and, each with some chance, coalescing, duplicates and expiries.
+// The same arguments give the same schedule.
+func Sample(seed uint64, writes int, kinds ...Kind) Schedule {
+	if len(kinds) == 0 {
+		kinds = DefaultKinds
+	}
 	rnd := rand.New(rand.NewPCG(seed, 0x5eed))
 	s := Schedule{Seed: seed}
 	if writes > 0 {
 		for range 1 + rnd.IntN(2) {
-			f := Fault{Kind: Kind(rnd.IntN(len(kindNames))), At: 1 + rnd.IntN(writes)}
+			f := Fault{Kind: kinds[rnd.IntN(len(kinds))], At: 1 + rnd.IntN(writes)}
 			if f.Kind == Stale {
 				f.Arg = 1 + rnd.IntN(3)
 			}

@@ -67,6 +67,18 @@ type Spec[W any] struct {
 	// stale restart sees its stores as they were Arg revisions before it
 	// started. Default 10 s.
 	StaleFor time.Duration
+	// Kinds are the faults at writes Sampled mode draws; default
+	// DefaultKinds. Add Depose for processes that elect a leader on
+	// Process.Clock.
+	Kinds []Kind
+	// DeposeFor is how long, in virtual time, the successor of a process
+	// frozen by a Depose fault runs before the frozen write goes out;
+	// longer than the lease, so that it takes over. Default 1 minute.
+	DeposeFor time.Duration
+	// Idle is how long the system must go without a write to count as
+	// converged: longer than anything the process waits for without
+	// writing, such as a lease to expire after a crash. Default 1 s.
+	Idle time.Duration
 	// StepTime is virtual time let pass before each workload step;
 	// default 0 (the system settles first in any case).
 	StepTime time.Duration
@@ -112,6 +124,12 @@ func (s *Spec[W]) defaults() {
 	}
 	if s.StaleFor <= 0 {
 		s.StaleFor = 10 * time.Second
+	}
+	if s.DeposeFor <= 0 {
+		s.DeposeFor = time.Minute
+	}
+	if s.Idle <= 0 {
+		s.Idle = time.Second
 	}
 }
 
@@ -181,7 +199,7 @@ func Check[W any](t *testing.T, spec Spec[W]) *Report {
 	}
 	next := func(i int) (Schedule, bool) {
 		if spec.Mode == Sampled {
-			return Sample(spec.Seed+uint64(i), ref.writes), i < spec.Runs
+			return Sample(spec.Seed+uint64(i), ref.writes, spec.Kinds...), i < spec.Runs
 		}
 		return Schedule{Faults: []Fault{{Kind: Crash, At: i + 1}}}, i < ref.writes
 	}

@@ -80,9 +80,21 @@ func (s *wrapped[K, V]) write(ctx context.Context, op string, key K, do func() (
 	if p.dead.Load() {
 		return 0, ErrCrashed
 	}
-	rev, err := do()
 	who, _ := ctx.Value(reconcilingKey{}).(string)
-	n, fault, over := p.run.wrote(fmt.Sprintf("%s %s/%v", op, s.name, key), who, err)
+	what := fmt.Sprintf("%s %s/%v", op, s.name, key)
+	if p.run.deposeNext(what, who) {
+		// Frozen before the write: the driver starts a successor, and lets
+		// the write go when it has taken over. The process's context is
+		// still live (its clock was frozen too), so the write is made as
+		// the process decided it, for the old term.
+		release := make(chan struct{})
+		p.freeze()
+		p.run.crashed <- crash{p: p, release: release}
+		<-release
+		return do()
+	}
+	rev, err := do()
+	n, fault, over := p.run.wrote(what, who, err)
 	if over {
 		p.kill()
 		return 0, ErrCrashed
