@@ -120,8 +120,12 @@ func TestAGarbageCollectorThatTrustsItsCacheAfterARestartShouldBeFoundByAStaleRe
 	t.Log(r.Failure)
 	assert.LessOrEqual(t, r.Schedules, 15, "found within 15 seeds")
 	assert.Contains(t, r.Failure, "differential oracle failed")
-	assert.Contains(t, r.Failed.String(), "stale@", "shrunk to a stale restart")
-	assert.Len(t, r.Failed.Faults, 1, "shrunk to one fault")
+	// Shrunk to one fault that makes the claim cache lag the volumes: a
+	// stale restart, or coalescing (claim b's event held in a window
+	// while volume vb's comes out first).
+	f := r.Failed
+	assert.True(t, (len(f.Faults) == 1 && f.Faults[0].Kind == simtest.Stale && f.Coalesce == 0) ||
+		(len(f.Faults) == 0 && f.Coalesce > 0), "shrunk to a stale restart or to coalescing: %s", f)
 }
 
 func TestAGarbageCollectorThatConfirmsWithTheStoreShouldSurviveSampledSchedules(t *testing.T) {
