@@ -1,8 +1,11 @@
 package simtest_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -67,4 +70,44 @@ func TestMeasureSeedsToFindTheDeposedLeaderBug(t *testing.T) {
 		s.Seed, s.Runs = seed, 100
 		return simtest.Check(t, s)
 	})
+}
+
+// TestMeasureThroughput logs runs per second of the corrected samples in
+// Sampled mode, and of the binder over 1, 4 and 16 claims with their
+// volumes (two workload steps per claim, one bind each), for the note's
+// table of cost against keys and writes. Runs are bubbles, which need a
+// *testing.T: hence a test that measures, not a Benchmark.
+func TestMeasureThroughput(t *testing.T) {
+	if os.Getenv("SIMTEST_MEASURE") == "" {
+		t.Skip("set SIMTEST_MEASURE=1 to measure")
+	}
+	log := func(name string, r *simtest.Report) {
+		if r.Failure != "" {
+			t.Fatal(r.Failure)
+		}
+		t.Logf("%-28s %4d writes/run  %5d runs/s", name, r.Writes, int(float64(r.Schedules+2)/r.Elapsed.Seconds()))
+	}
+	for _, keys := range []int{1, 4, 16} {
+		s := storageSpec(false)
+		s.Workload = nil
+		for i := range keys {
+			claim, vol := "c"+strconv.Itoa(i), "v"+strconv.Itoa(i)
+			s.Workload = append(s.Workload,
+				func(_ context.Context, w *storage) error { w.claims.Put(claim, Claim{Size: 1}); return nil },
+				func(_ context.Context, w *storage) error { w.volumes.Put(vol, Volume{Claim: claim}); return nil })
+		}
+		s.Runs = 500
+		log(fmt.Sprintf("binder, keys=%d", keys), simtest.Check(t, s))
+	}
+	for _, c := range []struct {
+		name string
+		run  func() *simtest.Report
+	}{
+		{"parents (exhaustive)", func() *simtest.Report { return simtest.Check(t, parentSpec(false)) }},
+		{"pods by UID", func() *simtest.Report { s := fleetSpec(false); s.Runs = 500; return simtest.Check(t, s) }},
+		{"alerts on the count", func() *simtest.Report { s := jobsSpec(false); s.Runs = 500; return simtest.Check(t, s) }},
+		{"fenced leader", func() *simtest.Report { s := replicasSpec(true); s.Runs = 500; return simtest.Check(t, s) }},
+	} {
+		log(c.name, c.run())
+	}
 }
