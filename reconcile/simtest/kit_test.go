@@ -23,6 +23,8 @@ type counters struct {
 	store *memstore.Store[string, int]
 	// crashedWrites counts writes that failed with ErrCrashed.
 	crashedWrites int
+	// incarnation is the latest process incarnation that reconciled.
+	incarnation int
 }
 
 // counterSpec runs rec (given the process's wrapped store and informer) over
@@ -196,4 +198,72 @@ func TestTheSameSeedShouldDrawTheSameSchedule(t *testing.T) {
 		}
 	}
 	assert.Len(t, kinds, 7, "200 seeds draw every kind of fault: %v", kinds)
+}
+
+// faultSeen runs the two-writes reconciler of a fresh world under sched
+// and returns the world and the report.
+func faultSeen(t *testing.T, sched string) (*counters, *simtest.Report) {
+	var world *counters
+	spec := counterSpec(func(p *simtest.Process, w *counters, s informer.Store[string, int]) reconcile.Func[string] {
+		return func(ctx context.Context, key string) (reconcile.Result, error) {
+			if key != "k" {
+				return reconcile.Result{}, nil
+			}
+			w.incarnation = p.Incarnation()
+			_, err := s.Create(ctx, "a", p.Incarnation()+1)
+			if errors.Is(err, context.DeadlineExceeded) {
+				w.crashedWrites++ // here: the timeouts seen
+			}
+			if err != nil && !errors.Is(err, informer.ErrConflict) {
+				return reconcile.Result{}, err
+			}
+			return reconcile.Result{}, nil
+		}
+	})
+	world0 := spec.World
+	spec.World = func() *counters { world = world0(); return world }
+	spec.Workload = append(spec.Workload, putK)
+	require.NoError(t, flag.Set("simtest.schedule", sched))
+	t.Cleanup(func() { _ = flag.Set("simtest.schedule", "") })
+	return world, simtest.Check(t, spec)
+}
+
+func TestAPanicAfterAWriteShouldKeepTheProcessAndItsWrite(t *testing.T) {
+	w, r := faultSeen(t, "panic@1")
+	require.Empty(t, r.Failure)
+	assert.Equal(t, 1, r.FaultPoints)
+	a, _, _, _ := w.store.Get(t.Context(), "a")
+	assert.Equal(t, 1, a, "written by the first process")
+	assert.Equal(t, 0, w.incarnation, "which the panic did not replace: it reconciled again")
+}
+
+func TestAnAmbiguousWriteShouldCommitAndReportATimeout(t *testing.T) {
+	w, r := faultSeen(t, "ambiguous@1")
+	require.Empty(t, r.Failure)
+	assert.Equal(t, 1, w.crashedWrites, "the reconciler was told context.DeadlineExceeded")
+	assert.Equal(t, 2, w.store.Len(), "k, and a, which committed")
+}
+
+func TestTheSeedFlagShouldOverrideTheSpecsSeed(t *testing.T) {
+	spec := counterSpec(twoWrites)
+	spec.Workload = append(spec.Workload, putK)
+	spec.Mode, spec.Seed, spec.Runs = simtest.Sampled, 5, 3
+	require.NoError(t, flag.Set("simtest.seed", "77"))
+	t.Cleanup(func() { _ = flag.Set("simtest.seed", "0") })
+	r := simtest.Check(t, spec)
+	assert.Equal(t, uint64(77), r.Seed)
+	assert.Equal(t, 3, r.Schedules)
+	assert.Contains(t, r.Summary(), "sampled from seed 77")
+}
+
+func TestShrinkingShouldKeepOnlyTheFaultThatBreaksTheRun(t *testing.T) {
+	// The transient-status bug needs coalescing only: everything else
+	// of a drawn schedule goes, and the window halves down to a second.
+	spec := jobsSpec(true)
+	require.NoError(t, flag.Set("simtest.schedule", "seed=9 crash@1 panic@2 coalesce=4s dup=0.2 expire=0.05"))
+	t.Cleanup(func() { _ = flag.Set("simtest.schedule", "") })
+	r := simtest.Check(t, spec)
+	require.NotEmpty(t, r.Failure)
+	assert.Equal(t, "seed=9 coalesce=1s", r.Failed.String())
+	assert.Contains(t, r.Failure, "(shrunk from seed=9 crash@1 panic@2 coalesce=4s dup=0.2 expire=0.05)")
 }
