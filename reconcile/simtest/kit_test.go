@@ -25,6 +25,10 @@ type counters struct {
 	crashedWrites int
 	// incarnation is the latest process incarnation that reconciled.
 	incarnation int
+	// born is when the world was made; deleted when, and with what
+	// error, the first process's delete returned (the Depose test).
+	born, deleted time.Time
+	deleteErr     error
 }
 
 // counterSpec runs rec (given the process's wrapped store and informer) over
@@ -266,4 +270,29 @@ func TestShrinkingShouldKeepOnlyTheFaultThatBreaksTheRun(t *testing.T) {
 	require.NotEmpty(t, r.Failure)
 	assert.Equal(t, "seed=9 coalesce=1s", r.Failed.String())
 	assert.Contains(t, r.Failure, "(shrunk from seed=9 crash@1 panic@2 coalesce=4s dup=0.2 expire=0.05)")
+}
+
+func TestADeposedProcessShouldMakeItsFrozenWriteAfterItsSuccessorRan(t *testing.T) {
+	var world *counters
+	spec := counterSpec(func(p *simtest.Process, w *counters, s informer.Store[string, int]) reconcile.Func[string] {
+		return func(ctx context.Context, key string) (reconcile.Result, error) {
+			w.incarnation = max(w.incarnation, p.Incarnation())
+			if key == "k" && p.Incarnation() == 0 {
+				_, w.deleteErr = s.Delete(ctx, "k", 0)
+				w.deleted = time.Now()
+			}
+			return reconcile.Result{}, nil
+		}
+	})
+	world0 := spec.World
+	spec.World = func() *counters { world = world0(); world.born = time.Now(); return world }
+	spec.Workload = append(spec.Workload, putK)
+	require.NoError(t, flag.Set("simtest.schedule", "depose@1"))
+	t.Cleanup(func() { _ = flag.Set("simtest.schedule", "") })
+	r := simtest.Check(t, spec)
+	require.Empty(t, r.Failure)
+	assert.Equal(t, 1, world.incarnation, "the successor ran")
+	require.NoError(t, world.deleteErr, "the frozen write was made")
+	assert.GreaterOrEqual(t, world.deleted.Sub(world.born), time.Minute, "after DeposeFor")
+	assert.Zero(t, world.store.Len())
 }
