@@ -301,3 +301,33 @@ func TestADeposedProcessShouldMakeItsFrozenWriteAfterItsSuccessorRan(t *testing.
 	assert.GreaterOrEqual(t, world.deleted.Sub(world.born), time.Minute, "after DeposeFor")
 	assert.Zero(t, world.store.Len())
 }
+
+// An effect outside the stores is a crash point like a store write: a
+// reconciler that starts something, then records it in the store, starts
+// it twice when it dies in between (the kit counts the starts).
+func TestAnEffectShouldBeACrashPointLikeAStoreWrite(t *testing.T) {
+	spec := counterSpec(func(p *simtest.Process, w *counters, s informer.Store[string, int]) reconcile.Func[string] {
+		return func(ctx context.Context, key string) (reconcile.Result, error) {
+			if key != "k" {
+				return reconcile.Result{}, nil
+			}
+			if _, _, ok, err := s.Get(ctx, "started"); err != nil || ok {
+				return reconcile.Result{}, err
+			}
+			if err := p.Effect(ctx, "start k", func(context.Context) error { w.crashedWrites++; return nil }); err != nil {
+				return reconcile.Result{}, err
+			}
+			_, err := s.Create(ctx, "started", 1)
+			return reconcile.Result{}, err
+		}
+	})
+	spec.Workload = append(spec.Workload, putK)
+	spec.Observe = func(w *counters) any { return w.crashedWrites } // here: starts
+	r := simtest.Check(t, spec)
+	require.NotEmpty(t, r.Failure)
+	t.Log(r.Failure)
+	assert.Equal(t, 2, r.Writes, "the effect and the create")
+	assert.Contains(t, r.Failure, "schedule: crash@1")
+	assert.Contains(t, r.Failure, "write 1 = start k by reconcile of ints/k")
+	assert.Contains(t, r.Failure, "reference 1, this run 2")
+}

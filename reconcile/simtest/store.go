@@ -71,17 +71,32 @@ func (s *wrapped[K, V]) Delete(ctx context.Context, key K, rev informer.Revision
 	return s.write(ctx, "Delete", key, func() (informer.Revision, error) { return s.Store.Delete(ctx, key, rev) })
 }
 
-// write is the hook every write goes through: it numbers the write,
-// records it for the report, and applies the schedule's fault at it.
+// write is the hook every store write goes through.
 func (s *wrapped[K, V]) write(ctx context.Context, op string, key K, do func() (informer.Revision, error)) (informer.Revision, error) {
-	p := s.p
+	return hook(s.p, ctx, fmt.Sprintf("%s %s/%v", op, s.name, key), do)
+}
+
+// Effect runs do, an action on something outside the world's stores (a
+// cloud API, a process to start), as a numbered write of the run: a dead
+// process's effect fails with ErrCrashed and does nothing, and the
+// schedule's fault at it comes after do has acted, as for a store write.
+// what names it in a failure report ("start pod a-1"). Do not count a
+// store write twice: Wrap's writes are counted already.
+func (p *Process) Effect(ctx context.Context, what string, do func(ctx context.Context) error) error {
+	_, err := hook(p, ctx, what, func() (struct{}, error) { return struct{}{}, do(ctx) })
+	return err
+}
+
+// hook numbers a write, records it for the report, and applies the
+// schedule's fault at it.
+func hook[R any](p *Process, ctx context.Context, what string, do func() (R, error)) (R, error) {
+	var zero R
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	if p.dead.Load() {
-		return 0, ErrCrashed
+		return zero, ErrCrashed
 	}
 	who, _ := ctx.Value(reconcilingKey{}).(string)
-	what := fmt.Sprintf("%s %s/%v", op, s.name, key)
 	if p.run.deposeNext(what, who) {
 		// Frozen before the write: the driver starts a successor, and lets
 		// the write go when it has taken over. The process's context is
@@ -93,22 +108,22 @@ func (s *wrapped[K, V]) write(ctx context.Context, op string, key K, do func() (
 		<-release
 		return do()
 	}
-	rev, err := do()
+	r, err := do()
 	n, fault, over := p.run.wrote(what, who, err)
 	if over {
 		p.kill()
-		return 0, ErrCrashed
+		return zero, ErrCrashed
 	}
 	switch {
 	case fault == nil:
-		return rev, err
+		return r, err
 	case fault.Kind == Crash || fault.Kind == Stale:
 		p.crash(fault.Arg)
-		return 0, fmt.Errorf("%w after write %d", ErrCrashed, n)
+		return zero, fmt.Errorf("%w after write %d", ErrCrashed, n)
 	case fault.Kind == Panic:
 		panic(fmt.Sprintf("simtest: panic injected after write %d", n))
 	default: // Ambiguous
-		return 0, fmt.Errorf("simtest: write %d timed out (it committed): %w", n, context.DeadlineExceeded)
+		return zero, fmt.Errorf("simtest: write %d timed out (it committed): %w", n, context.DeadlineExceeded)
 	}
 }
 
