@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
@@ -151,18 +150,11 @@ func replicasSpec(fenced bool) simtest.Spec[*replicas] {
 func TestADeposedLeaderWithoutFencingShouldBeFoundOverwritingItsSuccessor(t *testing.T) {
 	spec := replicasSpec(false)
 	spec.Runs = 40
-	r := simtest.Check(t, spec)
-	t.Log(r.Summary())
-	require.NotEmpty(t, r.Failure, "the kit must find the planted bug")
-	t.Log(r.Failure)
-	assert.LessOrEqual(t, r.Schedules, 30, "found within 30 seeds")
-	assert.Contains(t, r.Failure, "invariant oracle failed")
+	r := findsBug(t, spec, 30, "invariant")
 	assert.Contains(t, r.Failure, "went back from term 2 to 1")
 	assert.Contains(t, r.Failed.String(), "depose@", "shrunk to a deposed leader")
 }
 
 func TestAFencedLeaderShouldSurviveSampledSchedulesWithDeposedLeaders(t *testing.T) {
-	r := simtest.Check(t, replicasSpec(true))
-	t.Log(r.Summary())
-	require.Empty(t, r.Failure)
+	passes(t, replicasSpec(true))
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
@@ -114,12 +113,7 @@ func storageSpec(trustCache bool) simtest.Spec[*storage] {
 func TestAGarbageCollectorThatTrustsItsCacheAfterARestartShouldBeFoundByAStaleRestart(t *testing.T) {
 	spec := storageSpec(true)
 	spec.Runs = 20
-	r := simtest.Check(t, spec)
-	t.Log(r.Summary())
-	require.NotEmpty(t, r.Failure, "the kit must find the planted bug")
-	t.Log(r.Failure)
-	assert.LessOrEqual(t, r.Schedules, 15, "found within 15 seeds")
-	assert.Contains(t, r.Failure, "differential oracle failed")
+	r := findsBug(t, spec, 15, "differential")
 	// Shrunk to one fault that makes the claim cache lag the volumes: a
 	// stale restart, or coalescing (claim b's event held in a window
 	// while volume vb's comes out first).
@@ -129,8 +123,5 @@ func TestAGarbageCollectorThatTrustsItsCacheAfterARestartShouldBeFoundByAStaleRe
 }
 
 func TestAGarbageCollectorThatConfirmsWithTheStoreShouldSurviveSampledSchedules(t *testing.T) {
-	spec := storageSpec(false)
-	r := simtest.Check(t, spec)
-	t.Log(r.Summary())
-	require.Empty(t, r.Failure)
+	passes(t, storageSpec(false))
 }

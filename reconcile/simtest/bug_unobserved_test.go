@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
@@ -111,20 +110,13 @@ func fleetSpec(byName bool) simtest.Spec[*fleet] {
 func TestAControllerThatFindsItsPodsByOwnerNameShouldBeFoundByCoalescingARecreate(t *testing.T) {
 	spec := fleetSpec(true)
 	spec.Runs = 40
-	r := simtest.Check(t, spec)
-	t.Log(r.Summary())
-	require.NotEmpty(t, r.Failure, "the kit must find the planted bug")
-	t.Log(r.Failure)
-	assert.LessOrEqual(t, r.Schedules, 20, "found within 20 seeds")
-	assert.Contains(t, r.Failure, "differential oracle failed")
+	r := findsBug(t, spec, 20, "differential")
 	assert.Contains(t, r.Failed.String(), "coalesce=", "shrunk to coalescing")
 	assert.Empty(t, r.Failed.Faults, "no write fault needed")
 }
 
 func TestAControllerThatMatchesOwnerUIDsShouldSurviveSampledSchedules(t *testing.T) {
-	r := simtest.Check(t, fleetSpec(false))
-	t.Log(r.Summary())
-	require.Empty(t, r.Failure)
+	passes(t, fleetSpec(false))
 }
 
 // The transient-status sample: a job fails, and is retried at once; a
@@ -202,19 +194,12 @@ func jobsSpec(onEdge bool) simtest.Spec[*jobs] {
 func TestAControllerThatActsOnATransientStatusShouldBeFoundByCoalescing(t *testing.T) {
 	spec := jobsSpec(true)
 	spec.Runs = 40
-	r := simtest.Check(t, spec)
-	t.Log(r.Summary())
-	require.NotEmpty(t, r.Failure, "the kit must find the planted bug")
-	t.Log(r.Failure)
-	assert.LessOrEqual(t, r.Schedules, 20, "found within 20 seeds")
-	assert.Contains(t, r.Failure, "differential oracle failed")
+	r := findsBug(t, spec, 20, "differential")
 	assert.Contains(t, r.Failed.String(), "coalesce=", "shrunk to coalescing")
 }
 
 func TestAControllerThatActsOnTheFailureCountShouldSurviveSampledSchedules(t *testing.T) {
-	r := simtest.Check(t, jobsSpec(false))
-	t.Log(r.Summary())
-	require.Empty(t, r.Failure)
+	passes(t, jobsSpec(false))
 }
 
 func itoa(i int) string { return string(rune('0' + i)) }

@@ -331,3 +331,25 @@ func TestAnEffectShouldBeACrashPointLikeAStoreWrite(t *testing.T) {
 	assert.Contains(t, r.Failure, "write 1 = start k by reconcile of ints/k")
 	assert.Contains(t, r.Failure, "reference 1, this run 2")
 }
+
+// findsBug checks spec, a planted bug, and asserts that the kit found it
+// within most schedules, with oracle; it returns the report for more.
+func findsBug[W any](t *testing.T, spec simtest.Spec[W], most int, oracle string) *simtest.Report {
+	t.Helper()
+	r := simtest.Check(t, spec)
+	t.Log(r.Summary())
+	require.NotEmpty(t, r.Failure, "the kit must find the planted bug")
+	t.Log(r.Failure)
+	assert.LessOrEqual(t, r.Schedules, most, "found within %d schedules", most)
+	assert.Contains(t, r.Failure, oracle+" oracle failed")
+	return r
+}
+
+// passes checks spec, a corrected sample, and asserts every schedule
+// passed.
+func passes[W any](t *testing.T, spec simtest.Spec[W]) {
+	t.Helper()
+	r := simtest.Check(t, spec)
+	t.Log(r.Summary())
+	require.Empty(t, r.Failure)
+}

@@ -16,7 +16,7 @@ import (
 // took to find the bug (median, 90th percentile, worst) and the wall time
 // to the find, shrinking and the report's reruns included. For the design
 // note's table; set SIMTEST_MEASURE=1 to run it.
-func measure(t *testing.T, check func(seed uint64) *simtest.Report) {
+func measure(t *testing.T, check func(t *testing.T, seed uint64) *simtest.Report) {
 	if os.Getenv("SIMTEST_MEASURE") == "" {
 		t.Skip("set SIMTEST_MEASURE=1 to measure")
 	}
@@ -25,7 +25,7 @@ func measure(t *testing.T, check func(seed uint64) *simtest.Report) {
 	missed := 0
 	for i := range uint64(100) {
 		began := time.Now()
-		r := check(1 + i*1000)
+		r := check(t, 1+i*1000)
 		if r.Failure == "" {
 			missed++
 			continue
@@ -40,36 +40,25 @@ func measure(t *testing.T, check func(seed uint64) *simtest.Report) {
 		n, found[n/2], found[n*9/10], found[n-1], took[n/2], took[n*9/10], took[n-1])
 }
 
-func TestMeasureSeedsToFindTheStaleCacheBug(t *testing.T) {
-	measure(t, func(seed uint64) *simtest.Report {
-		s := storageSpec(true)
-		s.Seed, s.Runs = seed, 100
-		return simtest.Check(t, s)
-	})
+// TestMeasureSeedsToFind measures planted bugs 2-5.
+func TestMeasureSeedsToFind(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		check func(t *testing.T, seed uint64) *simtest.Report
+	}{
+		{"StaleCache", func(t *testing.T, seed uint64) *simtest.Report { return seeded(t, storageSpec(true), seed) }},
+		{"OwnerByName", func(t *testing.T, seed uint64) *simtest.Report { return seeded(t, fleetSpec(true), seed) }},
+		{"TransientStatus", func(t *testing.T, seed uint64) *simtest.Report { return seeded(t, jobsSpec(true), seed) }},
+		{"DeposedLeader", func(t *testing.T, seed uint64) *simtest.Report { return seeded(t, replicasSpec(false), seed) }},
+	} {
+		t.Run(c.name, func(t *testing.T) { measure(t, c.check) })
+	}
 }
 
-func TestMeasureSeedsToFindTheOwnerByNameBug(t *testing.T) {
-	measure(t, func(seed uint64) *simtest.Report {
-		s := fleetSpec(true)
-		s.Seed, s.Runs = seed, 100
-		return simtest.Check(t, s)
-	})
-}
-
-func TestMeasureSeedsToFindTheTransientStatusBug(t *testing.T) {
-	measure(t, func(seed uint64) *simtest.Report {
-		s := jobsSpec(true)
-		s.Seed, s.Runs = seed, 100
-		return simtest.Check(t, s)
-	})
-}
-
-func TestMeasureSeedsToFindTheDeposedLeaderBug(t *testing.T) {
-	measure(t, func(seed uint64) *simtest.Report {
-		s := replicasSpec(false)
-		s.Seed, s.Runs = seed, 100
-		return simtest.Check(t, s)
-	})
+// seeded checks spec from seed, 100 schedules at most.
+func seeded[W any](t *testing.T, spec simtest.Spec[W], seed uint64) *simtest.Report {
+	spec.Seed, spec.Runs = seed, 100
+	return simtest.Check(t, spec)
 }
 
 // TestMeasureThroughput logs runs per second of the corrected samples in
