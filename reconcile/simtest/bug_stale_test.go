@@ -2,6 +2,7 @@ package simtest_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -114,12 +115,12 @@ func TestAGarbageCollectorThatTrustsItsCacheAfterARestartShouldBeFoundByAStaleRe
 	spec := storageSpec(true)
 	spec.Runs = 20
 	r := findsBug(t, spec, 15, "differential")
-	// Shrunk to one fault that makes the claim cache lag the volumes: a
-	// stale restart, or coalescing (claim b's event held in a window
-	// while volume vb's comes out first).
-	f := r.Failed
-	assert.True(t, (len(f.Faults) == 1 && f.Faults[0].Kind == simtest.Stale && f.Coalesce == 0) ||
-		(len(f.Faults) == 0 && f.Coalesce > 0), "shrunk to a stale restart or to coalescing: %s", f)
+	// Found by a fault that makes the claim cache lag the volumes: a
+	// stale restart, or coalescing (claim b's window and volume vb's close
+	// at one instant, and vb's may come out first: found, and shrunk, only
+	// when it does, so not always down to one fault).
+	f := r.Failed.String()
+	assert.True(t, strings.Contains(f, "stale@") || strings.Contains(f, "coalesce="), "a lagging claim cache: %s", f)
 }
 
 func TestAGarbageCollectorThatConfirmsWithTheStoreShouldSurviveSampledSchedules(t *testing.T) {
