@@ -21,11 +21,9 @@ type processClock struct {
 	p *Process
 }
 
-func (c processClock) Now() time.Time                  { return time.Now() }
-func (c processClock) Since(t time.Time) time.Duration { return time.Since(t) }
-func (c processClock) Tick(d time.Duration) <-chan time.Time {
-	return time.Tick(d) //nolint:staticcheck // the clock.Clock interface asks for it; the process's lifetime bounds it
-}
+func (c processClock) Now() time.Time                         { return time.Now() }
+func (c processClock) Since(t time.Time) time.Duration        { return time.Since(t) }
+func (c processClock) Tick(d time.Duration) <-chan time.Time  { return clock.RealClock{}.Tick(d) }
 func (c processClock) NewTicker(d time.Duration) clock.Ticker { return clock.RealClock{}.NewTicker(d) }
 func (c processClock) After(d time.Duration) <-chan time.Time { return c.NewTimer(d).C() }
 func (c processClock) Sleep(d time.Duration)                  { <-c.After(d) }
