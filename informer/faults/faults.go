@@ -1,13 +1,16 @@
 // Package faults wraps an informer.Source so that it fails the way real
 // stores do, at random but reproducibly: lists fail, watches drop mid-stream,
-// revisions expire as if compacted, events arrive late or twice. A test
+// revisions expire as if compacted, events arrive late or twice, or are
+// coalesced so that a key's intermediate values are never seen. A test
 // runs an informer (or a whole controller) against the wrapper, lets it
 // churn, then calls SetHealthy(true) and asserts that everything converged.
 //
 // Every fault stays within the Source contract, so an informer that breaks
 // under it has a bug, not an excuse: no change is invented, dropped without
 // an error, or reordered; a duplicate is the same change emitted again at
-// once; an expiry is an error that errors.Is informer.ErrRevisionExpired;
+// once; a coalesced window emits, in revision order, each key's latest
+// event of it (a subsequence of the key's changes, as from a polling
+// source); an expiry is an error that errors.Is informer.ErrRevisionExpired;
 // every other fault is an error wrapping ErrInjected.
 //
 // Decisions come from a math/rand/v2 PCG seeded by the caller, drawn under
@@ -53,6 +56,15 @@ type Rates struct {
 	// emitted, holding back every later event of the watch too.
 	Delay    float64
 	MaxDelay time.Duration
+	// Coalesce: an event that arrives while no window is open opens one
+	// of CoalesceWindow, with this probability. Until the window closes
+	// the watch emits nothing; then it emits, in revision order, only the
+	// latest event of each key that arrived in it, so the intermediate
+	// values of a key are never seen, as from a source that polls (a
+	// transient state between two writes goes unobserved). Both must be
+	// set for it to happen.
+	Coalesce       float64
+	CoalesceWindow time.Duration
 }
 
 // DefaultRates fail often enough that a few hundred events exercise every
@@ -69,6 +81,9 @@ var DefaultRates = Rates{
 // Counts says how many faults of each kind a Source has injected.
 type Counts struct {
 	ListErrors, WatchErrors, Expired, Duplicates, Delays uint64
+	// Coalesced counts events dropped because a later event of their key
+	// (or a later bookmark) came in the same window.
+	Coalesced uint64
 }
 
 // Option configures a Source in New.
@@ -100,7 +115,7 @@ type Source[K comparable, V any] struct {
 	// healthy turns every fault off while true.
 	healthy atomic.Bool
 	counts  struct {
-		listErrors, watchErrors, expired, duplicates, delays atomic.Uint64
+		listErrors, watchErrors, expired, duplicates, delays, coalesced atomic.Uint64
 	}
 
 	mu  sync.Mutex
@@ -141,6 +156,7 @@ func (s *Source[K, V]) Counts() Counts {
 		Expired:     s.counts.expired.Load(),
 		Duplicates:  s.counts.duplicates.Load(),
 		Delays:      s.counts.delays.Load(),
+		Coalesced:   s.counts.coalesced.Load(),
 	}
 }
 
@@ -177,6 +193,15 @@ func (s *Source[K, V]) Watch(ctx context.Context, after informer.Revision, emit 
 	if err := s.fail(after); err != nil {
 		return err
 	}
+	if s.rates.Coalesce > 0 && s.rates.CoalesceWindow > 0 {
+		return s.coalescing(ctx, after, emit)
+	}
+	return s.watch(ctx, after, emit)
+}
+
+// watch is Watch's stream of the wrapped source with the per-event faults:
+// delays, drops, expiries and duplicates.
+func (s *Source[K, V]) watch(ctx context.Context, after informer.Revision, emit func(informer.Event[K, V]) error) error {
 	// The wrapped source returns what emit returns, so an injected error
 	// ends its watch; it is reported as is.
 	return s.src.Watch(ctx, after, func(ev informer.Event[K, V]) error {

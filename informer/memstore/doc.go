@@ -26,6 +26,9 @@
 //     deleted value. A watch whose starting point, or whose position while
 //     it is behind, falls out of the history returns an error that errors.Is
 //     informer.ErrRevisionExpired; see WithHistory and Store.Compact.
+//   - ListAt lists the state at an older revision the history still
+//     tells, for tests that serve a lagging view (a replica behind the
+//     leader): list there, then Watch after it to catch up.
 //   - Writers never wait for watchers: a slow watcher falls behind and,
 //     once behind the history, expires instead of holding writes up.
 //

@@ -61,10 +61,14 @@ type item[K comparable, V any] struct {
 
 // change is one entry of the history: what a revision did.
 type change[K comparable, V any] struct {
-	typ   informer.EventType // Put or Delete
-	key   K
-	value V // the new value, or for a Delete the deleted one
-	rev   informer.Revision
+	typ informer.EventType // Put or Delete
+	// created says that a Put made the key (it did not exist before), so
+	// that ListAt knows the key's state before it; it fits in typ's
+	// padding.
+	created bool
+	key     K
+	value   V // the new value, or for a Delete the deleted one
+	rev     informer.Revision
 }
 
 // New returns an empty store at revision 0, configured by opts. It panics
@@ -247,8 +251,9 @@ func (s *Store[K, V]) check(key K, rev informer.Revision, op string) error {
 
 // put sets key to v at a new revision. s.mu must be held for writing.
 func (s *Store[K, V]) put(key K, v V) informer.Revision {
-	rev := s.record(change[K, V]{typ: informer.Put, key: key, value: v})
-	if i, ok := s.index[key]; ok {
+	i, ok := s.index[key]
+	rev := s.record(change[K, V]{typ: informer.Put, created: !ok, key: key, value: v})
+	if ok {
 		s.items[i].value, s.items[i].modRev = v, rev
 	} else {
 		s.index[key] = len(s.items)

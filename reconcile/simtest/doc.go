@@ -2,23 +2,37 @@
 // the faults that break real controllers, and checks the end state against
 // a fault-free run of the same workload: a simulation kit in a plain go
 // test, after Sieve (OSDI'22) and Anvil (OSDI'24). See
-// docs/design/simulation.md for the whole design; this package is its first
-// slice.
+// docs/design/simulation.md for the design and what is built of it.
 //
 // A Spec declares a world (fresh memory stores per run), a process (the
 // informers and controllers of one incarnation of the binary, built over
 // Wrap of the world's stores), a workload (steps that write desired state),
 // Observe (the end state, without the fields that may differ) and
-// invariants. Check runs the fault-free reference once, then, in Exhaustive
-// mode, one run per write the reference made: the process crashes right
-// after that write (it committed; the process never learns it) and a fresh
-// process starts on the same stores, with empty caches and queues.
+// invariants. Check runs the fault-free reference twice (it must end the
+// same way both times), then one run per schedule.
+//
+// A schedule puts faults at numbered writes of the processes: Crash (the
+// process dies right after the write commits and a fresh one starts on
+// the same stores, with empty caches and queues), Stale (a crash, and the
+// fresh process's informers list behind the stores and see no change for
+// Spec.StaleFor, as behind a lagging replica), Panic (after the write, in
+// the reconcile), Ambiguous (the write commits, the reconciler is told
+// context.DeadlineExceeded) and Depose (the process freezes before the
+// write, with the timers of Process.Clock; a successor runs beside it and
+// takes its lease; then the frozen write and a second of the old term's
+// work go out). Process.Effect makes an action outside the stores a
+// numbered write too. And it puts faults on what the informers are sent,
+// through informer/faults: coalescing windows (a key's intermediate
+// values are never seen), duplicates and expiries. Exhaustive mode crashes
+// after each write of the reference in turn; Sampled mode draws Runs
+// schedules from one seed, and shrinks a failing one.
 //
 // Three oracles judge each run: the differential one (Observe equals the
-// reference's), the invariants (after every workload step and liveness
-// tick) and liveness (within Converge of virtual time after the workload
-// nothing is written any more, and for Quiet after that nothing is written
-// and no key is reconciled more than MaxReconcilesPerKey times).
+// reference's), the invariants (after every workload step, every liveness
+// tick, and right after a deposed process's late writes) and liveness
+// (once the source faults stop, within Converge of virtual time nothing is
+// written for Idle, and for Quiet after that nothing is written and no key
+// is reconciled more than MaxReconcilesPerKey times).
 //
 // Each run is a testing/synctest bubble: time is virtual for the kit, the
 // controllers and the user's time.Now, and synctest.Wait says exactly when
@@ -26,8 +40,8 @@
 // milliseconds and never sleeps. The Go scheduler's order among runnable
 // goroutines is not the kit's to fix; with one worker per controller the
 // writes come in the same order in practice, and a failure is rerun and
-// reported as "reproduced k/3". A failure prints the schedule and a rerun
-// line:
+// reported as "reproduced k/3". A failure prints the shrunk schedule and a
+// rerun line:
 //
-//	go test -run '^TestX$' -args -simtest.schedule='crash@3'
+//	go test -run '^TestX$' -args -simtest.schedule='seed=3 stale@2:1 coalesce=1s'
 package simtest

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/converge-go/converge/reconcile"
 )
@@ -32,9 +33,13 @@ type Runnable interface {
 type Process struct {
 	run         *runState
 	incarnation int
-	ctx         context.Context
-	cancel      context.CancelCauseFunc
-	wg          sync.WaitGroup
+	// lag is how many revisions behind each store this process's
+	// informers list until staleUntil, after a stale restart; 0 if not.
+	lag        int
+	staleUntil time.Time
+	ctx        context.Context
+	cancel     context.CancelCauseFunc
+	wg         sync.WaitGroup
 
 	// writeMu serialises the process's writes, so that the dead check and
 	// the write are one step: no write slips past a crash.
@@ -43,13 +48,18 @@ type Process struct {
 
 	errMu sync.Mutex
 	errs  []error // Run errors of goroutines that failed while alive
+
+	// thaw is non-nil while the process is frozen (a Depose fault), and
+	// closed when it thaws; see Clock.
+	freezeMu sync.Mutex
+	thaw     chan struct{}
 }
 
-func newProcess(run *runState, incarnation int) *Process {
+func newProcess(run *runState, incarnation, lag int, staleFor time.Duration) *Process {
 	// The cause is ErrLeadershipLost so that a controller skips its
 	// shutdown grace: a dead process gets no grace.
 	ctx, cancel := context.WithCancelCause(context.Background())
-	return &Process{run: run, incarnation: incarnation, ctx: ctx, cancel: cancel}
+	return &Process{run: run, incarnation: incarnation, lag: lag, staleUntil: time.Now().Add(staleFor), ctx: ctx, cancel: cancel}
 }
 
 // Context is cancelled when the process crashes or the run ends.
@@ -83,15 +93,25 @@ func (p *Process) Go(name string, f func(ctx context.Context) error) {
 
 // crash kills the process: no write of it succeeds any more, and
 // everything it runs is told to stop. It does not wait (it runs on a
-// reconcile's goroutine, which the stop waits for); the driver does.
+// reconcile's goroutine, which the stop waits for); the driver does, and
+// starts the next process lag revisions behind (0: up to date).
 // writeMu must be held.
-func (p *Process) crash() {
+func (p *Process) crash(lag int) {
 	p.dead.Store(true)
 	p.cancel(reconcile.ErrLeadershipLost)
 	select {
-	case p.run.crashed <- p:
+	case p.run.crashed <- crash{p: p, lag: lag}:
 	default:
 	}
+}
+
+// crash is a process that crashed, and the lag of its successor; or, with
+// release set, one that froze in a write (a Depose fault): its successor
+// starts beside it, and closing release lets the write go.
+type crash struct {
+	p       *Process
+	lag     int
+	release chan struct{}
 }
 
 // kill ends a process that went past the run's budget: like crash, but
@@ -104,6 +124,7 @@ func (p *Process) kill() {
 // stop ends the process and waits for everything it ran, and returns the
 // errors of its goroutines that failed while it was alive.
 func (p *Process) stop() error {
+	p.unfreeze()
 	p.writeMu.Lock()
 	p.dead.Store(true)
 	p.writeMu.Unlock()

@@ -17,10 +17,13 @@ import (
 type runState struct {
 	// crashed carries a process that crashed to the driver (buffered 1:
 	// one process is alive at a time).
-	crashed chan *Process
+	crashed chan crash
+	sched   Schedule
 
 	mu         sync.Mutex
-	crashAt    map[int]bool
+	faultAt    map[int]*Fault
+	sources    []interface{ SetHealthy(bool) }
+	healthy    bool // set when the liveness phase begins
 	budget     int  // writes, and reconciles, a run may make at most
 	exhausted  bool // set when either went past budget
 	writes     int
@@ -35,8 +38,8 @@ type writeRecord struct {
 	what     string // "Create children/a-0-0"
 	by       string // "parents/a", or "" outside a counted reconcile
 	err      error
-	crashed  bool
-	sequence int // the how-manieth write of this reconcile's key
+	fault    *Fault // the schedule's fault at this write, if any
+	sequence int    // the how-manieth write of this reconcile's key
 }
 
 func (w writeRecord) String() string {
@@ -47,32 +50,77 @@ func (w writeRecord) String() string {
 	if w.err != nil {
 		s += fmt.Sprintf(" (failed: %v)", w.err)
 	}
-	if w.crashed {
-		s += "; crashed after it"
+	switch {
+	case w.fault != nil && w.fault.Kind == Depose:
+		s += "; the process froze before it, and made it late"
+	case w.fault != nil:
+		s += fmt.Sprintf("; %s after it", w.fault.Kind)
 	}
 	return s
 }
 
-// wrote numbers a write that has just been made and says whether the
-// process must crash after it.
-func (r *runState) wrote(what, by string, err error) (n int, crash, over bool) {
+// wrote numbers a write that has just been made and returns the fault
+// the schedule puts after it, if any.
+func (r *runState) wrote(what, by string, err error) (n int, fault *Fault, over bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.writes++
 	n = r.writes
 	if n > r.budget {
 		r.exhausted = true
-		return n, false, true
+		return n, nil, true
 	}
+	fault = r.faultAt[n]
+	r.log = append(r.log, writeRecord{n: n, what: what, by: by, err: err, fault: fault, sequence: r.sequence(by)})
+	return n, fault, false
+}
+
+// sequence is the number the next write of reconciles of by gets. r.mu
+// must be held.
+func (r *runState) sequence(by string) int {
 	seq := 1
 	for _, w := range r.log {
 		if by != "" && w.by == by {
 			seq++
 		}
 	}
-	crash = r.crashAt[n]
-	r.log = append(r.log, writeRecord{n: n, what: what, by: by, err: err, crashed: crash, sequence: seq})
-	return n, crash, false
+	return seq
+}
+
+// deposeNext says whether the schedule freezes the process before this
+// write, the next one; if so the write is numbered and logged now (its
+// outcome comes later), and the fault is used up.
+func (r *runState) deposeNext(what, by string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := r.faultAt[r.writes+1]
+	if f == nil || f.Kind != Depose {
+		return false
+	}
+	r.writes++
+	delete(r.faultAt, r.writes)
+	r.log = append(r.log, writeRecord{n: r.writes, what: what, by: by, fault: f, sequence: r.sequence(by)})
+	return true
+}
+
+// addSource registers a faulty source, healthy already if the run is in
+// its liveness phase.
+func (r *runState) addSource(s interface{ SetHealthy(bool) }) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.SetHealthy(r.healthy)
+	r.sources = append(r.sources, s)
+}
+
+// heal turns the source faults off, for the liveness phase: as with
+// informer/faults in any test, the system must converge once they stop.
+func (r *runState) heal() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.healthy = true
+	for _, s := range r.sources {
+		s.SetHealthy(true)
+	}
 }
 
 // reconciled counts a reconcile of who, and reports whether the run has
@@ -110,6 +158,16 @@ func (r *runState) reconcileCounts() map[string]int {
 	return m
 }
 
+// resumeWindow is how long a deposed process's work runs after its frozen
+// write goes out, before the timers of its Clock fire.
+const resumeWindow = time.Second
+
+// invariantError is an invariant found broken inside a settle (right
+// after a deposed process's late write), reported by the invariant oracle.
+type invariantError string
+
+func (e invariantError) Error() string { return string(e) }
+
 // errBudget stops a run that went past Spec.Budget.
 var errBudget = errors.New("simtest: budget exhausted")
 
@@ -117,7 +175,7 @@ var errBudget = errors.New("simtest: budget exhausted")
 type outcome struct {
 	observed any
 	writes   int // writes made by the processes
-	crashes  int // crash points reached
+	faults   int // fault points reached
 	log      []writeRecord
 	failure  string // "" if every oracle held
 	oracle   string // which one failed
@@ -134,16 +192,18 @@ func execute[W any](t *testing.T, spec *Spec[W], sched Schedule, ref *outcome) (
 
 // drive is a run, on the bubble's goroutine.
 func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
-	rs := &runState{crashed: make(chan *Process, 1), crashAt: map[int]bool{}, reconciles: map[string]int{}, budget: spec.Budget}
-	for _, n := range sched.Crashes {
-		rs.crashAt[n] = true
+	rs := &runState{crashed: make(chan crash, 1), sched: sched, faultAt: map[int]*Fault{}, reconciles: map[string]int{}, budget: spec.Budget}
+	for i, f := range sched.Faults {
+		if _, taken := rs.faultAt[f.At]; !taken {
+			rs.faultAt[f.At] = &sched.Faults[i]
+		}
 	}
 	w := spec.World()
 	ctx := context.Background()
 	incarnation := 0
 	var cur *Process
-	start := func() error {
-		cur = newProcess(rs, incarnation)
+	start := func(lag int) error {
+		cur = newProcess(rs, incarnation, lag, spec.StaleFor)
 		incarnation++
 		if err := spec.Process(cur, w); err != nil {
 			return fmt.Errorf("process %d: %w", cur.incarnation, err)
@@ -151,6 +211,12 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		return nil
 	}
 	fail := func(oracle, format string, args ...any) outcome {
+		var inv invariantError
+		if len(args) == 1 {
+			if err, ok := args[0].(error); ok && errors.As(err, &inv) {
+				oracle, format, args = "invariant", "%s", []any{string(inv)}
+			}
+		}
 		if len(args) == 1 && args[0] == errBudget {
 			oracle, format, args = "liveness", "more than %d writes or reconciles in one run without virtual time passing, or in all: it never settles", []any{spec.Budget}
 		}
@@ -165,22 +231,74 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		}
 		out.writes, out.log = rs.writeCount(), rs.log
 		for _, wr := range rs.log {
-			if wr.crashed {
-				out.crashes++
+			if wr.fault != nil {
+				out.faults++
 			}
 		}
 	}()
 	// restart replaces the crashed process with a fresh one.
-	restart := func() error {
+	restart := func(c crash) error {
 		if err := cur.stop(); err != nil {
 			return err
 		}
 		cur = nil
-		return start()
+		return start(c.lag)
+	}
+	check := func(when string) string {
+		for i, inv := range spec.Invariants {
+			if err := inv(w); err != nil {
+				return fmt.Sprintf("invariant %d after %s: %v", i, when, err)
+			}
+		}
+		return ""
 	}
 	// settle waits until everything is blocked, restarting crashed
 	// processes, then lets d of virtual time pass the same way.
-	settle := func(d time.Duration) error {
+	var settle func(d time.Duration) error
+	// depose runs a successor beside the frozen process c.p, lets the
+	// frozen write go once the successor has run DeposeFor, lets the old
+	// process's work run on for resumeWindow before its clock's timers
+	// catch up (a resumed process's work may run before its watchdog, as
+	// the leader package says), checks the invariants, then thaws the old
+	// process and lets it end.
+	depose := func(c crash) error {
+		old := c.p
+		released, stopped := false, false
+		defer func() {
+			// On a failure too: nothing of the old process may outlive
+			// the run's bubble.
+			if !released {
+				close(c.release)
+			}
+			if !stopped {
+				_ = old.stop()
+			}
+		}()
+		if err := start(0); err != nil {
+			return err
+		}
+		if err := settle(spec.DeposeFor); err != nil {
+			return err
+		}
+		close(c.release)
+		released = true
+		time.Sleep(resumeWindow)
+		synctest.Wait()
+		if f := check("the deposed process's late write"); f != "" {
+			return invariantError(f)
+		}
+		old.unfreeze()
+		synctest.Wait()
+		stopped = true
+		return old.stop()
+	}
+	handle := func(c crash) error {
+		if c.release != nil {
+			return depose(c)
+		}
+		return restart(c)
+	}
+	settle = func(d time.Duration) error {
 		deadline := time.Now().Add(d)
 		for {
 			synctest.Wait()
@@ -188,8 +306,8 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 				return errBudget
 			}
 			select {
-			case <-rs.crashed:
-				if err := restart(); err != nil {
+			case c := <-rs.crashed:
+				if err := handle(c); err != nil {
 					return err
 				}
 				continue
@@ -202,6 +320,11 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 			tm := time.NewTimer(left)
 			select {
 			case <-tm.C:
+			case c := <-rs.crashed:
+				tm.Stop()
+				if err := handle(c); err != nil {
+					return err
+				}
 			case <-cur.Context().Done():
 				// Crashed, or killed for going past the budget.
 				tm.Stop()
@@ -209,23 +332,14 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 				if rs.overBudget() {
 					return errBudget
 				}
-				<-rs.crashed
-				if err := restart(); err != nil {
+				if err := handle(<-rs.crashed); err != nil {
 					return err
 				}
 			}
 		}
 	}
-	check := func(when string) string {
-		for i, inv := range spec.Invariants {
-			if err := inv(w); err != nil {
-				return fmt.Sprintf("invariant %d after %s: %v", i, when, err)
-			}
-		}
-		return ""
-	}
 
-	if err := start(); err != nil {
+	if err := start(0); err != nil {
 		return fail("process", "%v", err)
 	}
 	for i, step := range spec.Workload {
@@ -240,10 +354,23 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		}
 	}
 
-	// Liveness: converge within spec.Converge, in growing ticks.
+	// Liveness: converge within spec.Converge, in growing ticks, once the
+	// source faults stop. A tick with no write means converged only if it
+	// outlasts anything the schedule holds back (a coalescing window, a
+	// stale window, the informer's longest backoff after an expiry).
+	rs.heal()
 	var converged bool
 	var waited time.Duration
-	for tick := time.Second; waited < spec.Converge; tick = min(2*tick, time.Minute) {
+	first := max(spec.Idle, sched.Coalesce)
+	for _, f := range sched.Faults {
+		if f.Kind == Stale {
+			first = max(first, spec.StaleFor+time.Second)
+		}
+	}
+	if sched.Expire > 0 {
+		first = max(first, 31*time.Second) // informer.DefaultWatchBackoff's cap, and one
+	}
+	for tick := first; waited < spec.Converge; tick = min(2*tick, max(first, time.Minute)) {
 		before := rs.writeCount()
 		if err := settle(tick); err != nil {
 			return fail("process", "%v", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,12 @@ import (
 // passes.
 var scheduleFlag = flag.String("simtest.schedule", "", "run only this schedule (as a failure report prints it), after the reference run")
 
+// seedFlag and runsFlag override Spec.Seed and Spec.Runs of Sampled mode.
+var (
+	seedFlag = flag.Uint64("simtest.seed", 0, "first seed of Sampled mode (0: Spec.Seed, or the time)")
+	runsFlag = flag.Int("simtest.runs", 0, "schedules of Sampled mode (0: Spec.Runs)")
+)
+
 // Mode says which schedules Run tries.
 type Mode int
 
@@ -22,6 +27,10 @@ const (
 	// run in turn: one schedule per write. For small workloads (tens of
 	// writes).
 	Exhaustive Mode = iota
+	// Sampled runs Runs schedules, the i-th drawn by Sample from seed
+	// Seed+i: faults at writes of every kind, and source faults
+	// (coalescing, duplicates, expiries). A failing schedule is shrunk.
+	Sampled
 )
 
 // Spec declares a system under test. W is the user's world: the memory
@@ -47,8 +56,29 @@ type Spec[W any] struct {
 	// Invariants must hold after every workload step and every liveness
 	// tick: each returns nil if it does. Read w's raw stores, not caches.
 	Invariants []func(w W) error
-	// Mode picks the schedules; Exhaustive is the only one built so far.
+	// Mode picks the schedules: Exhaustive (default) or Sampled.
 	Mode Mode
+	// Runs is how many schedules Sampled mode tries (default 200;
+	// -simtest.runs overrides), starting at seed Seed (default: the time,
+	// printed; -simtest.seed overrides).
+	Runs int
+	Seed uint64
+	// StaleFor is how long, in virtual time, a process started by a
+	// stale restart sees its stores as they were Arg revisions before it
+	// started. Default 10 s.
+	StaleFor time.Duration
+	// Kinds are the faults at writes Sampled mode draws; default
+	// DefaultKinds. Add Depose for processes that elect a leader on
+	// Process.Clock.
+	Kinds []Kind
+	// DeposeFor is how long, in virtual time, the successor of a process
+	// frozen by a Depose fault runs before the frozen write goes out;
+	// longer than the lease, so that it takes over. Default 1 minute.
+	DeposeFor time.Duration
+	// Idle is how long the system must go without a write to count as
+	// converged: longer than anything the process waits for without
+	// writing, such as a lease to expire after a crash. Default 1 s.
+	Idle time.Duration
 	// StepTime is virtual time let pass before each workload step;
 	// default 0 (the system settles first in any case).
 	StepTime time.Duration
@@ -80,64 +110,56 @@ func (s *Spec[W]) defaults() {
 	if s.MaxReconcilesPerKey <= 0 {
 		s.MaxReconcilesPerKey = 2
 	}
-}
-
-// Schedule is the faults of one run: the writes after which the process
-// crashes, numbered from 1 across the run.
-type Schedule struct {
-	Crashes []int
-}
-
-// String is the schedule as -simtest.schedule takes it: "crash@3,7";
-// "none" for the fault-free run.
-func (s Schedule) String() string {
-	if len(s.Crashes) == 0 {
-		return "none"
+	if s.Runs <= 0 {
+		s.Runs = 200
 	}
-	parts := make([]string, len(s.Crashes))
-	for i, n := range s.Crashes {
-		parts[i] = strconv.Itoa(n)
+	if *runsFlag > 0 {
+		s.Runs = *runsFlag
 	}
-	return "crash@" + strings.Join(parts, ",")
-}
-
-// ParseSchedule reads what Schedule.String writes.
-func ParseSchedule(s string) (Schedule, error) {
-	if s == "none" {
-		return Schedule{}, nil
+	if *seedFlag != 0 {
+		s.Seed = *seedFlag
 	}
-	list, ok := strings.CutPrefix(s, "crash@")
-	if !ok {
-		return Schedule{}, fmt.Errorf("simtest: schedule %q: want crash@N[,N...] or none", s)
+	if s.Seed == 0 {
+		s.Seed = uint64(time.Now().UnixNano())
 	}
-	var sch Schedule
-	for f := range strings.SplitSeq(list, ",") {
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 {
-			return Schedule{}, fmt.Errorf("simtest: schedule %q: bad write number %q", s, f)
-		}
-		sch.Crashes = append(sch.Crashes, n)
+	if s.StaleFor <= 0 {
+		s.StaleFor = 10 * time.Second
 	}
-	return sch, nil
+	if s.DeposeFor <= 0 {
+		s.DeposeFor = time.Minute
+	}
+	if s.Idle <= 0 {
+		s.Idle = time.Second
+	}
 }
 
 // Report is what Check found.
 type Report struct {
-	// Schedules is how many faulty runs were made; Writes how many writes
-	// the reference run made; CrashPoints how many crashes were reached.
-	Schedules, Writes, CrashPoints int
-	// Elapsed is the wall time of every run together, reference included.
+	// Schedules is how many faulty runs were made (up to and including
+	// the first failing one); Writes how many writes the reference run
+	// made; FaultPoints how many faults at writes were reached.
+	Schedules, Writes, FaultPoints int
+	// Mode and Seed are the mode and first seed the schedules came from.
+	Mode Mode
+	Seed uint64
+	// Elapsed is the wall time of every run together, reference
+	// included, shrinking and reproducing not.
 	Elapsed time.Duration
 	// Failure is empty if every run passed; else the report of the first
-	// failing schedule, Failed its schedule.
-	Failure string
-	Failed  *Schedule
+	// failing schedule. Failed is that schedule shrunk, Found the
+	// schedule as drawn.
+	Failure       string
+	Failed, Found *Schedule
 }
 
 // Summary is the one line a passing run logs.
 func (r *Report) Summary() string {
-	return fmt.Sprintf("simtest: %d schedules (exhaustive over %d writes), %d crash points reached, %d runs/s",
-		r.Schedules, r.Writes, r.CrashPoints, int(float64(r.Schedules+1)/max(r.Elapsed.Seconds(), 1e-9)))
+	how := fmt.Sprintf("exhaustive over %d writes", r.Writes)
+	if r.Mode == Sampled {
+		how = fmt.Sprintf("sampled from seed %d, %d writes in the reference", r.Seed, r.Writes)
+	}
+	return fmt.Sprintf("simtest: %d schedules (%s), %d fault points reached, %d runs/s",
+		r.Schedules, how, r.FaultPoints, int(float64(r.Schedules+1)/max(r.Elapsed.Seconds(), 1e-9)))
 }
 
 // Run checks spec and fails t with the report if a schedule fails; else
@@ -158,44 +180,83 @@ func Check[W any](t *testing.T, spec Spec[W]) *Report {
 	t.Helper()
 	spec.defaults()
 	began := time.Now()
-	r := &Report{}
+	r := &Report{Mode: spec.Mode, Seed: spec.Seed}
 	ref := execute(t, &spec, Schedule{}, nil)
 	r.Writes = ref.writes
+	if ref.failure == "" {
+		// A reference that ends differently from run to run (two
+		// informers racing, say) would make every verdict noise: run it
+		// twice and say so.
+		if again := execute(t, &spec, Schedule{}, &ref); again.failure != "" {
+			ref.oracle, ref.failure = "determinism", fmt.Sprintf("two fault-free runs end differently: %s", diff(ref.observed, again.observed))
+		}
+	}
 	if ref.failure != "" {
 		r.Failure = fmt.Sprintf("simtest: %s: the fault-free run fails the %s oracle: %s", t.Name(), ref.oracle, ref.failure)
 		r.Failed = &Schedule{}
 		r.Elapsed = time.Since(began)
 		return r
 	}
-	var schedules []Schedule
+	next := func(i int) (Schedule, bool) {
+		if spec.Mode == Sampled {
+			return Sample(spec.Seed+uint64(i), ref.writes, spec.Kinds...), i < spec.Runs
+		}
+		return Schedule{Faults: []Fault{{Kind: Crash, At: i + 1}}}, i < ref.writes
+	}
 	if *scheduleFlag != "" {
 		s, err := ParseSchedule(*scheduleFlag)
 		if err != nil {
 			t.Fatal(err)
 		}
-		schedules = []Schedule{s}
-	} else {
-		for n := 1; n <= ref.writes; n++ {
-			schedules = append(schedules, Schedule{Crashes: []int{n}})
-		}
+		next = func(i int) (Schedule, bool) { return s, i == 0 }
 	}
-	for _, s := range schedules {
+	for i := 0; ; i++ {
+		s, ok := next(i)
+		if !ok {
+			break
+		}
 		out := execute(t, &spec, s, &ref)
 		r.Schedules++
-		r.CrashPoints += out.crashes
+		r.FaultPoints += out.faults
 		if out.failure != "" {
-			r.Failed = &s
-			r.Failure = failureReport(t, &spec, s, &ref, out)
-			break
+			r.Elapsed = time.Since(began)
+			r.Found = &s
+			shrunk, sout := shrink(t, &spec, s, &ref, out)
+			r.Failed = &shrunk
+			r.Failure = failureReport(t, &spec, s, shrunk, &ref, sout)
+			return r
 		}
 	}
 	r.Elapsed = time.Since(began)
 	return r
 }
 
-// failureReport reruns a failing schedule twice more (the Go scheduler is
+// shrink simplifies a failing schedule one step at a time, keeping a step
+// if the run still fails the same oracle, until no step does (delta
+// debugging over a list rarely longer than five). Each step gets two
+// tries: a failure that hangs on the scheduler's order between two
+// goroutines (two windows closing at one instant) may not come every time.
+func shrink[W any](t *testing.T, spec *Spec[W], s Schedule, ref *outcome, out outcome) (Schedule, outcome) {
+	for progress := true; progress; {
+		progress = false
+		for _, c := range s.smaller() {
+			for range 2 {
+				if o := execute(t, spec, c, ref); o.failure != "" && o.oracle == out.oracle {
+					s, out, progress = c, o, true
+					break
+				}
+			}
+			if progress {
+				break
+			}
+		}
+	}
+	return s, out
+}
+
+// failureReport reruns the shrunk schedule twice more (the Go scheduler is
 // not under the kit's control, §5 of the design) and formats the report.
-func failureReport[W any](t *testing.T, spec *Spec[W], s Schedule, ref *outcome, out outcome) string {
+func failureReport[W any](t *testing.T, spec *Spec[W], found, s Schedule, ref *outcome, out outcome) string {
 	again := 1
 	for range 2 {
 		if o := execute(t, spec, s, ref); o.failure != "" {
@@ -204,10 +265,13 @@ func failureReport[W any](t *testing.T, spec *Spec[W], s Schedule, ref *outcome,
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "simtest: %s: %s oracle failed (reproduced %d/3)\n", t.Name(), out.oracle, again)
-	fmt.Fprintf(&b, "  schedule: %s\n", s)
-	fmt.Fprintf(&b, "  %s\n", out.failure)
+	fmt.Fprintf(&b, "  schedule: %s", s)
+	if found.String() != s.String() {
+		fmt.Fprintf(&b, "   (shrunk from %s)", found)
+	}
+	fmt.Fprintf(&b, "\n  %s\n", out.failure)
 	for _, w := range out.log {
-		if w.crashed {
+		if w.fault != nil {
 			fmt.Fprintf(&b, "  %s\n", w)
 		}
 	}
