@@ -46,21 +46,35 @@ func (h *gatedHandler) funcs() informer.HandlerFuncs[string, int] {
 	}
 }
 
+// holdNext makes the handler block on its next calls until the returned
+// channel is closed.
+func (h *gatedHandler) holdNext() chan struct{} {
+	hold := make(chan struct{})
+	h.mu.Lock()
+	h.hold = hold
+	h.mu.Unlock()
+	return hold
+}
+
+// registered runs an informer in the bubble with a gatedHandler added
+// before it listed "a" at revision 1, and returns the watch it opened.
+func registered(t *testing.T) (*gatedHandler, *informer.Registration[string, int], *informer.Informer[string, int], *watchCall) {
+	t.Helper()
+	src := newScript()
+	inf := informer.New[string, int]("t", src, quiet)
+	h := &gatedHandler{}
+	reg, err := inf.AddHandler(h.funcs())
+	require.NoError(t, err)
+	w, stop := running(t, src, inf, 1, map[string]int{"a": 1})
+	t.Cleanup(stop)
+	synctest.Wait()
+	return h, reg, inf, w
+}
+
 func TestRegistrationAfterRevisionShouldRunOnlyOnceTheHandlerHasBeenGivenTheChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
-		h := &gatedHandler{}
-		reg, err := inf.AddHandler(h.funcs())
-		require.NoError(t, err)
-		w, stop := running(t, src, inf, 1, map[string]int{"a": 1})
-		defer stop()
-		synctest.Wait()
-
-		hold := make(chan struct{})
-		h.mu.Lock()
-		h.hold = hold
-		h.mu.Unlock()
+		h, reg, inf, w := registered(t)
+		hold := h.holdNext()
 		var cacheFired atomic.Bool
 		inf.AfterRevision(2, func() { cacheFired.Store(true) })
 		reg.AfterRevision(2, func() { h.note("callback") })
@@ -121,15 +135,7 @@ func TestRegistrationAfterRevisionShouldWaitForAReplayToALateHandler(t *testing.
 
 func TestRegistrationAfterRevisionStopShouldPreventACallNotYetMade(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
-		hold := make(chan struct{})
-		h := &gatedHandler{}
-		reg, err := inf.AddHandler(h.funcs())
-		require.NoError(t, err)
-		w, stop := running(t, src, inf, 1, map[string]int{"a": 1})
-		defer stop()
-		synctest.Wait()
+		h, reg, _, w := registered(t)
 		var called atomic.Int32
 
 		// Stopped before the informer reaches the revision.
@@ -138,9 +144,7 @@ func TestRegistrationAfterRevisionStopShouldPreventACallNotYetMade(t *testing.T)
 		assert.False(t, s1(), "a second stop")
 
 		// Stopped while waiting for the handler.
-		h.mu.Lock()
-		h.hold = hold
-		h.mu.Unlock()
+		hold := h.holdNext()
 		s2 := reg.AfterRevision(2, func() { called.Add(1) })
 		w.put(t, "b", 2, 2)
 		synctest.Wait()
@@ -159,18 +163,8 @@ func TestRegistrationAfterRevisionStopShouldPreventACallNotYetMade(t *testing.T)
 
 func TestRegistrationAfterRevisionShouldNeverCallAfterTheHandlerIsRemoved(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
-		hold := make(chan struct{})
-		h := &gatedHandler{}
-		reg, err := inf.AddHandler(h.funcs())
-		require.NoError(t, err)
-		w, stop := running(t, src, inf, 1, map[string]int{"a": 1})
-		defer stop()
-		synctest.Wait()
-		h.mu.Lock()
-		h.hold = hold
-		h.mu.Unlock()
+		h, reg, _, w := registered(t)
+		hold := h.holdNext()
 		var called atomic.Bool
 		s := reg.AfterRevision(2, func() { called.Store(true) })
 		w.put(t, "b", 2, 2)
