@@ -143,7 +143,7 @@ func (db *DB) run(ctx context.Context, gen uint64, cursor int64) {
 			// hole is waiting for: with concurrent writers, holes are the
 			// rule, and sleeping out FillAfter on each put the reader tens
 			// of milliseconds behind).
-			err = db.waitHole(ctx, db.opts.fillAfter-time.Since(holeSince))
+			err = db.waitWake(ctx, db.opts.fillAfter-time.Since(holeSince)) // a commit may close the hole
 		case hole > 0:
 			// Waits for a writer still in flight, then fills what it left.
 			_, err = db.pool.Exec(ctx, db.q.fill, cursor+1, hole-1)
@@ -160,8 +160,9 @@ func (db *DB) run(ctx context.Context, gen uint64, cursor int64) {
 	}
 }
 
-// waitHole waits up to d for a wake-up: a commit that may close the hole.
-func (db *DB) waitHole(ctx context.Context, d time.Duration) error {
+// waitWake waits up to d for a wake-up (a local commit, a NOTIFY, a
+// (re)connect of the LISTEN connection).
+func (db *DB) waitWake(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -181,15 +182,7 @@ func (db *DB) idle(ctx context.Context, gen uint64) error {
 	if db.listenGen.Load() == gen {
 		d = db.opts.poll
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-db.wake:
-	case <-t.C:
-	}
-	return nil
+	return db.waitWake(ctx, d)
 }
 
 // publish appends rows to the buffers of the live Watches of their
