@@ -35,6 +35,8 @@
 #   CONVERGE_ETCD_CLUSTER_STATE_DIR    the etcd/cluster directory (member dirs inside)
 #   CONVERGE_POSTGRES_DSN              postgres://postgres@127.0.0.1:P/converge?sslmode=disable
 #   CONVERGE_POSTGRES_STATE_DIR        the postgres directory (port, dsn, cmd, pid, start, ...)
+#   CONVERGE_CHROMIUM                  the headless Chromium binary (not a server: nothing to
+#                                      start or stop, only installed; the debug pages' browser test)
 #
 # Adding a server kind: write <kind>_install, <kind>_start
 # (which appends to the env file), <kind>_healthy and <kind>_stop, and list the
@@ -45,7 +47,7 @@
 # starts afresh. stop is safe to run at any time.
 set -euo pipefail
 
-KINDS=(etcd postgres)
+KINDS=(etcd postgres chromium)
 
 STATE_DIR=${CONVERGE_SERVERS_DIR:-${TMPDIR:-/tmp}/converge-servers-$(id -u)}
 ENV_FILE=$STATE_DIR/env
@@ -490,6 +492,34 @@ postgres_stop() {
 	[[ -n $root && $root == */converge-pg.* ]] && rm -rf "$root"
 	rm -rf "$dir"
 }
+
+# --- Chromium ----------------------------------------------------------------
+#
+# Not a server: the debug pages' browser test (internal/screenshot) runs Debian's
+# chromium itself, headless, one process per page. This kind only installs it
+# and names the binary in the env file.
+
+# chromium_path: print the Chromium binary on PATH, or fail.
+chromium_path() {
+	local name
+	for name in chromium chromium-browser; do
+		command -v "$name" && return 0
+	done
+	return 1
+}
+
+chromium_start() {
+	# --no-install-recommends leaves out the fonts the package only recommends;
+	# the pages need one font to render text in the screenshots.
+	chromium_path >/dev/null || apt_install chromium fonts-dejavu-core
+	local bin
+	bin=$(chromium_path) || die "chromium is still not on PATH after installing it"
+	write_env CONVERGE_CHROMIUM "$bin"
+}
+
+chromium_healthy() { chromium_path >/dev/null; }
+
+chromium_stop() { :; }
 
 # --- commands ----------------------------------------------------------------
 
