@@ -23,14 +23,16 @@ BENCH_PKGS ?= ./...
 # --- test -------------------------------------------------------------------
 #
 # `make test` starts the integration servers with scripts/servers.sh (installing
-# etcd with apt-get if it is missing), stops them on exit whatever happens (the
+# etcd and PostgreSQL with apt-get if they are missing, and Chromium for the
+# debug pages' browser test, internal/browsertest: not a server, only its path
+# in CONVERGE_CHROMIUM), stops them on exit whatever happens (the
 # trap keeps go test's exit code), and runs go test with their addresses in the
 # environment (CONVERGE_ETCD_ENDPOINTS, CONVERGE_ETCD_CLUSTER_ENDPOINTS, ...;
 # see the script's header). servers.sh prints only to stderr and `stop` prints
 # nothing, so go test's ok/FAIL lines stay the last ones.
 #
 # TEST_ENV is the environment `go test` runs in. CONVERGE_INTEGRATION=1 makes a
-# missing integration server (etcd, PostgreSQL) a failure instead of a skip.
+# missing integration server (etcd, PostgreSQL) or browser a failure instead of a skip.
 # To run one package against the servers by hand:
 #
 #	scripts/servers.sh start; eval "`scripts/servers.sh env`"
@@ -51,7 +53,10 @@ SERVER_PKGS := ./informer/etcdstore/... ./informer/pgstore/... ./leader/etcdlock
 SERVER_PKG_PATTERN := /(informer/etcdstore|informer/pgstore|leader/etcdlock|leader/pglock|internal/chaos|reconcile/internal/failover|internal/testserver|internal/e2e)(/|$$)
 
 # --- bench ------------------------------------------------------------------
-# Passed to bench/report in its environment.
+# Passed to bench/report in its environment. The report goes to stdout and
+# bench/out/queue.md, go test's output to bench/out/bench.txt, and the charts
+# of the medians to docs/images/bench-*.svg, which the README shows (redraw
+# them from a saved run: go -C bench run ./report -from out/bench.txt).
 BENCH_COUNT ?= 3
 
 # --- lint -------------------------------------------------------------------
@@ -68,7 +73,7 @@ help: ## List the targets.
 	@echo
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-zA-Z0-9_-]*:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-test: ## Start etcd and PostgreSQL (installing them if missing), run all tests with -race, integration tests required.
+test: ## Start etcd and PostgreSQL (installing them and Chromium if missing), run all tests with -race, integration tests required.
 	trap '$(SERVERS) stop' EXIT; \
 	$(SERVERS) start; \
 	eval "$$($(SERVERS) env)"; \
@@ -76,7 +81,7 @@ test: ## Start etcd and PostgreSQL (installing them if missing), run all tests w
 	$(if $(BENCH_PKGS),$(TEST_ENV) $(GO) -C $(BENCH_MOD) test $(TEST_FLAGS) $(BENCH_PKGS);) \
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) -p 1 $(SERVER_PKGS)
 
-bench: ## Run the benchmarks against client-go/controller-runtime and print the table (BENCH_COUNT=3).
+bench: ## Run the benchmarks against client-go/controller-runtime, print the table, draw docs/images/bench-*.svg (BENCH_COUNT=3).
 	BENCH_COUNT=$(BENCH_COUNT) $(GO) -C $(BENCH_MOD) run ./report
 
 lint: $(STATICCHECK) ## gofmt (must list nothing), go vet and staticcheck on all packages of both modules.

@@ -7,15 +7,19 @@
 //	make bench                             # from the repository root
 //	go -C bench run ./report               # the same: BENCH_COUNT=3 runs per benchmark
 //	BENCH_COUNT=1 go -C bench run ./report
+//	go -C bench run ./report -from out/bench.txt   # redo table and charts from a saved run
 //
 // It runs in the bench module (bench/go.mod), which holds the benchmarks'
 // dependencies (client-go, controller-runtime) so that the library's go.mod
-// does not. The go test output streams to stderr while it runs; the report
-// goes to stdout and to bench/out/queue.md.
+// does not. The go test output streams to stderr while it runs and is saved
+// in bench/out/bench.txt; the report goes to stdout and to
+// bench/out/queue.md; the charts of the medians (gonum.org/v1/plot) go to
+// docs/images/bench-*.svg, which the README shows.
 package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -35,6 +39,8 @@ func main() {
 }
 
 func run() error {
+	from := flag.String("from", "", "parse this saved go test -bench output (e.g. out/bench.txt) instead of running the benchmarks")
+	flag.Parse()
 	count := os.Getenv("BENCH_COUNT")
 	if count == "" {
 		count = "3"
@@ -48,40 +54,69 @@ func run() error {
 	}
 	args := []string{"test", "-run", "^$", "-bench", ".", "-benchtime=1x", "-count=" + count, "."}
 	command := "go " + strings.Join(quote(args), " ")
-	fmt.Fprintf(os.Stderr, "report: running %s in %s\n", command, root)
+	dir := filepath.Join(root, "out")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 
-	var out bytes.Buffer
-	cmd := exec.Command("go", args...)
-	cmd.Dir = root
-	cmd.Stdout = io.MultiWriter(os.Stderr, &out)
-	cmd.Stderr = os.Stderr
-	start := time.Now()
-	runErr := cmd.Run()
-	took := time.Since(start).Round(time.Second)
+	var out []byte
+	var took time.Duration
+	var runErr error
+	if *from != "" {
+		if out, err = os.ReadFile(*from); err != nil {
+			return err
+		}
+		command = "(saved) " + *from
+	} else {
+		out, took, runErr = runBenchmarks(root, args, command)
+		if err := os.WriteFile(filepath.Join(dir, "bench.txt"), out, 0o644); err != nil {
+			return err
+		}
+	}
 
-	res, err := Parse(&out)
+	res, err := Parse(bytes.NewReader(out))
 	if err != nil {
 		return err
 	}
 	if len(res.Order) == 0 {
 		return fmt.Errorf("%s: no benchmark results (%v)", command, runErr)
 	}
+	if *from != "" {
+		count = strconv.Itoa(res.Runs())
+	}
 	report := render(res, command, count, took, runErr)
 	fmt.Print(report)
 
-	dir := filepath.Join(root, "out")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	path := filepath.Join(dir, "queue.md")
 	if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "report: written to", path)
+	charts, err := writeCharts(res, filepath.Join(root, chartsDir))
+	for _, c := range charts {
+		fmt.Fprintln(os.Stderr, "report: chart written to", c)
+	}
+	if err != nil {
+		return fmt.Errorf("charts: %w", err)
+	}
 	if runErr != nil {
 		return fmt.Errorf("%s: %v", command, runErr)
 	}
 	return nil
+}
+
+// runBenchmarks runs go with args in root, streaming its output to stderr,
+// and returns the output, how long it took, and its error.
+func runBenchmarks(root string, args []string, command string) ([]byte, time.Duration, error) {
+	fmt.Fprintf(os.Stderr, "report: running %s in %s\n", command, root)
+	var out bytes.Buffer
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	cmd.Stdout = io.MultiWriter(os.Stderr, &out)
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	err := cmd.Run()
+	return out.Bytes(), time.Since(start).Round(time.Second), err
 }
 
 func render(res *Results, command, count string, took time.Duration, runErr error) string {
