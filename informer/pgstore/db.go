@@ -185,7 +185,7 @@ func NewDB(pool *pgxpool.Pool, opts ...DBOption) *DB {
 		o.compactKeep = DefaultCompactKeep
 	}
 	db.schema = o.schema
-	db.q = newQueries(quoteSchema(o.schema))
+	db.q = newQueries(quoteSchema(o.schema), o.batch)
 	return db
 }
 

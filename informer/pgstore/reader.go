@@ -246,7 +246,7 @@ func (db *DB) fail(gen uint64, err error) {
 // full. It fails with ErrRevisionExpired if the log no longer holds what
 // follows cursor.
 func (db *DB) read(ctx context.Context, cursor int64, colls []string) (out map[string][]row, next, hole int64, full bool, err error) {
-	rows, err := db.pool.Query(ctx, db.q.read, cursor, db.opts.batch, colls)
+	rows, err := db.pool.Query(ctx, db.q.read, cursor, colls)
 	if err != nil {
 		return nil, cursor, 0, false, db.wrapErr("watch", err)
 	}
@@ -298,7 +298,7 @@ func (db *DB) read(ctx context.Context, cursor int64, colls []string) (out map[s
 // Watch that catches up alone, one batch at a time; next is the revision
 // up to which it read.
 func (db *DB) readRange(ctx context.Context, coll string, pos, bound int64) (out []row, next int64, err error) {
-	rows, err := db.pool.Query(ctx, db.q.catchUp, pos, bound, coll, db.opts.batch)
+	rows, err := db.pool.Query(ctx, db.q.catchUp, pos, bound, coll)
 	if err != nil {
 		return nil, pos, err
 	}

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,7 +15,18 @@ type queries struct {
 	get, write, head, gaps, fill, list, read, catchUp, bounds, compact string
 }
 
-func newQueries(s string) queries {
+// The reader's statements run on every wake-up, so their plans must be
+// cheap to execute and estimated cheap too: an estimate above PostgreSQL's
+// jit_above_cost (100 000 by default) JIT-compiles the statement on every
+// execution, 15-150 ms each on the test machine, which was most of the
+// write-to-event tail (docs/design/pgstore.md §8.15). Hence meta by its
+// primary key (an unanalyzed meta is estimated at 1270 rows) and the
+// batch as a constant (a LIMIT parameter is estimated at a tenth of the
+// log in a generic plan). plan_test.go checks the estimates.
+func newQueries(s string, batch int) queries {
+	// The expiry bounds: one row, and estimated as one.
+	bounds := `(SELECT m.compact_rev, m.base, q.last_value FROM ` + s + `.meta m CROSS JOIN ` + s + `.rev q WHERE m.id = 1)`
+	limit := strconv.Itoa(batch)
 	return queries{
 		get:   `SELECT l.rev, l.value FROM ` + s + `.head h JOIN ` + s + `.log l ON l.rev = h.rev WHERE h.coll = $1 AND h.key = $2`,
 		write: `SELECT ` + s + `.write($1, $2, $3::"char", $4, $5)`,
@@ -31,15 +43,15 @@ func newQueries(s string) queries {
 	WHERE coll = $1 AND rev <= $2 ORDER BY key, rev DESC) x WHERE op = 'p'`,
 		// The reader's poll, one snapshot: the expiry bounds and the next
 		// rows of every collection, with the values of the watched ones.
-		read: `SELECT m.compact_rev, m.base, q.last_value, l.rev, l.coll, l.key, l.op,
-		CASE WHEN l.coll = ANY($3::text[]) THEN l.value END
-	FROM ` + s + `.meta m CROSS JOIN ` + s + `.rev q
-	LEFT JOIN LATERAL (SELECT * FROM ` + s + `.log WHERE rev > $1 ORDER BY rev LIMIT $2) l ON true ORDER BY l.rev`,
+		read: `SELECT b.compact_rev, b.base, b.last_value, l.rev, l.coll, l.key, l.op,
+		CASE WHEN l.coll = ANY($2::text[]) THEN l.value END
+	FROM ` + bounds + ` b
+	LEFT JOIN LATERAL (SELECT * FROM ` + s + `.log WHERE rev > $1 ORDER BY rev LIMIT ` + limit + `) l ON true ORDER BY l.rev`,
 		// A Watch behind the reader: resolved rows of one collection.
-		catchUp: `SELECT m.compact_rev, m.base, q.last_value, l.rev, l.key, l.op, l.value
-	FROM ` + s + `.meta m CROSS JOIN ` + s + `.rev q
-	LEFT JOIN LATERAL (SELECT * FROM ` + s + `.log WHERE rev > $1 AND rev <= $2 AND coll = $3 ORDER BY rev LIMIT $4) l ON true ORDER BY l.rev`,
-		bounds: `SELECT m.compact_rev, m.base, q.last_value FROM ` + s + `.meta m CROSS JOIN ` + s + `.rev q`,
+		catchUp: `SELECT b.compact_rev, b.base, b.last_value, l.rev, l.key, l.op, l.value
+	FROM ` + bounds + ` b
+	LEFT JOIN LATERAL (SELECT * FROM ` + s + `.log WHERE rev > $1 AND rev <= $2 AND coll = $3 ORDER BY rev LIMIT ` + limit + `) l ON true ORDER BY l.rev`,
+		bounds: `SELECT compact_rev, base, last_value FROM ` + bounds + ` b`,
 		// Forget history up to $1: fills, deletes and superseded values.
 		compact: `WITH c AS (UPDATE ` + s + `.meta SET compact_rev = greatest(compact_rev, $1) RETURNING compact_rev)
 	DELETE FROM ` + s + `.log l USING c WHERE l.rev <= c.compact_rev AND (l.op <> 'p' OR EXISTS (
