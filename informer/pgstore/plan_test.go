@@ -27,7 +27,7 @@ func TestReaderQueriesArePlannedBelowTheJITThreshold(t *testing.T) {
 	var threshold float64
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT current_setting('jit_above_cost')::float8`).Scan(&threshold))
 	// The parameters of each statement, as EXECUTE takes them.
-	args := map[string]string{"read": `(1, '{c}')`, "catchUp": `(1, 2, 'c')`, "bounds": ``}
+	args := map[string]string{"read": `(1, '{c}', 1)`, "catchUp": `(1, 2, 'c')`, "bounds": ``, "anchored": `(1)`}
 
 	check := func(state string) {
 		conn, err := pool.Acquire(t.Context())
