@@ -73,9 +73,11 @@ func quoteSchema(schema string) string {
 // and hand their revisions out again to other changes. A DB whose reader
 // read such a change finds out by itself (the row it read last is gone or
 // another, see docs/design/pgstore.md §5) and calls Rebase. Call it
-// yourself after a restore, before writers come back, to cover the rest: a
-// lost change that no running process's reader had read last, but one
-// that stopped meanwhile had. A schema dropped and set up again needs no
+// yourself after a restore, before writers come back, to cover the rest:
+// a revision kept from before the process started (a Watch resumed from a
+// revision saved to disk; an informer lists afresh in a new process), and
+// a replay that gives that last row's revision to a transaction with the
+// same id writing the same key. A schema dropped and set up again needs no
 // Rebase (Setup starts a fresh store above every old revision).
 func Rebase(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	s := quoteSchema(schema)
