@@ -3,9 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,8 +28,7 @@ import (
 // Without a server they skip (with CONVERGE_INTEGRATION=1 they fail).
 
 const (
-	pgWriters  = 8    // concurrent writers, as the issue asks
-	pgRate     = 1000 // writes per second, all writers together, for the latency benchmark
+	pgWriters  = 8 // concurrent writers, as the issue asks
 	pgSyncObjs = 100_000
 )
 
@@ -90,125 +87,6 @@ func pgBenchSchema(b *testing.B, pool *pgxpool.Pool) string {
 		b.Fatal(err)
 	}
 	return name
-}
-
-// BenchmarkPgstoreWriteToInformer measures write → informer handler
-// latency at a steady pgRate writes per second from pgWriters writers,
-// each write a Create of a new key (so no two changes of a key fold into
-// one event). local: the writers use the informer's DB (its reader is woken
-// in process); notify: they use a DB of their own, another process, whose
-// NOTIFY wakes the informer's reader. b.N is the number of writes.
-//
-// Two clocks: p50/p99/p999-ms start before the Create (write + delivery,
-// what a program that writes and waits for its informer sees); the
-// -commit-ms figures start when the Create returned, the commit done
-// (delivery alone; it can be negative when the event overtakes the
-// Create's reply, and counts as 0 then).
-func BenchmarkPgstoreWriteToInformer(b *testing.B) {
-	for _, path := range []string{"local", "notify"} {
-		b.Run(path, func(b *testing.B) {
-			pool := pgBenchPool(b)
-			schema := pgBenchSchema(b, pool)
-			db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
-			defer db.Close()
-			wdb := db
-			if path == "notify" {
-				wdb = pgstore.NewDB(pool, pgstore.WithSchema(schema))
-				defer wdb.Close()
-			}
-			fromWrite, fromCommit := pgLatency(b, pgstore.New[pgObj](db, "objs"), pgstore.New[pgObj](wdb, "objs"), b.N, pgRate)
-			reportLatency(b, fromWrite, "")
-			reportLatency(b, fromCommit, "-commit")
-		})
-	}
-}
-
-// pgLatency runs an informer on src, writes n new keys through w at rate
-// writes per second from pgWriters writers, and returns the handler's
-// latency per write, from the start of the write and from its return.
-func pgLatency(b *testing.B, src informer.Source[string, pgObj], w informer.Store[string, pgObj], n, rate int) (fromWrite, fromCommit []time.Duration) {
-	inf := informer.New[string, pgObj]("pg-latency", src)
-	var (
-		mu   sync.Mutex
-		seen = make(map[string]time.Time, n) // when the handler got each key
-		sent = make(map[string]time.Time, n) // when each key's Create started
-		ret  = make(map[string]time.Time, n) // and returned
-		done = make(chan struct{})
-	)
-	_, err := inf.AddHandler(informer.HandlerFuncs[string, pgObj]{AddFunc: func(k string, _ pgObj, _ bool) {
-		now := time.Now()
-		mu.Lock()
-		defer mu.Unlock()
-		if seen[k] = now; len(seen) == n {
-			close(done)
-		}
-	}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(b.Context())
-	ran := make(chan error, 1)
-	go func() { ran <- inf.Run(ctx) }()
-	defer func() { cancel(); <-ran }()
-	if err := inf.WaitForSync(b.Context()); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	errs := make(chan error, pgWriters)
-	for wr := range pgWriters {
-		wg.Go(func() {
-			t := time.NewTicker(time.Second * pgWriters / time.Duration(rate))
-			defer t.Stop()
-			for i := wr; i < n; i += pgWriters {
-				<-t.C
-				v := newPgObj(fmt.Sprintf("w%d-%d", wr, i))
-				start := time.Now()
-				_, err := w.Create(ctx, v.Name, v)
-				end := time.Now()
-				if err != nil {
-					errs <- err
-					return
-				}
-				mu.Lock()
-				sent[v.Name], ret[v.Name] = start, end
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		mu.Lock()
-		defer mu.Unlock()
-		b.Fatalf("the informer saw %d of %d writes in 30 s", len(seen), n)
-	}
-	b.StopTimer()
-	mu.Lock()
-	defer mu.Unlock()
-	for k, at := range seen {
-		fromWrite = append(fromWrite, at.Sub(sent[k]))
-		fromCommit = append(fromCommit, max(0, at.Sub(ret[k])))
-	}
-	return fromWrite, fromCommit
-}
-
-// reportLatency reports p50, p99 and p999 in milliseconds, the metrics'
-// names with suffix.
-func reportLatency(b *testing.B, lat []time.Duration, suffix string) {
-	slices.Sort(lat)
-	q := func(p float64) float64 {
-		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
-	}
-	b.ReportMetric(q(0.50), "p50"+suffix+"-ms")
-	b.ReportMetric(q(0.99), "p99"+suffix+"-ms")
-	b.ReportMetric(q(0.999), "p999"+suffix+"-ms")
-	b.ReportMetric(0, "ns/op")
 }
 
 // pgLoad fills the collection "objs" of schema (through write(), as the
