@@ -40,12 +40,13 @@ func pgWriteToInformer(b *testing.B, rate int) {
 		b.Run(path, func(b *testing.B) {
 			pool := pgBenchPool(b)
 			schema := pgBenchSchema(b, pool)
+			// Closed after the informer stops (cleanups run last first).
 			db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
-			defer db.Close()
+			b.Cleanup(db.Close)
 			wdb := db
 			if path == "notify" {
 				wdb = pgstore.NewDB(pool, pgstore.WithSchema(schema))
-				defer wdb.Close()
+				b.Cleanup(wdb.Close)
 			}
 			rec := pgRecord(b, pgstore.New[pgObj](db, "objs"))
 			w := pgstore.New[pgObj](wdb, "objs")
@@ -203,6 +204,8 @@ func BenchmarkPgstoreHoleStall(b *testing.B) {
 				schema := pgBenchSchema(b, pool)
 				db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
 				wdb := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+				b.Cleanup(db.Close) // after the informer stops
+				b.Cleanup(wdb.Close)
 				rec := pgRecord(b, pgstore.New[pgObj](db, "objs"))
 				w := pgstore.New[pgObj](wdb, "objs")
 
@@ -250,8 +253,6 @@ func BenchmarkPgstoreHoleStall(b *testing.B) {
 				slices.Sort(after)
 				b.ReportMetric(float64(after[len(after)*99/100].Microseconds())/1000, "after-p99-ms")
 				b.ReportMetric(0, "ns/op")
-				db.Close()
-				wdb.Close()
 			}
 		})
 	}
