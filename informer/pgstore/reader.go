@@ -244,7 +244,9 @@ func (db *DB) fail(gen uint64, err error) {
 // collections up to the first hole, by collection, the new cursor, the
 // revision of the row after the hole (0: none), and whether the batch was
 // full. It fails with ErrRevisionExpired if the log no longer holds what
-// follows cursor.
+// follows cursor, or if the store went back in time below the DB's anchor
+// (which it rebases first, anchor.go). It makes the row at next the DB's
+// anchor.
 func (db *DB) read(ctx context.Context, gen uint64, cursor int64, colls []string) (out map[string][]row, next, hole int64, full bool, err error) {
 	was := db.anchorNow()
 	rows, err := db.pool.Query(ctx, db.q.read, cursor, colls, was.rev)
