@@ -3,9 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,18 +28,15 @@ import (
 // Without a server they skip (with CONVERGE_INTEGRATION=1 they fail).
 
 const (
-	pgWriters  = 8    // concurrent writers, as the issue asks
-	pgRate     = 1000 // writes per second, all writers together, for the latency benchmark
+	pgWriters  = 8 // concurrent writers, as the issue asks
 	pgSyncObjs = 100_000
 )
 
 // pgObj is a value of about 550 B of JSON, like the informer benchmarks'
-// objects: a ReplicaSet-like body, a name, and the time its write started
-// (the latency benchmark's clock).
+// objects: a ReplicaSet-like body and a name.
 type pgObj struct {
 	benchRS
 	Name string `json:"name"`
-	Sent int64  `json:"sent,omitempty"`
 }
 
 func newPgObj(name string) pgObj {
@@ -92,103 +87,6 @@ func pgBenchSchema(b *testing.B, pool *pgxpool.Pool) string {
 		b.Fatal(err)
 	}
 	return name
-}
-
-// BenchmarkPgstoreWriteToInformer measures write → informer handler
-// latency at a steady pgRate writes per second from pgWriters writers,
-// each write a Create of a new key (so no two changes of a key fold into
-// one event). local: the writers use the informer's DB (its reader is woken
-// in process); notify: they use a DB of their own, another process, whose
-// NOTIFY wakes the informer's reader. b.N is the number of writes.
-func BenchmarkPgstoreWriteToInformer(b *testing.B) {
-	for _, path := range []string{"local", "notify"} {
-		b.Run(path, func(b *testing.B) {
-			pool := pgBenchPool(b)
-			schema := pgBenchSchema(b, pool)
-			db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
-			defer db.Close()
-			wdb := db
-			if path == "notify" {
-				wdb = pgstore.NewDB(pool, pgstore.WithSchema(schema))
-				defer wdb.Close()
-			}
-			lat := pgLatency(b, pgstore.New[pgObj](db, "objs"), pgstore.New[pgObj](wdb, "objs"), b.N)
-			reportLatency(b, lat)
-		})
-	}
-}
-
-// pgLatency runs an informer on src, writes n new keys through w at pgRate
-// from pgWriters writers, and returns the handler's latency per write.
-func pgLatency(b *testing.B, src informer.Source[string, pgObj], w informer.Store[string, pgObj], n int) []time.Duration {
-	inf := informer.New[string, pgObj]("pg-latency", src)
-	var (
-		mu   sync.Mutex
-		lat  = make([]time.Duration, 0, n)
-		done = make(chan struct{})
-	)
-	_, err := inf.AddHandler(informer.HandlerFuncs[string, pgObj]{AddFunc: func(_ string, v pgObj, _ bool) {
-		d := time.Duration(time.Now().UnixNano() - v.Sent)
-		mu.Lock()
-		defer mu.Unlock()
-		if lat = append(lat, d); len(lat) == n {
-			close(done)
-		}
-	}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(b.Context())
-	ran := make(chan error, 1)
-	go func() { ran <- inf.Run(ctx) }()
-	defer func() { cancel(); <-ran }()
-	if err := inf.WaitForSync(b.Context()); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	errs := make(chan error, pgWriters)
-	for wr := range pgWriters {
-		wg.Go(func() {
-			t := time.NewTicker(time.Second * pgWriters / pgRate)
-			defer t.Stop()
-			for i := wr; i < n; i += pgWriters {
-				<-t.C
-				v := newPgObj(fmt.Sprintf("w%d-%d", wr, i))
-				v.Sent = time.Now().UnixNano()
-				if _, err := w.Create(ctx, v.Name, v); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		b.Fatalf("the informer saw %d of %d writes in 30 s", len(lat), n)
-	}
-	b.StopTimer()
-	mu.Lock()
-	defer mu.Unlock()
-	return slices.Clone(lat)
-}
-
-// reportLatency reports p50, p99 and p999 in milliseconds.
-func reportLatency(b *testing.B, lat []time.Duration) {
-	slices.Sort(lat)
-	q := func(p float64) float64 {
-		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
-	}
-	b.ReportMetric(q(0.50), "p50-ms")
-	b.ReportMetric(q(0.99), "p99-ms")
-	b.ReportMetric(q(0.999), "p999-ms")
-	b.ReportMetric(0, "ns/op")
 }
 
 // pgLoad fills the collection "objs" of schema (through write(), as the

@@ -133,6 +133,7 @@ type DB struct {
 	stop    context.CancelFunc // of the running reader
 	wake    chan struct{}      // cap 1: poll now
 	colls   map[string]int     // collections watched, with their Watch counts
+	anchor  anchor             // the last row the reader read (anchor.go); zero: none
 	wg      sync.WaitGroup     // reader and listener goroutines
 
 	listenGen atomic.Uint64 // the generation of the reader whose LISTEN connection is up; 0: none
@@ -185,7 +186,7 @@ func NewDB(pool *pgxpool.Pool, opts ...DBOption) *DB {
 		o.compactKeep = DefaultCompactKeep
 	}
 	db.schema = o.schema
-	db.q = newQueries(quoteSchema(o.schema))
+	db.q = newQueries(quoteSchema(o.schema), o.batch)
 	return db
 }
 

@@ -126,7 +126,7 @@ func (db *DB) run(ctx context.Context, gen uint64, cursor int64) {
 			colls = append(colls, c)
 		}
 		db.mu.Unlock()
-		rows, next, hole, full, err := db.read(ctx, cursor, colls)
+		rows, next, hole, full, err := db.read(ctx, gen, cursor, colls)
 		if err == nil {
 			err = db.publish(gen, rows, colls, next)
 			cursor = next
@@ -244,27 +244,35 @@ func (db *DB) fail(gen uint64, err error) {
 // collections up to the first hole, by collection, the new cursor, the
 // revision of the row after the hole (0: none), and whether the batch was
 // full. It fails with ErrRevisionExpired if the log no longer holds what
-// follows cursor.
-func (db *DB) read(ctx context.Context, cursor int64, colls []string) (out map[string][]row, next, hole int64, full bool, err error) {
-	rows, err := db.pool.Query(ctx, db.q.read, cursor, db.opts.batch, colls)
+// follows cursor, or if the store went back in time below the DB's anchor
+// (which it rebases first, anchor.go). It makes the row at next the DB's
+// anchor.
+func (db *DB) read(ctx context.Context, gen uint64, cursor int64, colls []string) (out map[string][]row, next, hole int64, full bool, err error) {
+	was := db.anchorNow()
+	rows, err := db.pool.Query(ctx, db.q.read, cursor, colls, was.rev)
 	if err != nil {
 		return nil, cursor, 0, false, db.wrapErr("watch", err)
 	}
 	defer rows.Close()
 	next, n := cursor, 0
+	var last anchor // the row at next
 	for rows.Next() {
 		var (
-			compacted, base, last int64
-			rev                   *int64
-			coll, key             *string
-			op                    *string
-			data                  []byte
+			compacted, base, seq int64
+			p                    probe
+			rev, xid             *int64
+			coll, key, op        *string
+			data                 []byte
 		)
-		if err := rows.Scan(&compacted, &base, &last, &rev, &coll, &key, &op, &data); err != nil {
+		if err := rows.Scan(&compacted, &base, &seq, &p.xid, &p.coll, &p.key, &p.op, &rev, &coll, &key, &op, &xid, &data); err != nil {
 			return nil, cursor, 0, false, db.wrapErr("watch", err)
 		}
 		if n == 0 {
-			if err := expired("", cursor, compacted, base, last); err != nil {
+			if why := was.lost(p, compacted, seq); why != "" {
+				rows.Close()
+				return nil, cursor, 0, false, db.wentBack(ctx, why)
+			}
+			if err := expired("", cursor, compacted, base, seq); err != nil {
 				return nil, cursor, 0, false, fmt.Errorf("pgstore schema %q: %w", db.schema, err)
 			}
 		}
@@ -280,6 +288,7 @@ func (db *DB) read(ctx context.Context, cursor int64, colls []string) (out map[s
 			continue
 		}
 		next = *rev
+		last = anchor{rev: *rev, xid: *xid, coll: str(coll), key: str(key), op: str(op)}
 		if coll == nil || *op == "f" {
 			continue
 		}
@@ -291,6 +300,9 @@ func (db *DB) read(ctx context.Context, cursor int64, colls []string) (out map[s
 	if err := rows.Err(); err != nil {
 		return nil, cursor, 0, false, db.wrapErr("watch", err)
 	}
+	if last.rev != 0 {
+		db.setAnchor(gen, last)
+	}
 	return out, next, hole, n == db.opts.batch, nil
 }
 
@@ -298,7 +310,7 @@ func (db *DB) read(ctx context.Context, cursor int64, colls []string) (out map[s
 // Watch that catches up alone, one batch at a time; next is the revision
 // up to which it read.
 func (db *DB) readRange(ctx context.Context, coll string, pos, bound int64) (out []row, next int64, err error) {
-	rows, err := db.pool.Query(ctx, db.q.catchUp, pos, bound, coll, db.opts.batch)
+	rows, err := db.pool.Query(ctx, db.q.catchUp, pos, bound, coll)
 	if err != nil {
 		return nil, pos, err
 	}
@@ -364,11 +376,20 @@ func (db *DB) catchUp(ctx context.Context, s *sub) ([]row, int64, error) {
 }
 
 // check fails with ErrRevisionExpired if the log no longer holds every
-// change after after, or never held them (the store was reset or restored).
+// change after after, or never held them (the store was reset or
+// restored). A store that went back in time below what this process read
+// (anchor.go) is rebased first.
 func (db *DB) check(ctx context.Context, coll string, after int64) error {
-	var compacted, base, last int64
-	if err := db.pool.QueryRow(ctx, db.q.bounds).Scan(&compacted, &base, &last); err != nil {
+	was := db.anchorNow()
+	var (
+		compacted, base, last int64
+		p                     probe
+	)
+	if err := db.pool.QueryRow(ctx, db.q.anchored, was.rev).Scan(&compacted, &base, &last, &p.xid, &p.coll, &p.key, &p.op); err != nil {
 		return err
+	}
+	if why := was.lost(p, compacted, last); why != "" {
+		return db.wentBack(ctx, why)
 	}
 	return expired(coll, after, compacted, base, last)
 }

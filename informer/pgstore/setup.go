@@ -68,12 +68,17 @@ func quoteSchema(schema string) string {
 // Watch after an older revision, live or resuming, then fails with
 // informer.ErrRevisionExpired, and its informer relists.
 //
-// Call it after restoring the schema from a backup (a dump, a point-in-time
-// recovery, a failover to an asynchronous standby), before writers come
-// back: a restore can lose changes an informer has already seen and hand
-// their revisions out again to other changes, which no Watch could tell from
-// the old ones. A schema dropped and set up again needs no Rebase (Setup
-// starts a fresh store above every old revision).
+// A restore from a backup (a dump, a point-in-time recovery, a failover to
+// an asynchronous standby) can lose changes an informer has already seen
+// and hand their revisions out again to other changes. A DB whose reader
+// read such a change finds out by itself (the row it read last is gone or
+// another, see docs/design/pgstore.md §5) and calls Rebase. Call it
+// yourself after a restore, before writers come back, to cover the rest:
+// a revision kept from before the process started (a Watch resumed from a
+// revision saved to disk; an informer lists afresh in a new process), and
+// a replay that gives that last row's revision to a transaction with the
+// same id writing the same key. A schema dropped and set up again needs no
+// Rebase (Setup starts a fresh store above every old revision).
 func Rebase(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	s := quoteSchema(schema)
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {

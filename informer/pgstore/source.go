@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,10 +12,26 @@ import (
 
 // queries are the statements of a Store, built once from the quoted schema.
 type queries struct {
-	get, write, head, gaps, fill, list, read, catchUp, bounds, compact string
+	get, write, head, gaps, fill, list, read, catchUp, bounds, anchored, compact string
 }
 
-func newQueries(s string) queries {
+// The reader's statements run on every wake-up, so their plans must be
+// cheap to execute and estimated cheap too: an estimate above PostgreSQL's
+// jit_above_cost (100 000 by default) JIT-compiles the statement on every
+// execution, 15-150 ms each on the test machine, which was most of the
+// write-to-event tail (docs/design/pgstore.md §8.15). Hence meta by its
+// primary key (an unanalyzed meta is estimated at 1270 rows) and the
+// batch as a constant (a LIMIT parameter is estimated at a tenth of the
+// log in a generic plan). plan_test.go checks the estimates.
+func newQueries(s string, batch int) queries {
+	// The expiry bounds: one row, and estimated as one.
+	bounds := `(SELECT m.compact_rev, m.base, q.last_value FROM ` + s + `.meta m CROSS JOIN ` + s + `.rev q WHERE m.id = 1)`
+	// The same, and the row at revision $N as an anchor (anchor.go) sees it.
+	anchored := func(n string) string {
+		return `(SELECT m.compact_rev, m.base, q.last_value, a.xmin::text::bigint AS xid, a.coll, a.key, a.op
+	FROM ` + s + `.meta m CROSS JOIN ` + s + `.rev q LEFT JOIN ` + s + `.log a ON a.rev = $` + n + ` WHERE m.id = 1)`
+	}
+	limit := strconv.Itoa(batch)
 	return queries{
 		get:   `SELECT l.rev, l.value FROM ` + s + `.head h JOIN ` + s + `.log l ON l.rev = h.rev WHERE h.coll = $1 AND h.key = $2`,
 		write: `SELECT ` + s + `.write($1, $2, $3::"char", $4, $5)`,
@@ -29,17 +46,22 @@ func newQueries(s string) queries {
 		fill: `SELECT ` + s + `.fill($1, $2)`,
 		list: `SELECT key, value, rev FROM (SELECT DISTINCT ON (key) key, op, value, rev FROM ` + s + `.log
 	WHERE coll = $1 AND rev <= $2 ORDER BY key, rev DESC) x WHERE op = 'p'`,
-		// The reader's poll, one snapshot: the expiry bounds and the next
-		// rows of every collection, with the values of the watched ones.
-		read: `SELECT m.compact_rev, m.base, q.last_value, l.rev, l.coll, l.key, l.op,
-		CASE WHEN l.coll = ANY($3::text[]) THEN l.value END
-	FROM ` + s + `.meta m CROSS JOIN ` + s + `.rev q
-	LEFT JOIN LATERAL (SELECT * FROM ` + s + `.log WHERE rev > $1 ORDER BY rev LIMIT $2) l ON true ORDER BY l.rev`,
+		// The reader's poll, one snapshot: the expiry bounds, the DB's
+		// anchor ($3) as it is now, and the next rows of every collection,
+		// with the values of the watched ones and the transaction that
+		// wrote each (a row's anchor).
+		read: `SELECT b.compact_rev, b.base, b.last_value, b.xid, b.coll, b.key, b.op,
+		l.rev, l.coll, l.key, l.op, l.xid, CASE WHEN l.coll = ANY($2::text[]) THEN l.value END
+	FROM ` + anchored("3") + ` b
+	LEFT JOIN LATERAL (SELECT rev, coll, key, op, value, xmin::text::bigint AS xid FROM ` + s + `.log
+		WHERE rev > $1 ORDER BY rev LIMIT ` + limit + `) l ON true ORDER BY l.rev`,
 		// A Watch behind the reader: resolved rows of one collection.
-		catchUp: `SELECT m.compact_rev, m.base, q.last_value, l.rev, l.key, l.op, l.value
-	FROM ` + s + `.meta m CROSS JOIN ` + s + `.rev q
-	LEFT JOIN LATERAL (SELECT * FROM ` + s + `.log WHERE rev > $1 AND rev <= $2 AND coll = $3 ORDER BY rev LIMIT $4) l ON true ORDER BY l.rev`,
-		bounds: `SELECT m.compact_rev, m.base, q.last_value FROM ` + s + `.meta m CROSS JOIN ` + s + `.rev q`,
+		catchUp: `SELECT b.compact_rev, b.base, b.last_value, l.rev, l.key, l.op, l.value
+	FROM ` + bounds + ` b
+	LEFT JOIN LATERAL (SELECT * FROM ` + s + `.log WHERE rev > $1 AND rev <= $2 AND coll = $3 ORDER BY rev LIMIT ` + limit + `) l ON true ORDER BY l.rev`,
+		bounds: `SELECT compact_rev, base, last_value FROM ` + bounds + ` b`,
+		// A Watch's check: the bounds and the DB's anchor ($1).
+		anchored: `SELECT compact_rev, base, last_value, xid, coll, key, op FROM ` + anchored("1") + ` b`,
 		// Forget history up to $1: fills, deletes and superseded values.
 		compact: `WITH c AS (UPDATE ` + s + `.meta SET compact_rev = greatest(compact_rev, $1) RETURNING compact_rev)
 	DELETE FROM ` + s + `.log l USING c WHERE l.rev <= c.compact_rev AND (l.op <> 'p' OR EXISTS (

@@ -1,0 +1,259 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/informer/pgstore"
+)
+
+// The pgstore latency benchmarks: write → informer handler at a steady rate,
+// and the stall a transaction held open causes (docs/design/pgstore.md §8).
+
+// BenchmarkPgstoreWriteToInformer measures write → informer handler
+// latency at a steady 1000 writes per second from pgWriters writers, each
+// write a Create of a new key (so no two changes of a key fold into one
+// event). local: the writers use the informer's DB (its reader is woken in
+// process); notify: they use a DB of their own, another process, whose
+// NOTIFY wakes the informer's reader. b.N is the number of writes.
+//
+// Two clocks: p50/p99/p999-ms start before the Create (write + delivery,
+// what a program that writes and waits for its informer sees); the
+// -commit-ms figures start when the Create returned, the commit done
+// (delivery alone; an event that overtakes the Create's reply counts as 0).
+func BenchmarkPgstoreWriteToInformer(b *testing.B) { pgWriteToInformer(b, 1000) }
+
+// BenchmarkPgstoreWriteToInformer10k is BenchmarkPgstoreWriteToInformer at
+// 10 000 writes per second asked; writes/s reports what the writers reached
+// (each waits for its own write, so a slow server lowers the rate).
+func BenchmarkPgstoreWriteToInformer10k(b *testing.B) { pgWriteToInformer(b, 10_000) }
+
+func pgWriteToInformer(b *testing.B, rate int) {
+	for _, path := range []string{"local", "notify"} {
+		b.Run(path, func(b *testing.B) {
+			pool := pgBenchPool(b)
+			schema := pgBenchSchema(b, pool)
+			// Closed after the informer stops (cleanups run last first).
+			db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+			b.Cleanup(db.Close)
+			wdb := db
+			if path == "notify" {
+				wdb = pgstore.NewDB(pool, pgstore.WithSchema(schema))
+				b.Cleanup(wdb.Close)
+			}
+			rec := pgRecord(b, pgstore.New[pgObj](db, "objs"))
+			w := pgstore.New[pgObj](wdb, "objs")
+			b.ResetTimer()
+			start := time.Now()
+			writes := pgWriteAt(b, w, "", b.N, rate)
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "writes/s")
+			seen := rec.wait(b, b.N)
+			b.StopTimer()
+			var fromWrite, fromCommit []time.Duration
+			for k, at := range seen {
+				fromWrite = append(fromWrite, at.Sub(writes[k].start))
+				fromCommit = append(fromCommit, max(0, at.Sub(writes[k].end)))
+			}
+			reportLatency(b, fromWrite, "")
+			reportLatency(b, fromCommit, "-commit")
+		})
+	}
+}
+
+// pgRecorder is an informer on a Source whose handler notes when it got
+// each key's Add.
+type pgRecorder struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+	n    int           // wait's target
+	done chan struct{} // closed when seen has n keys
+}
+
+// pgRecord runs an informer on src until b ends and waits for its sync.
+func pgRecord(b *testing.B, src informer.Source[string, pgObj]) *pgRecorder {
+	r := &pgRecorder{seen: make(map[string]time.Time), n: -1, done: make(chan struct{})}
+	inf := informer.New[string, pgObj]("pg-latency", src)
+	_, err := inf.AddHandler(informer.HandlerFuncs[string, pgObj]{AddFunc: func(k string, _ pgObj, _ bool) {
+		now := time.Now()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.seen[k] = now; len(r.seen) == r.n {
+			close(r.done)
+		}
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- inf.Run(ctx) }()
+	b.Cleanup(func() { cancel(); <-ran })
+	if err := inf.WaitForSync(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+// wait waits until the handler has seen n keys (30 s at most) and returns
+// when it saw each.
+func (r *pgRecorder) wait(b *testing.B, n int) map[string]time.Time {
+	r.mu.Lock()
+	if r.n = n; len(r.seen) >= n {
+		close(r.done)
+	}
+	r.mu.Unlock()
+	select {
+	case <-r.done:
+	case <-time.After(30 * time.Second):
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		b.Fatalf("the informer saw %d of %d writes in 30 s", len(r.seen), n)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seen
+}
+
+// pgWrite is when a Create started and returned.
+type pgWrite struct{ start, end time.Time }
+
+// pgWriteAt creates n new keys (named with prefix) through w at rate writes
+// per second from pgWriters writers, until b's context is done, and returns when
+// each write started and returned.
+func pgWriteAt(b *testing.B, w informer.Store[string, pgObj], prefix string, n, rate int) map[string]pgWrite {
+	ctx := b.Context()
+	var (
+		mu     sync.Mutex
+		writes = make(map[string]pgWrite, n)
+		wg     sync.WaitGroup
+	)
+	errs := make(chan error, pgWriters)
+	for wr := range pgWriters {
+		wg.Go(func() {
+			t := time.NewTicker(time.Second * pgWriters / time.Duration(rate))
+			defer t.Stop()
+			for i := wr; i < n && ctx.Err() == nil; i += pgWriters {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+				v := newPgObj(fmt.Sprintf("%sw%d-%d", prefix, wr, i))
+				start := time.Now()
+				_, err := w.Create(ctx, v.Name, v)
+				end := time.Now()
+				if err != nil {
+					if ctx.Err() == nil {
+						errs <- err
+					}
+					return
+				}
+				mu.Lock()
+				writes[v.Name] = pgWrite{start, end}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return writes
+}
+
+// reportLatency reports p50, p99 and p999 in milliseconds, the metrics'
+// names with suffix.
+func reportLatency(b *testing.B, lat []time.Duration, suffix string) {
+	slices.Sort(lat)
+	q := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(q(0.50), "p50"+suffix+"-ms")
+	b.ReportMetric(q(0.99), "p99"+suffix+"-ms")
+	b.ReportMetric(q(0.999), "p999"+suffix+"-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkPgstoreHoleStall measures the cost of a hole: while writers
+// create new keys at 1000 writes per second (through another DB, so the
+// NOTIFY path), one transaction takes a revision (a typed write) and stays
+// open for pgHold, then commits or rolls back. Every change committed after
+// that revision waits for it: the reader may not pass a revision that is
+// neither committed nor known aborted.
+//
+// stall-ms: the longest commit → handler delay of the other writes (about
+// pgHold for those committed just after the slow write began). recovery-ms:
+// from the slow transaction's end to the handler having every write that
+// committed before that end. after-p99-ms: commit → handler p99 of the
+// writes that started 100 ms or more after that end (back to normal?). One
+// op is one whole run (use -benchtime 1x).
+func BenchmarkPgstoreHoleStall(b *testing.B) {
+	const pgHold = time.Second
+	for _, end := range []string{"commit", "rollback"} {
+		b.Run(end, func(b *testing.B) {
+			for range b.N {
+				pool := pgBenchPool(b)
+				schema := pgBenchSchema(b, pool)
+				db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+				wdb := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+				b.Cleanup(db.Close) // after the informer stops
+				b.Cleanup(wdb.Close)
+				rec := pgRecord(b, pgstore.New[pgObj](db, "objs"))
+				w := pgstore.New[pgObj](wdb, "objs")
+
+				const n = 3000 // 3 s at 1000/s: the hold from 0.5 s to 1.5 s
+				wrote := make(chan map[string]pgWrite, 1)
+				go func() { wrote <- pgWriteAt(b, w, "", n, 1000) }()
+				time.Sleep(500 * time.Millisecond)
+				tx, err := pool.Begin(b.Context())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := tx.Exec(b.Context(), `SELECT `+pgx.Identifier{schema}.Sanitize()+`.write('objs', 'slow', 'c', 0, '{}')`); err != nil {
+					b.Fatal(err)
+				}
+				time.Sleep(pgHold)
+				if end == "commit" {
+					err = tx.Commit(b.Context())
+				} else {
+					err = tx.Rollback(b.Context())
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				ended := time.Now()
+				writes := <-wrote
+				total := n
+				if end == "commit" {
+					total++ // the slow write's key
+				}
+				seen := rec.wait(b, total)
+				var stall, recovery time.Duration
+				var after []time.Duration
+				for k, wr := range writes {
+					d := seen[k].Sub(wr.end)
+					stall = max(stall, d)
+					if wr.end.Before(ended) {
+						recovery = max(recovery, seen[k].Sub(ended))
+					}
+					if wr.start.After(ended.Add(100 * time.Millisecond)) {
+						after = append(after, max(0, d))
+					}
+				}
+				b.ReportMetric(float64(stall.Microseconds())/1000, "stall-ms")
+				b.ReportMetric(float64(recovery.Microseconds())/1000, "recovery-ms")
+				slices.Sort(after)
+				b.ReportMetric(float64(after[len(after)*99/100].Microseconds())/1000, "after-p99-ms")
+				b.ReportMetric(0, "ns/op")
+			}
+		})
+	}
+}
