@@ -159,7 +159,7 @@ func TestReplicaSetController(t *testing.T) {
 func TestAgent(t *testing.T) {
 	t.Setenv(asMainEnv, "1") // the workers are this test binary
 	f := newFixture(t)
-	ag := newAgent("local", f.podInf, f.st.pods, crashBackOff{Base: 200 * time.Millisecond, Cap: time.Second})
+	ag := newAgent("local", f.podInf, f.st.pods, crashBackOff{Base: 200 * time.Millisecond, Cap: time.Second}, newOSRunner(nil))
 	ag.now, ag.grace = f.h.Clock.Now, time.Second
 	t.Cleanup(ag.shutdown) // before the harness stops the controller
 	ctl := reconciletest.Controller(f.h, "node-agent", ag, reconcile.For(f.podInf), reconcile.FromChannel("exits", ag.exits))

@@ -43,7 +43,7 @@ func TestPostgresStore(t *testing.T) {
 	assert.Contains(t, st.describe, "schema "+schema)
 
 	cfg := config{node: "local", managerAddr: "off", backoffBase: 200 * time.Millisecond, backoffCap: time.Second}
-	sys, err := newSystem(cfg, st, slog.New(slog.DiscardHandler))
+	sys, err := newSystem(cfg, st, slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)

@@ -34,10 +34,14 @@ type rsController struct {
 	pods   informer.Store[string, Pod]
 	node   string // where new pods are scheduled
 	now    func() time.Time
+	// suffix makes the random part of a new pod's name: suffix in the
+	// program; a deterministic one under the simulation kit, so that a
+	// failing schedule reruns with the same names.
+	suffix func() string
 }
 
 func newRSController(rsInf *informer.Informer[string, ReplicaSet], podInf *informer.Informer[string, Pod], s *stores, node string) *rsController {
-	return &rsController{rsInf: rsInf, podInf: podInf, rs: s.replicaSets, pods: s.pods, node: node, now: time.Now}
+	return &rsController{rsInf: rsInf, podInf: podInf, rs: s.replicaSets, pods: s.pods, node: node, now: time.Now, suffix: suffix}
 }
 
 // Reconcile makes the pods owned by ReplicaSet name match its spec.
@@ -272,7 +276,7 @@ func (c *rsController) writeStatus(ctx context.Context, name string, set func(*R
 func (c *rsController) createPod(ctx context.Context, owner string, command []string) error {
 	pod := Pod{Spec: PodSpec{Owner: owner, Node: c.node, Command: command, CreatedAt: c.now()}}
 	for {
-		rev, err := c.pods.Create(ctx, owner+"-"+suffix(), pod)
+		rev, err := c.pods.Create(ctx, owner+"-"+c.suffix(), pod)
 		if errors.Is(err, informer.ErrConflict) {
 			continue // the name is taken
 		}
