@@ -45,7 +45,7 @@ type agent struct {
 
 	// exits receives a pod's name when its process exits: the
 	// controller's FromChannel source, so a death is noticed at once.
-	exits chan string
+	exits     chan string
 	quit      chan struct{} // closed by shutdown
 	processes runner
 	wg        sync.WaitGroup // the goroutines waiting for processes
