@@ -403,6 +403,11 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 				who, d, spec.Quiet, spec.MaxReconcilesPerKey)
 		}
 	}
+	for i, inv := range spec.Converged {
+		if err := inv(w); err != nil {
+			return fail("invariant", "converged invariant %d: %v", i, err)
+		}
+	}
 	out.observed = spec.Observe(w)
 	if ref != nil && !reflect.DeepEqual(out.observed, ref.observed) {
 		return fail("differential", "end state differs from the fault-free run's")
