@@ -47,8 +47,8 @@ func simProcess(p *simtest.Process, w *simWorld) error {
 	st := &stores{replicaSets: simtest.Wrap(p, "replicasets", w.rs), pods: simtest.Wrap(p, "pods", w.pods)}
 	seq := 0 // one worker calls suffix at a time
 	c, err := newControllers(simConfig, st, p.Logger(), parts{
-		runner: w.node.runner(),
-		suffix: func() string { seq++; return fmt.Sprintf("%d-%d", p.Incarnation(), seq) },
+		runner:  w.node.runner(),
+		suffix:  func() string { seq++; return fmt.Sprintf("%d-%d", p.Incarnation(), seq) },
 		workers: 1,
 		wrap: func(name string, r reconcile.Reconciler[string]) reconcile.Reconciler[string] {
 			return simtest.Count(p, name, r)
