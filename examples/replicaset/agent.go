@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/reconcile"
 )
@@ -42,6 +43,8 @@ type agent struct {
 	backoff crashBackOff
 	grace   time.Duration // between SIGTERM and SIGKILL
 	now     func() time.Time
+	// events records BackOff on the pod's key; nil records nothing.
+	events *events.Recorder
 
 	// exits receives a pod's name when its process exits: the
 	// controller's FromChannel source, so a death is noticed at once.
@@ -120,6 +123,7 @@ func (a *agent) Reconcile(ctx context.Context, name string) (reconcile.Result, e
 		st := PodStatus{Phase: PhaseWaiting, Reason: ReasonCrashLoopBackOff, RestartCount: max(0, p.starts-1),
 			Message:  fmt.Sprintf("back-off %v restarting failed process (%s)", p.delay, p.lastExit),
 			LastExit: p.lastExit, BackOff: p.delay.String(), NextRestartAt: p.nextStart}
+		a.events.Eventf(ctx, name, events.Warning, EventBackOff, "Back-off restarting failed process (%s)", p.lastExit)
 		return reconcile.Result{RequeueAfter: wait}, a.report(ctx, name, st)
 	}
 	err := a.start(name, p, pod.Spec.Command)

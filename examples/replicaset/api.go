@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 //	PUT    /replicasets/NAME   {"replicas": 3, "command": ["replicaset", "worker"]}
 //	GET    /replicasets        every ReplicaSet, with status and pods
 //	GET    /replicasets/NAME   one
+//	GET    /replicasets/NAME/describe   as `kubectl describe`, with its events (text)
 //	DELETE /replicasets/NAME   request its deletion (202): the controller deletes
 //	                           its pods, then removes its finalizer, which deletes it
 //	GET    /pods               every pod
@@ -45,6 +47,19 @@ func serveAPI(ctx context.Context, ln net.Listener, st *stores) error {
 	})
 	mux.HandleFunc("GET /replicasets/{name}", func(w http.ResponseWriter, r *http.Request) {
 		writeView(w, r, st, r.PathValue("name"))
+	})
+	mux.HandleFunc("GET /replicasets/{name}/describe", func(w http.ResponseWriter, r *http.Request) {
+		var b bytes.Buffer
+		err := describe(r.Context(), &b, st, r.PathValue("name"), time.Now())
+		switch {
+		case errors.Is(err, informer.ErrNotFound):
+			http.Error(w, "no such replicaset", http.StatusNotFound)
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		default:
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write(b.Bytes())
+		}
 	})
 	mux.HandleFunc("GET /replicasets", func(w http.ResponseWriter, r *http.Request) {
 		views, err := viewAll(r.Context(), st, "")

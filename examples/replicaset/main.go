@@ -11,6 +11,7 @@
 //	replicaset demo                  # the scripted scene, as a timeline
 //	replicaset run [--addr ...]      # keep running; change it over HTTP
 //	replicaset run --store etcd://127.0.0.1:2379   # ... or with etcdctl
+//	replicaset describe web          # as kubectl describe, with its events
 //	replicaset worker [--crash-after 1s] [--exit-code 3]   # what pods run
 package main
 
@@ -31,6 +32,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/reconcile"
 )
@@ -50,11 +52,14 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		mode, args = args[0], args[1:]
 	}
-	if mode == "worker" {
+	switch mode {
+	case "worker":
 		return worker(args)
-	}
-	if mode != "run" && mode != "demo" {
-		fmt.Fprintf(stderr, "usage: replicaset [run|demo|worker] [flags]; unknown mode %q\n", mode)
+	case "describe":
+		return describeMode(args, stdout, stderr)
+	case "run", "demo":
+	default:
+		fmt.Fprintf(stderr, "usage: replicaset [run|demo|describe|worker] [flags]; unknown mode %q\n", mode)
 		return 2
 	}
 	demo := mode == "demo"
@@ -148,7 +153,8 @@ type system struct {
 // whose output goes to output (nil: /dev/null), in one Manager.
 func newSystem(cfg config, st *stores, logger *slog.Logger, output *os.File) (*system, error) {
 	reg := prometheus.NewRegistry()
-	c, err := newControllers(cfg, st, logger, parts{runner: newOSRunner(output), suffix: suffix},
+	rec := newEventRecorders(st.events)
+	c, err := newControllers(cfg, st, logger, parts{runner: newOSRunner(output), suffix: suffix, rsEvents: rec.rs, agentEvents: rec.agent},
 		reconcile.WithMetrics(reg), reconcile.WithShutdownGrace(5*time.Second))
 	if err != nil {
 		return nil, err
@@ -168,6 +174,8 @@ func newSystem(cfg config, st *stores, logger *slog.Logger, output *os.File) (*s
 		mgr.AddController(c.agent),
 		// When the Manager stops, the agent stops its processes.
 		mgr.AddFunc("node-agent-processes", false, c.ag.run),
+		// The events, written to the store for describe.
+		mgr.AddFunc("events", false, rec.run),
 	} {
 		if err != nil {
 			return nil, err
@@ -182,6 +190,8 @@ func newSystem(cfg config, st *stores, logger *slog.Logger, output *os.File) (*s
 type parts struct {
 	runner runner        // runs the pods' processes
 	suffix func() string // the random part of new pods' names
+	// rsEvents and agentEvents record the controllers' events; nil: none.
+	rsEvents, agentEvents *events.Recorder
 	// workers is each controller's; 0: 2 for the ReplicaSet controller, 4
 	// for the agent. The kit wants 1, so that writes come in one order.
 	workers int
@@ -223,7 +233,7 @@ func newControllers(cfg config, st *stores, logger *slog.Logger, p parts, opts .
 	// to the pods it owns, reconcile the ReplicaSet (Owns also files the
 	// pods under their owner, for reconcile.Owned).
 	rsc := newRSController(c.rsInf, c.podInf, st, cfg.node)
-	rsc.suffix = p.suffix
+	rsc.suffix, rsc.events = p.suffix, p.rsEvents
 	var err error
 	c.rs, err = reconcile.New("replicaset", wrap("replicaset", rsc), options(
 		reconcile.For(c.rsInf),
@@ -236,6 +246,7 @@ func newControllers(cfg config, st *stores, logger *slog.Logger, p parts, opts .
 	// The node agent: its node's pods, except for changes to their status
 	// (which it writes itself), and the exits of their processes.
 	c.ag = newAgent(cfg.node, c.podInf, st.pods, crashBackOff{Base: cfg.backoffBase, Cap: cfg.backoffCap}, p.runner)
+	c.ag.events = p.agentEvents
 	onNode := func(ch reconcile.Change[string, Pod]) bool {
 		return ch.New.Spec.Node == cfg.node || ch.Old.Spec.Node == cfg.node
 	}

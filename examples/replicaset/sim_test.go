@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/object"
@@ -50,6 +51,10 @@ func simProcess(p *simtest.Process, w *simWorld) error {
 		runner:  w.node.runner(),
 		suffix:  func() string { seq++; return fmt.Sprintf("%d-%d", p.Incarnation(), seq) },
 		workers: 1,
+		// Recorded, as in the program, and kept in memory: events are not
+		// state, and their writes are no crash points of interest.
+		rsEvents:    events.NewRecorder(rsEventSource, events.WithSink(events.NewMemorySink(0))),
+		agentEvents: events.NewRecorder(agentEventSource, events.WithSink(events.NewMemorySink(0))),
 		wrap: func(name string, r reconcile.Reconciler[string]) reconcile.Reconciler[string] {
 			return simtest.Count(p, name, r)
 		},
