@@ -59,7 +59,12 @@ func newRSController(rsInf *informer.Informer[string, ReplicaSet], podInf *infor
 func (c *rsController) Reconcile(ctx context.Context, name string) (reconcile.Result, error) {
 	var owned []Pod
 	var names []string
-	for _, e := range reconcile.Owned(c.podInf, name) {
+	// By name: Owned's order is a map's, and plan keeps it among equals
+	// (pods created in one instant), so that the same state always
+	// deletes the same pods.
+	entries := reconcile.Owned(c.podInf, name)
+	slices.SortFunc(entries, func(a, b informer.Entry[string, Pod]) int { return strings.Compare(a.Key, b.Key) })
+	for _, e := range entries {
 		owned, names = append(owned, e.Value), append(names, e.Key)
 	}
 	rs, ok := c.rsInf.Get(name)
