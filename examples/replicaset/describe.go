@@ -189,19 +189,28 @@ func describeMode(args []string, stdout, stderr io.Writer) int {
 
 // describeRemote copies the API's describe of name to w.
 func describeRemote(ctx context.Context, w io.Writer, addr, name string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/replicasets/"+url.PathEscape(name)+"/describe", nil)
+	b, err := httpGet(ctx, "http://"+addr+"/replicasets/"+url.PathEscape(name)+"/describe")
+	if err == nil {
+		_, err = w.Write(b)
+	}
+	return err
+}
+
+// httpGet returns the body of a 200 answer to a GET of url; any other
+// status is an error with the start of the body.
+func httpGet(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
-		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(b)))
 	}
-	_, err = io.Copy(w, resp.Body)
-	return err
+	return io.ReadAll(resp.Body)
 }

@@ -143,7 +143,7 @@ func TestTheDescribeCommandShouldPrintWhatTheAPIOfTheRunningProcessDescribes(t *
 	stdout.Reset()
 	code = realMain([]string{"describe", "--addr", ln.Addr().String(), "nope"}, &stdout, &stderr)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr.String(), "404 Not Found: no such replicaset")
+	assert.Contains(t, stderr.String(), ": 404 Not Found: no such replicaset")
 	assert.Empty(t, stdout.String())
 }
 
