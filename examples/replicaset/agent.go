@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/reconcile"
 )
@@ -42,15 +42,16 @@ type agent struct {
 	pods    informer.Store[string, Pod]
 	backoff crashBackOff
 	grace   time.Duration // between SIGTERM and SIGKILL
-	output  *os.File      // the processes' stdout and stderr; nil: /dev/null
 	now     func() time.Time
+	// events records BackOff on the pod's key; nil records nothing.
+	events *events.Recorder
 
 	// exits receives a pod's name when its process exits: the
 	// controller's FromChannel source, so a death is noticed at once.
-	exits chan string
-	quit  chan struct{} // closed by shutdown
-	sp    *spawner
-	wg    sync.WaitGroup // the goroutines waiting for processes
+	exits     chan string
+	quit      chan struct{} // closed by shutdown
+	processes runner
+	wg        sync.WaitGroup // the goroutines waiting for processes
 
 	mu     sync.Mutex
 	procs  map[string]*proc // by pod name; guarded by mu
@@ -77,9 +78,9 @@ type process struct {
 	exitAt    time.Time
 }
 
-func newAgent(node string, podInf *informer.Informer[string, Pod], pods informer.Store[string, Pod], b crashBackOff) *agent {
+func newAgent(node string, podInf *informer.Informer[string, Pod], pods informer.Store[string, Pod], b crashBackOff, r runner) *agent {
 	return &agent{node: node, podInf: podInf, pods: pods, backoff: b, grace: 2 * time.Second, now: time.Now,
-		exits: make(chan string, 64), quit: make(chan struct{}), sp: newSpawner(), procs: make(map[string]*proc)}
+		exits: make(chan string, 64), quit: make(chan struct{}), processes: r, procs: make(map[string]*proc)}
 }
 
 // errInvalidCommand marks a command that cannot be started.
@@ -122,6 +123,7 @@ func (a *agent) Reconcile(ctx context.Context, name string) (reconcile.Result, e
 		st := PodStatus{Phase: PhaseWaiting, Reason: ReasonCrashLoopBackOff, RestartCount: max(0, p.starts-1),
 			Message:  fmt.Sprintf("back-off %v restarting failed process (%s)", p.delay, p.lastExit),
 			LastExit: p.lastExit, BackOff: p.delay.String(), NextRestartAt: p.nextStart}
+		a.events.Eventf(ctx, name, events.Warning, EventBackOff, "Back-off restarting failed process (%s)", p.lastExit)
 		return reconcile.Result{RequeueAfter: wait}, a.report(ctx, name, st)
 	}
 	err := a.start(name, p, pod.Spec.Command)
@@ -162,28 +164,21 @@ func (a *agent) report(ctx context.Context, name string, st PodStatus) error {
 
 // start starts the pod's process, unless the agent is shutting down.
 func (a *agent) start(name string, p *proc, command []string) error {
-	cmd, err := podCommand(name, command, a.output)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errInvalidCommand, err)
-	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return nil
 	}
-	if err := a.sp.start(cmd); err != nil {
-		if isNotRunnable(err) {
-			return fmt.Errorf("%w: %w", errInvalidCommand, err)
-		}
-		return fmt.Errorf("start %s: %w", name, err)
+	pid, wait, err := a.processes.start(name, command)
+	if err != nil {
+		return err
 	}
-	cur := &process{pid: cmd.Process.Pid, startedAt: a.now(), done: make(chan struct{})}
+	cur := &process{pid: pid, startedAt: a.now(), done: make(chan struct{})}
 	p.cur = cur
 	p.starts++
 	a.wg.Go(func() {
-		err := cmd.Wait()
-		cur.exit, cur.exitAt = describeExit(err), a.now()
-		killGroup(cur.pid) // whatever it left behind in its process group
+		exit := wait()
+		cur.exit, cur.exitAt = exit, a.now()
 		close(cur.done)
 		select {
 		case a.exits <- name:
@@ -200,7 +195,7 @@ func (a *agent) stop(name string) {
 	delete(a.procs, name)
 	a.mu.Unlock()
 	if p != nil && p.cur != nil {
-		terminate([]*process{p.cur}, a.grace)
+		terminate(a.processes, []*process{p.cur}, a.grace)
 	}
 }
 
@@ -222,10 +217,10 @@ func (a *agent) shutdown() {
 		}
 	}
 	a.mu.Unlock()
-	terminate(running, a.grace)
+	terminate(a.processes, running, a.grace)
 	a.once.Do(func() { close(a.quit) })
 	a.wg.Wait()
-	a.sp.close()
+	a.processes.close()
 }
 
 // run is the agent's part of the Manager: when the Manager stops, so do
@@ -238,9 +233,9 @@ func (a *agent) run(ctx context.Context) error {
 
 // terminate sends SIGTERM to each process's group, and SIGKILL to those
 // still running after grace, and returns once all have exited.
-func terminate(ps []*process, grace time.Duration) {
+func terminate(r runner, ps []*process, grace time.Duration) {
 	for _, p := range ps {
-		signalGroup(p.pid, false)
+		r.signal(p.pid, false)
 	}
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
@@ -257,7 +252,7 @@ func terminate(ps []*process, grace time.Duration) {
 		select {
 		case <-p.done:
 		default:
-			signalGroup(p.pid, true)
+			r.signal(p.pid, true)
 			<-p.done
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 //	PUT    /replicasets/NAME   {"replicas": 3, "command": ["replicaset", "worker"]}
 //	GET    /replicasets        every ReplicaSet, with status and pods
 //	GET    /replicasets/NAME   one
+//	GET    /replicasets/NAME/describe   as `kubectl describe`, with its events (text)
 //	DELETE /replicasets/NAME   request its deletion (202): the controller deletes
 //	                           its pods, then removes its finalizer, which deletes it
 //	GET    /pods               every pod
@@ -46,21 +48,26 @@ func serveAPI(ctx context.Context, ln net.Listener, st *stores) error {
 	mux.HandleFunc("GET /replicasets/{name}", func(w http.ResponseWriter, r *http.Request) {
 		writeView(w, r, st, r.PathValue("name"))
 	})
+	mux.HandleFunc("GET /replicasets/{name}/describe", func(w http.ResponseWriter, r *http.Request) {
+		var b bytes.Buffer
+		if err := describe(r.Context(), &b, st, r.PathValue("name"), time.Now()); err != nil {
+			writeError(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write(b.Bytes())
+	})
 	mux.HandleFunc("GET /replicasets", func(w http.ResponseWriter, r *http.Request) {
 		views, err := viewAll(r.Context(), st, "")
 		writeJSON(w, views, err)
 	})
 	mux.HandleFunc("DELETE /replicasets/{name}", func(w http.ResponseWriter, r *http.Request) {
 		// The controller's finalizer keeps it until its pods are gone.
-		_, _, err := informer.RequestDelete(r.Context(), st.replicaSets, r.PathValue("name"))
-		switch {
-		case errors.Is(err, informer.ErrNotFound):
-			http.Error(w, "no such replicaset", http.StatusNotFound)
-		case err != nil:
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-		default:
-			w.WriteHeader(http.StatusAccepted)
+		if _, _, err := informer.RequestDelete(r.Context(), st.replicaSets, r.PathValue("name")); err != nil {
+			writeError(w, err)
+			return
 		}
+		w.WriteHeader(http.StatusAccepted)
 	})
 	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) {
 		pods, err := listPods(r.Context(), st, "")
@@ -147,6 +154,16 @@ func listPods(ctx context.Context, st *stores, owner string) ([]podView, error) 
 	}
 	slices.SortFunc(pods, func(a, b podView) int { return strings.Compare(a.Name, b.Name) })
 	return pods, nil
+}
+
+// writeError answers 404 for a ReplicaSet that does not exist, 500 for
+// any other error.
+func writeError(w http.ResponseWriter, err error) {
+	if errors.Is(err, informer.ErrNotFound) {
+		http.Error(w, "no such replicaset", http.StatusNotFound)
+		return
+	}
+	http.Error(w, err.Error(), http.StatusInternalServerError)
 }
 
 func writeJSON(w http.ResponseWriter, v any, err error) {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/object"
@@ -39,6 +40,10 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) replicaSetController() *reconcile.Controller[string] {
 	c := newRSController(f.rsInf, f.podInf, f.st, "local")
 	c.now = f.h.Clock.Now
+	return f.replicaSetControllerWith(c)
+}
+
+func (f *fixture) replicaSetControllerWith(c *rsController) *reconcile.Controller[string] {
 	return reconciletest.Controller(f.h, "replicaset", c, reconcile.For(f.rsInf), reconcile.Owns(f.podInf, podOwner))
 }
 
@@ -159,8 +164,10 @@ func TestReplicaSetController(t *testing.T) {
 func TestAgent(t *testing.T) {
 	t.Setenv(asMainEnv, "1") // the workers are this test binary
 	f := newFixture(t)
-	ag := newAgent("local", f.podInf, f.st.pods, crashBackOff{Base: 200 * time.Millisecond, Cap: time.Second})
+	ag := newAgent("local", f.podInf, f.st.pods, crashBackOff{Base: 200 * time.Millisecond, Cap: time.Second}, newOSRunner(nil))
 	ag.now, ag.grace = f.h.Clock.Now, time.Second
+	mem := events.NewMemorySink(0)
+	ag.events = events.NewRecorder(agentEventSource, events.WithClock(f.h.Clock), events.WithSink(mem))
 	t.Cleanup(ag.shutdown) // before the harness stops the controller
 	ctl := reconciletest.Controller(f.h, "node-agent", ag, reconcile.For(f.podInf), reconcile.FromChannel("exits", ag.exits))
 
@@ -199,6 +206,11 @@ func TestAgent(t *testing.T) {
 	assert.Equal(t, ReasonCrashLoopBackOff, st.Reason)
 	assert.Equal(t, "200ms", st.BackOff)
 	assert.Equal(t, f.h.Clock.Now().Add(200*time.Millisecond), st.NextRestartAt)
+	backOff := mem.Events("web-a")
+	require.Len(t, backOff, 1, "one BackOff event on the pod")
+	assert.Equal(t, EventBackOff, backOff[0].Reason)
+	assert.Equal(t, events.Warning, backOff[0].Type)
+	assert.Equal(t, "Back-off restarting failed process (signal: killed)", backOff[0].Message)
 	f.h.Step(199 * time.Millisecond)
 	assert.Equal(t, PhaseWaiting, status("web-a").Phase)
 	f.h.Step(time.Millisecond)

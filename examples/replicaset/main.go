@@ -11,10 +11,12 @@
 //	replicaset demo                  # the scripted scene, as a timeline
 //	replicaset run [--addr ...]      # keep running; change it over HTTP
 //	replicaset run --store etcd://127.0.0.1:2379   # ... or with etcdctl
+//	replicaset describe web          # as kubectl describe, with its events
 //	replicaset worker [--crash-after 1s] [--exit-code 3]   # what pods run
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -30,6 +32,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/reconcile"
 )
@@ -49,11 +52,14 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		mode, args = args[0], args[1:]
 	}
-	if mode == "worker" {
+	switch mode {
+	case "worker":
 		return worker(args)
-	}
-	if mode != "run" && mode != "demo" {
-		fmt.Fprintf(stderr, "usage: replicaset [run|demo|worker] [flags]; unknown mode %q\n", mode)
+	case "describe":
+		return describeMode(args, stdout, stderr)
+	case "run", "demo":
+	default:
+		fmt.Fprintf(stderr, "usage: replicaset [run|demo|describe|worker] [flags]; unknown mode %q\n", mode)
 		return 2
 	}
 	demo := mode == "demo"
@@ -102,14 +108,15 @@ func runMode(demo bool, cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.close()
-	sys, err := newSystem(cfg, st, logger)
+	var output *os.File
+	if f, ok := stderr.(*os.File); ok && !demo {
+		output = f // the workers' lines, among the logs
+	}
+	sys, err := newSystem(cfg, st, logger, output)
 	if err != nil {
 		return err
 	}
 	defer sys.agent.shutdown()
-	if f, ok := stderr.(*os.File); ok && !demo {
-		sys.agent.output = f // the workers' lines, among the logs
-	}
 	if demo {
 		return runDemo(ctx, sys, cfg, stdout)
 	}
@@ -142,45 +149,16 @@ type system struct {
 	stores *stores
 }
 
-func newSystem(cfg config, st *stores, logger *slog.Logger) (*system, error) {
-	if cfg.backoffBase <= 0 || cfg.backoffCap < cfg.backoffBase {
-		return nil, errors.New("need 0 < --backoff-base <= --backoff-cap")
-	}
-	rsInf := informer.New("replicasets", st.replicaSets, informer.WithLogger(logger))
-	podInf := informer.New("pods", st.pods, informer.WithLogger(logger))
-
+// newSystem builds the program: the controllers over st, with OS processes
+// whose output goes to output (nil: /dev/null), in one Manager.
+func newSystem(cfg config, st *stores, logger *slog.Logger, output *os.File) (*system, error) {
 	reg := prometheus.NewRegistry()
-	options := func(opts ...reconcile.Option) []reconcile.Option {
-		return append(opts, reconcile.WithLogger(logger), reconcile.WithMetrics(reg),
-			reconcile.WithShutdownGrace(5*time.Second))
-	}
-
-	// The ReplicaSet controller: a ReplicaSet's own changes, and changes
-	// to the pods it owns, reconcile the ReplicaSet (Owns also files the
-	// pods under their owner, for reconcile.Owned).
-	rsCtl, err := reconcile.New("replicaset", newRSController(rsInf, podInf, st, cfg.node), options(
-		reconcile.For(rsInf),
-		reconcile.Owns(podInf, podOwner),
-		reconcile.WithWorkers(2))...)
+	rec := newEventRecorders(st.events)
+	c, err := newControllers(cfg, st, logger, parts{runner: newOSRunner(output), suffix: suffix, rsEvents: rec.rs, agentEvents: rec.agent},
+		reconcile.WithMetrics(reg), reconcile.WithShutdownGrace(5*time.Second))
 	if err != nil {
 		return nil, err
 	}
-
-	// The node agent: its node's pods, except for changes to their status
-	// (which it writes itself), and the exits of their processes.
-	ag := newAgent(cfg.node, podInf, st.pods, crashBackOff{Base: cfg.backoffBase, Cap: cfg.backoffCap})
-	onNode := func(c reconcile.Change[string, Pod]) bool {
-		return c.New.Spec.Node == cfg.node || c.Old.Spec.Node == cfg.node
-	}
-	specChanged := reconcile.IgnoreUnchanged[string](func(a, b Pod) bool { return sameJSON(a.Spec, b.Spec) })
-	agCtl, err := reconcile.New("node-agent", ag, options(
-		reconcile.For(podInf, onNode, specChanged),
-		reconcile.FromChannel("process-exits", ag.exits),
-		reconcile.WithWorkers(4))...)
-	if err != nil {
-		return nil, err
-	}
-
 	serving := cfg.managerAddr != "" && cfg.managerAddr != "off"
 	mgr, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: cfg.managerAddr, Gatherer: reg,
 		Logger: logger, ShutdownTimeout: 20 * time.Second,
@@ -190,16 +168,95 @@ func newSystem(cfg config, st *stores, logger *slog.Logger) (*system, error) {
 		return nil, err
 	}
 	for _, err := range []error{
-		mgr.AddInformer(rsInf),
-		mgr.AddInformer(podInf),
-		mgr.AddController(rsCtl),
-		mgr.AddController(agCtl),
+		mgr.AddInformer(c.rsInf),
+		mgr.AddInformer(c.podInf),
+		mgr.AddController(c.rs),
+		mgr.AddController(c.agent),
 		// When the Manager stops, the agent stops its processes.
-		mgr.AddFunc("node-agent-processes", false, ag.run),
+		mgr.AddFunc("node-agent-processes", false, c.ag.run),
+		// The events, written to the store for describe.
+		mgr.AddFunc("events", false, rec.run),
 	} {
 		if err != nil {
 			return nil, err
 		}
 	}
-	return &system{mgr: mgr, agent: ag, stores: st}, nil
+	return &system{mgr: mgr, agent: c.ag, stores: st}, nil
+}
+
+// parts are what the controllers are made of besides the configuration
+// and the stores: real ones in the program, simulated ones under the
+// simulation kit (sim_test.go).
+type parts struct {
+	runner runner        // runs the pods' processes
+	suffix func() string // the random part of new pods' names
+	// rsEvents and agentEvents record the controllers' events; nil: none.
+	rsEvents, agentEvents *events.Recorder
+	// workers is each controller's; 0: 2 for the ReplicaSet controller, 4
+	// for the agent. The kit wants 1, so that writes come in one order.
+	workers int
+	// wrap wraps each reconciler (the kit counts reconciles); nil: none.
+	wrap func(controller string, r reconcile.Reconciler[string]) reconcile.Reconciler[string]
+}
+
+// controllers are the two controllers and their informers, not yet
+// running: a Manager (newSystem) or the simulation kit runs them.
+type controllers struct {
+	rsInf     *informer.Informer[string, ReplicaSet]
+	podInf    *informer.Informer[string, Pod]
+	rs, agent *reconcile.Controller[string]
+	ag        *agent
+}
+
+// newControllers builds the ReplicaSet controller and the node agent over
+// st, logging to logger, with opts added to each controller's options.
+func newControllers(cfg config, st *stores, logger *slog.Logger, p parts, opts ...reconcile.Option) (*controllers, error) {
+	if cfg.backoffBase <= 0 || cfg.backoffCap < cfg.backoffBase {
+		return nil, errors.New("need 0 < --backoff-base <= --backoff-cap")
+	}
+	c := &controllers{
+		rsInf:  informer.New("replicasets", st.replicaSets, informer.WithLogger(logger)),
+		podInf: informer.New("pods", st.pods, informer.WithLogger(logger)),
+	}
+	workers := func(def int) reconcile.Option { return reconcile.WithWorkers(cmp.Or(p.workers, def)) }
+	wrap := func(name string, r reconcile.Reconciler[string]) reconcile.Reconciler[string] {
+		if p.wrap == nil {
+			return r
+		}
+		return p.wrap(name, r)
+	}
+	options := func(own ...reconcile.Option) []reconcile.Option {
+		return append(append(own, reconcile.WithLogger(logger)), opts...)
+	}
+
+	// The ReplicaSet controller: a ReplicaSet's own changes, and changes
+	// to the pods it owns, reconcile the ReplicaSet (Owns also files the
+	// pods under their owner, for reconcile.Owned).
+	rsc := newRSController(c.rsInf, c.podInf, st, cfg.node)
+	rsc.suffix, rsc.events = p.suffix, p.rsEvents
+	var err error
+	c.rs, err = reconcile.New("replicaset", wrap("replicaset", rsc), options(
+		reconcile.For(c.rsInf),
+		reconcile.Owns(c.podInf, podOwner),
+		workers(2))...)
+	if err != nil {
+		return nil, err
+	}
+
+	// The node agent: its node's pods, except for changes to their status
+	// (which it writes itself), and the exits of their processes.
+	c.ag = newAgent(cfg.node, c.podInf, st.pods, crashBackOff{Base: cfg.backoffBase, Cap: cfg.backoffCap}, p.runner)
+	c.ag.events = p.agentEvents
+	onNode := func(ch reconcile.Change[string, Pod]) bool {
+		return ch.New.Spec.Node == cfg.node || ch.Old.Spec.Node == cfg.node
+	}
+	specChanged := reconcile.IgnoreUnchanged[string](func(a, b Pod) bool { return sameJSON(a.Spec, b.Spec) })
+	c.agent, err = reconcile.New("node-agent", wrap("node-agent", c.ag), options(
+		reconcile.For(c.podInf, onNode, specChanged),
+		reconcile.FromChannel("process-exits", c.ag.exits),
+		workers(4))...)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }

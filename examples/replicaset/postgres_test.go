@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +23,8 @@ import (
 // ReplicaSet applied through the store converges to 2 running pods, then
 // psql's statement from openPostgres's doc, run here through pgx, scales it
 // to 3 live and the controllers follow, then a deletion removes its pods
-// and the ReplicaSet. (Failed with openStores ignoring postgres URLs, and
+// and the ReplicaSet; describe, on stores of its own, shows the events the
+// controllers wrote to PostgreSQL. (Failed with openStores ignoring postgres URLs, and
 // with openPostgres setting up the default schema instead of the prefix's,
 // where psql's statement did not find the ReplicaSet.)
 func TestPostgresStore(t *testing.T) {
@@ -43,7 +46,7 @@ func TestPostgresStore(t *testing.T) {
 	assert.Contains(t, st.describe, "schema "+schema)
 
 	cfg := config{node: "local", managerAddr: "off", backoffBase: 200 * time.Millisecond, backoffCap: time.Second}
-	sys, err := newSystem(cfg, st, slog.New(slog.DiscardHandler))
+	sys, err := newSystem(cfg, st, slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
@@ -71,6 +74,19 @@ func TestPostgresStore(t *testing.T) {
 	rs, _, _, err := st.replicaSets.Get(t.Context(), "web")
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, rs.Status.ObservedGeneration)
+
+	// describe, from stores of its own as another process's, reads the
+	// events the controllers' sinks wrote to PostgreSQL.
+	other, err := openStores(dsn, prefix)
+	require.NoError(t, err)
+	defer other.close()
+	var out bytes.Buffer
+	require.Eventually(t, func() bool {
+		out.Reset()
+		return describe(t.Context(), &out, other, "web", time.Now()) == nil &&
+			strings.Count(out.String(), "SuccessfulCreate") == 3
+	}, 30*time.Second, 5*time.Millisecond, "three SuccessfulCreate events in describe")
+	assert.Contains(t, out.String(), "Replicas:     3 current / 3 desired")
 
 	_, _, err = informer.RequestDelete(t.Context(), st.replicaSets, "web")
 	require.NoError(t, err)

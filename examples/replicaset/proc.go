@@ -12,6 +12,52 @@ import (
 	"time"
 )
 
+// runner runs the pods' processes for the agent: osRunner runs OS
+// processes; the simulation test's runner, processes that exist only in its
+// simulated world, so that the controllers run under the simulation kit.
+type runner interface {
+	// start starts command for pod, and returns its pid and a function that
+	// waits until it has ended and says how ("exit status 3"). An error
+	// wrapping errInvalidCommand means no retry can start it.
+	start(pod string, command []string) (pid int, wait func() string, err error)
+	// signal sends SIGTERM, or SIGKILL if kill, to the process pid and
+	// everything it started.
+	signal(pid int, kill bool)
+	// close releases the runner, once every process it started is gone.
+	close()
+}
+
+// osRunner runs each pod's command as an OS process (podCommand), started
+// by its spawner, with stdout and stderr to output (nil: /dev/null).
+type osRunner struct {
+	output *os.File
+	sp     *spawner
+}
+
+func newOSRunner(output *os.File) *osRunner { return &osRunner{output: output, sp: newSpawner()} }
+
+func (r *osRunner) start(pod string, command []string) (int, func() string, error) {
+	cmd, err := podCommand(pod, command, r.output)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %w", errInvalidCommand, err)
+	}
+	if err := r.sp.start(cmd); err != nil {
+		if isNotRunnable(err) {
+			return 0, nil, fmt.Errorf("%w: %w", errInvalidCommand, err)
+		}
+		return 0, nil, fmt.Errorf("start %s: %w", pod, err)
+	}
+	pid := cmd.Process.Pid
+	return pid, func() string {
+		err := cmd.Wait()
+		killGroup(pid) // whatever it left behind in its process group
+		return describeExit(err)
+	}, nil
+}
+
+func (r *osRunner) signal(pid int, kill bool) { signalGroup(pid, kill) }
+func (r *osRunner) close()                    { r.sp.close() }
+
 // selfCommand is the first word of a command that runs this program's own
 // binary, as in ["replicaset", "worker", "--crash-after", "1s"].
 const selfCommand = "replicaset"

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/object"
 	"github.com/converge-go/converge/reconcile"
@@ -34,10 +35,17 @@ type rsController struct {
 	pods   informer.Store[string, Pod]
 	node   string // where new pods are scheduled
 	now    func() time.Time
+	// suffix makes the random part of a new pod's name: suffix in the
+	// program; a deterministic one under the simulation kit, so that a
+	// failing schedule reruns with the same names.
+	suffix func() string
+	// events records SuccessfulCreate, FailedCreate, SuccessfulDelete and
+	// FailedDelete on the ReplicaSet's key; nil records nothing.
+	events *events.Recorder
 }
 
 func newRSController(rsInf *informer.Informer[string, ReplicaSet], podInf *informer.Informer[string, Pod], s *stores, node string) *rsController {
-	return &rsController{rsInf: rsInf, podInf: podInf, rs: s.replicaSets, pods: s.pods, node: node, now: time.Now}
+	return &rsController{rsInf: rsInf, podInf: podInf, rs: s.replicaSets, pods: s.pods, node: node, now: time.Now, suffix: suffix}
 }
 
 // Reconcile makes the pods owned by ReplicaSet name match its spec.
@@ -51,14 +59,19 @@ func newRSController(rsInf *informer.Informer[string, ReplicaSet], podInf *infor
 func (c *rsController) Reconcile(ctx context.Context, name string) (reconcile.Result, error) {
 	var owned []Pod
 	var names []string
-	for _, e := range reconcile.Owned(c.podInf, name) {
+	// By name: Owned's order is a map's, and plan keeps it among equals
+	// (pods created in one instant), so that the same state always
+	// deletes the same pods.
+	entries := reconcile.Owned(c.podInf, name)
+	slices.SortFunc(entries, func(a, b informer.Entry[string, Pod]) int { return strings.Compare(a.Key, b.Key) })
+	for _, e := range entries {
 		owned, names = append(owned, e.Value), append(names, e.Key)
 	}
 	rs, ok := c.rsInf.Get(name)
 	if !ok {
 		// Deleted past the finalizer (a raw Delete, `etcdctl del`): its
 		// pods go all the same.
-		return reconcile.Result{}, c.deletePods(ctx, names)
+		return reconcile.Result{}, c.deletePods(ctx, name, names)
 	}
 	if rs.Deleting() {
 		return reconcile.Result{}, c.finalize(ctx, name, names)
@@ -89,7 +102,7 @@ func (c *rsController) Reconcile(ctx context.Context, name string) (reconcile.Re
 	}
 
 	del, create := plan(rs.Spec, names, owned)
-	if err := c.deletePods(ctx, del); err != nil {
+	if err := c.deletePods(ctx, name, del); err != nil {
 		return reconcile.Result{}, err
 	}
 	for range create {
@@ -116,7 +129,7 @@ func (c *rsController) Reconcile(ctx context.Context, name string) (reconcile.Re
 // removes the finalizer.
 func (c *rsController) finalize(ctx context.Context, name string, pods []string) error {
 	if len(pods) > 0 {
-		return c.deletePods(ctx, pods)
+		return c.deletePods(ctx, name, pods)
 	}
 	_, _, err := informer.Update(ctx, c.rs, name, func(rs *ReplicaSet) error {
 		rs.RemoveFinalizer(finalizer)
@@ -268,29 +281,39 @@ func (c *rsController) writeStatus(ctx context.Context, name string, set func(*R
 	return ignoreNotFound(err)
 }
 
-// createPod creates a pod named after its owner with a random suffix.
+// createPod creates a pod named after its owner with a random suffix, and
+// records it as an event on the owner.
 func (c *rsController) createPod(ctx context.Context, owner string, command []string) error {
 	pod := Pod{Spec: PodSpec{Owner: owner, Node: c.node, Command: command, CreatedAt: c.now()}}
 	for {
-		rev, err := c.pods.Create(ctx, owner+"-"+suffix(), pod)
+		name := owner + "-" + c.suffix()
+		rev, err := c.pods.Create(ctx, name, pod)
 		if errors.Is(err, informer.ErrConflict) {
 			continue // the name is taken
 		}
 		if err != nil {
+			c.events.Eventf(ctx, owner, events.Warning, EventFailedCreate, "Error creating: %v", err)
 			return fmt.Errorf("create pod for %s: %w", owner, err)
 		}
 		reconcile.Wrote(ctx, c.podInf, rev)
+		c.events.Eventf(ctx, owner, events.Normal, EventSuccessfulCreate, "Created pod: %s", name)
 		return nil
 	}
 }
 
-func (c *rsController) deletePods(ctx context.Context, names []string) error {
+// deletePods deletes owner's pods names, and records each as an event on
+// the owner.
+func (c *rsController) deletePods(ctx context.Context, owner string, names []string) error {
 	for _, n := range names {
 		rev, err := c.pods.Delete(ctx, n, 0)
 		if err != nil {
+			c.events.Eventf(ctx, owner, events.Warning, EventFailedDelete, "Error deleting pod %s: %v", n, err)
 			return fmt.Errorf("delete pod %s: %w", n, err)
 		}
 		reconcile.Wrote(ctx, c.podInf, rev) // rev 0 (it was gone already): nothing to wait for
+		if rev != 0 {
+			c.events.Eventf(ctx, owner, events.Normal, EventSuccessfulDelete, "Deleted pod: %s", n)
+		}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
 	"github.com/converge-go/converge/informer/memstore"
@@ -25,8 +26,11 @@ import (
 type stores struct {
 	replicaSets informer.Store[string, ReplicaSet]
 	pods        informer.Store[string, Pod]
-	describe    string
-	close       func()
+	// events are what the controllers recorded (events.go), for
+	// describe; nil in tests that record none.
+	events   informer.Store[string, events.Event]
+	describe string
+	close    func()
 }
 
 // openStores opens "memory" (the embedded store),
@@ -41,6 +45,7 @@ func openStores(url, prefix string) (*stores, error) {
 		return &stores{
 			replicaSets: memstore.New[string, ReplicaSet](),
 			pods:        memstore.New[string, Pod](),
+			events:      memstore.New[string, events.Event](),
 			describe:    "the embedded memory store",
 			close:       func() {},
 		}, nil
@@ -67,6 +72,7 @@ func openStores(url, prefix string) (*stores, error) {
 	return &stores{
 		replicaSets: etcdstore.New[ReplicaSet](cli, rsPrefix),
 		pods:        etcdstore.New[Pod](cli, podPrefix),
+		events:      etcdstore.New[events.Event](cli, prefix+"events/"),
 		describe:    fmt.Sprintf("etcd %s, keys under %s", hosts, prefix),
 		close:       func() { _ = cli.Close() },
 	}, nil
@@ -102,6 +108,7 @@ func openPostgres(url, prefix string) (*stores, error) {
 	return &stores{
 		replicaSets: pgstore.New[ReplicaSet](db, "replicasets"),
 		pods:        pgstore.New[Pod](db, "pods"),
+		events:      pgstore.New[events.Event](db, "events"),
 		describe:    fmt.Sprintf("PostgreSQL %s:%d/%s, schema %s", cfg.Host, cfg.Port, cfg.Database, schema),
 		close:       func() { db.Close(); pool.Close() },
 	}, nil

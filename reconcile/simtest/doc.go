@@ -29,7 +29,8 @@
 //
 // Three oracles judge each run: the differential one (Observe equals the
 // reference's), the invariants (after every workload step, every liveness
-// tick, and right after a deposed process's late writes) and liveness
+// tick, and right after a deposed process's late writes; Converged ones
+// once, after the system has converged) and liveness
 // (once the source faults stop, within Converge of virtual time nothing is
 // written for Idle, and for Quiet after that nothing is written and no key
 // is reconciled more than MaxReconcilesPerKey times).
@@ -37,9 +38,13 @@
 // Each run is a testing/synctest bubble: time is virtual for the kit, the
 // controllers and the user's time.Now, and synctest.Wait says exactly when
 // everything is blocked, so a run of minutes of virtual time takes
-// milliseconds and never sleeps. The Go scheduler's order among runnable
-// goroutines is not the kit's to fix; with one worker per controller the
-// writes come in the same order in practice, and a failure is rerun and
+// milliseconds and never sleeps. Every List and watch event of a wrapped
+// store and every reconcile of a Count-wrapped reconciler passes a gate that
+// lets one through at a time, once the one before has settled, in an order
+// of the kit's (store, revision, key; controller, key), not the Go
+// scheduler's: with one worker per controller a schedule replays the same
+// writes. What happens at one instant without passing the gate (two timers
+// of a process) is still the scheduler's, so a failure is rerun and
 // reported as "reproduced k/3". A failure prints the shrunk schedule and a
 // rerun line:
 //

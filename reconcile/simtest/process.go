@@ -136,11 +136,16 @@ func (p *Process) stop() error {
 }
 
 // Count wraps rec so that the kit counts its reconciles per key (for the
-// liveness oracle's hot-loop check) and names the key of each write in a
-// failure report. Wrap every reconciler a Process builds with it.
+// liveness oracle's hot-loop check), names the key of each write in a
+// failure report, and starts each reconcile only when the run's gate lets
+// it (one at a time, in an order that is the same in every rerun). Wrap
+// every reconciler a Process builds with it.
 func Count[K comparable](p *Process, controller string, rec reconcile.Reconciler[K]) reconcile.Reconciler[K] {
 	return reconcile.Func[K](func(ctx context.Context, key K) (reconcile.Result, error) {
 		who := fmt.Sprintf("%s/%v", controller, key)
+		if err := p.run.gate.wait(ctx, fmt.Sprintf("1 reconcile %s %d", who, p.incarnation)); err != nil {
+			return reconcile.Result{}, err
+		}
 		if p.run.reconciled(who) {
 			p.writeMu.Lock()
 			p.kill()

@@ -19,6 +19,7 @@ type runState struct {
 	// one process is alive at a time).
 	crashed chan crash
 	sched   Schedule
+	gate    *gate
 
 	mu         sync.Mutex
 	faultAt    map[int]*Fault
@@ -192,7 +193,7 @@ func execute[W any](t *testing.T, spec *Spec[W], sched Schedule, ref *outcome) (
 
 // drive is a run, on the bubble's goroutine.
 func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
-	rs := &runState{crashed: make(chan crash, 1), sched: sched, faultAt: map[int]*Fault{}, reconciles: map[string]int{}, budget: spec.Budget}
+	rs := &runState{crashed: make(chan crash, 1), sched: sched, gate: newGate(), faultAt: map[int]*Fault{}, reconciles: map[string]int{}, budget: spec.Budget}
 	for i, f := range sched.Faults {
 		if _, taken := rs.faultAt[f.At]; !taken {
 			rs.faultAt[f.At] = &sched.Faults[i]
@@ -282,8 +283,9 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		}
 		close(c.release)
 		released = true
-		time.Sleep(resumeWindow)
-		synctest.Wait()
+		if err := settle(resumeWindow); err != nil {
+			return err
+		}
 		if f := check("the deposed process's late write"); f != "" {
 			return invariantError(f)
 		}
@@ -313,6 +315,9 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 				continue
 			default:
 			}
+			if rs.gate.next() {
+				continue
+			}
 			left := time.Until(deadline)
 			if left <= 0 {
 				return nil
@@ -320,6 +325,8 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 			tm := time.NewTimer(left)
 			select {
 			case <-tm.C:
+			case <-rs.gate.arrived:
+				tm.Stop()
 			case c := <-rs.crashed:
 				tm.Stop()
 				if err := handle(c); err != nil {
@@ -401,6 +408,11 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		if d := n - counts[who]; d > spec.MaxReconcilesPerKey {
 			return fail("liveness", "%s reconciled %d times in the %v after it converged (at most %d allowed): a hot loop",
 				who, d, spec.Quiet, spec.MaxReconcilesPerKey)
+		}
+	}
+	for i, inv := range spec.Converged {
+		if err := inv(w); err != nil {
+			return fail("invariant", "converged invariant %d: %v", i, err)
 		}
 	}
 	out.observed = spec.Observe(w)

@@ -56,6 +56,11 @@ type Spec[W any] struct {
 	// Invariants must hold after every workload step and every liveness
 	// tick: each returns nil if it does. Read w's raw stores, not caches.
 	Invariants []func(w W) error
+	// Converged are invariants of the converged system, checked once,
+	// after the quiet window: what may fail while the system works its way
+	// there ("never more pods than replicas" does, while scaling down) but
+	// must hold once it has. Each returns nil if it does.
+	Converged []func(w W) error
 	// Mode picks the schedules: Exhaustive (default) or Sampled.
 	Mode Mode
 	// Runs is how many schedules Sampled mode tries (default 200;

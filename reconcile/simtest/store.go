@@ -51,12 +51,25 @@ type wrapped[K comparable, V any] struct {
 // Compile-time proof that the wrapper is a Store.
 var _ informer.Store[string, int] = (*wrapped[string, int])(nil)
 
+// List passes the run's gate first, so that two informers listing at once
+// hand their entries to the controllers in store order.
 func (s *wrapped[K, V]) List(ctx context.Context) ([]informer.Entry[K, V], informer.Revision, error) {
+	if err := s.p.run.gate.wait(ctx, fmt.Sprintf("0 list %s %d", s.name, s.p.incarnation)); err != nil {
+		return nil, 0, err
+	}
 	return s.src.List(ctx)
 }
 
+// Watch sends each event through the run's gate: one at a time, in
+// store, revision and key order.
 func (s *wrapped[K, V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[K, V]) error) error {
-	return s.src.Watch(ctx, after, emit)
+	return s.src.Watch(ctx, after, func(ev informer.Event[K, V]) error {
+		order := fmt.Sprintf("0 event %s %d %020d %v", s.name, s.p.incarnation, ev.Revision, ev.Key)
+		if err := s.p.run.gate.wait(ctx, order); err != nil {
+			return err
+		}
+		return emit(ev)
+	})
 }
 
 func (s *wrapped[K, V]) Create(ctx context.Context, key K, v V) (informer.Revision, error) {
