@@ -236,14 +236,13 @@ func (q *Queue[K]) runTimer() {
 			return
 		}
 		now := q.nanos()
-		readied := q.promoteDue(now)
+		q.promoteDue(now)
 		q.armed = never
 		if len(q.delays) > 0 {
 			q.armed = q.delays[0].due
 		}
 		armed := q.armed
-		q.mu.Unlock()
-		q.signal(readied)
+		q.unlock(q.metricsNow())
 
 		var fire <-chan time.Time
 		if armed != never {
