@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -26,7 +27,8 @@ const etcdSyncObjs = 100_000
 // etcdSyncObjs objects of ~560 B of JSON (newPgObj) through etcdstore (one
 // Get of the prefix, decode, cache), against the floor: the same Get, its
 // values decoded into GOMAXPROCS maps on as many goroutines. One op is one
-// sync; run with -count and compare the two in the same run.
+// floor sync and one etcdstore sync, alternating which goes first; reports
+// the median of each and the median of the per-op ratios.
 func BenchmarkEtcdInitialSync(b *testing.B) {
 	if os.Getenv(testserver.EtcdEndpointsEnv) == "" && !testserver.Integration() {
 		b.Skipf("SKIPPED: %s is not set, so there is no etcd to measure. Start the servers and run again: "+
@@ -42,30 +44,63 @@ func BenchmarkEtcdInitialSync(b *testing.B) {
 	prefix := "/converge-bench/sync/" + strconv.FormatUint(rand.Uint64(), 36) + "/"
 	etcdLoad(b, cli, prefix, etcdSyncObjs)
 	defer func() { _, _ = cli.Delete(context.Background(), prefix, clientv3.WithPrefix()) }()
-	b.Run("floor", func(b *testing.B) {
-		for b.Loop() {
+	// floor and etcdstore alternate, in turn first, so that both see the
+	// same load; the ratio is taken per pair.
+	var floor, store, ratios []float64
+	for i := 0; b.Loop(); i++ {
+		f := func() {
+			start := time.Now()
 			if got := etcdFloorSync(b, cli, prefix); got != etcdSyncObjs {
 				b.Fatalf("floor read %d objects", got)
 			}
+			floor = append(floor, float64(time.Since(start).Milliseconds()))
 		}
-	})
-	b.Run("etcdstore", func(b *testing.B) {
-		for b.Loop() {
-			inf := informer.New[string, pgObj]("etcd-sync", etcdstore.New[pgObj](cli, prefix))
-			ctx, cancel := context.WithCancel(b.Context())
-			ran := make(chan error, 1)
-			go func() { ran <- inf.Run(ctx) }()
-			err := inf.WaitForSync(b.Context())
-			b.StopTimer()
-			n := inf.Len()
-			cancel()
-			<-ran
-			b.StartTimer()
-			if err != nil || n != etcdSyncObjs {
-				b.Fatalf("synced %d objects: %v", n, err)
+		s := func() {
+			start := time.Now()
+			if got := etcdstoreSync(b, cli, prefix); got != etcdSyncObjs {
+				b.Fatalf("etcdstore synced %d objects", got)
 			}
+			store = append(store, float64(time.Since(start).Milliseconds()))
 		}
-	})
+		if i%2 == 0 {
+			f()
+			s()
+		} else {
+			s()
+			f()
+		}
+		ratios = append(ratios, store[i]/floor[i])
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(median(floor), "floor-ms")
+	b.ReportMetric(median(store), "etcdstore-ms")
+	b.ReportMetric(median(ratios), "etcdstore/floor")
+}
+
+// etcdstoreSync runs an informer over prefix until it has synced and
+// returns how many objects its cache holds.
+func etcdstoreSync(b *testing.B, cli *clientv3.Client, prefix string) int {
+	inf := informer.New[string, pgObj]("etcd-sync", etcdstore.New[pgObj](cli, prefix))
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- inf.Run(ctx) }()
+	if err := inf.WaitForSync(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	n := inf.Len()
+	cancel()
+	<-ran
+	return n
+}
+
+// median returns the median of v, sorting it.
+func median(v []float64) float64 {
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
 // etcdLoad writes n objects named k1..kn under prefix, 100 per transaction.

@@ -145,7 +145,8 @@ func (q *Queue[K]) siftDown(i int) {
 }
 
 // promoteDue moves every key due at or before now out of the heap and
-// reports how many became ready. The caller holds q.mu and signals waiters.
+// reports how many became ready. The caller holds q.mu and releases it with
+// unlock, which hands them to parked Gets.
 func (q *Queue[K]) promoteDue(now int64) (readied int) {
 	for len(q.delays) > 0 && q.delays[0].due <= now {
 		top := q.delays[0]

@@ -300,10 +300,10 @@ func clampPriority(p int) int32 {
 }
 
 // addLocked merges one add into the key's state; due 0 means now, never
-// means parked. The
-// caller computes tag (the index hash) and now (metricsNow) before locking,
-// to keep hashing and the clock out of the critical section. It returns 1 if
-// a key became ready, for the caller to signal after unlocking.
+// means parked. The caller computes tag (the index hash) and now
+// (metricsNow) before locking, to keep hashing and the clock out of the
+// critical section, and releases q.mu with unlock, which hands a key that
+// became ready to a parked Get. It returns 1 if a key became ready.
 func (q *Queue[K]) addLocked(key K, tag uint32, prio int32, due, now int64) int {
 	if q.shuttingDown {
 		return 0
