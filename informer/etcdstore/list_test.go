@@ -19,7 +19,7 @@ import (
 
 // listKeys is enough values for List to split the decoding between
 // goroutines (it claims 256 at a time).
-const listKeys = 3000
+const listKeys = 1200
 
 // putMany writes listKeys keys "k00000".. under prefix, each item{N: i},
 // except that bad maps some indexes to raw values of their own.
@@ -51,7 +51,7 @@ func putMany(ctx context.Context, t *testing.T, cli *clientv3.Client, prefix str
 // Not parallel: it sets GOMAXPROCS.
 func TestListShouldReturnEveryValueInKeyOrderWhenDecodingInParallel(t *testing.T) {
 	cli := etcdClient(t)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := ctxFor(t, time.Minute)
 	prefix := uniquePrefix(t)
 	putMany(ctx, t, cli, prefix, nil)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // parallel even on one core
@@ -71,11 +71,11 @@ func TestListShouldReturnEveryValueInKeyOrderWhenDecodingInParallel(t *testing.T
 // Not parallel: it sets GOMAXPROCS.
 func TestListShouldFailWithTheFirstUndecodableValueInKeyOrderWhateverTheDecodersMeetFirst(t *testing.T) {
 	cli := etcdClient(t)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := ctxFor(t, time.Minute)
 	prefix := uniquePrefix(t)
 	// Bad values in several chunks, the last chunk's first: a decoder that
 	// reached a later one first must not win.
-	putMany(ctx, t, cli, prefix, map[int]string{2999: "{", 700: "not json", 701: "[", 1500: "x"})
+	putMany(ctx, t, cli, prefix, map[int]string{1199: "{", 700: "not json", 701: "[", 1000: "x"})
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	var mu sync.Mutex
 	var handled []string
@@ -103,10 +103,12 @@ func TestListShouldFailWithTheFirstUndecodableValueInKeyOrderWhateverTheDecoders
 func TestListShouldReturnTheContextErrorWhenCanceledWhileDecoding(t *testing.T) {
 	t.Parallel()
 	cli := etcdClient(t)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := ctxFor(t, time.Minute)
 	prefix := uniquePrefix(t)
 	putMany(ctx, t, cli, prefix, nil)
-	listCtx, cancel := context.WithCancel(ctx)
+	// Not derived from ctx, whose deadline would be another error.
+	listCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var once sync.Once
 	src := etcdstore.New(cli, prefix, etcdstore.WithCodec[item](cancelingCodec{cancel: func() { once.Do(cancel) }}))
 
