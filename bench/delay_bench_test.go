@@ -188,14 +188,15 @@ func steadySchedule(n, rate int) []int64 {
 	return sched
 }
 
-// reportLatencyMicros sorts lat (nanoseconds) and reports its p50, p99 and
-// p999 in µs.
+// reportLatencyMicros sorts lat (nanoseconds) and reports its p50, p99,
+// p999 and max in µs.
 func reportLatencyMicros(b *testing.B, lat []int64) {
 	slices.Sort(lat)
 	us := func(ns int64) float64 { return float64(ns) / 1e3 }
 	b.ReportMetric(us(percentile(lat, 50)), "p50-µs")
 	b.ReportMetric(us(percentile(lat, 99)), "p99-µs")
 	b.ReportMetric(us(percentile(lat, 99.9)), "p999-µs")
+	b.ReportMetric(us(lat[len(lat)-1]), "max-µs")
 }
 
 // waitUntil returns at base+at (at in nanoseconds), as precisely as this

@@ -240,34 +240,47 @@ func (inf *Informer[K, V]) HasSynced() bool {
 // or Run returns first (it returns an error wrapping ErrStopped). Unlike
 // client-go's WaitForCacheSync it does not poll.
 func (inf *Informer[K, V]) WaitForSync(ctx context.Context) error {
-	wait := func(ch <-chan struct{}) error {
-		select {
-		case <-ch:
-			return nil
-		case <-ctx.Done():
-			return fmt.Errorf("informer %q: wait for sync: %w", inf.name, ctx.Err())
-		case <-inf.done:
-			select {
-			case <-ch: // both ready: it did sync
-				return nil
-			default:
-				return fmt.Errorf("informer %q: wait for sync: %w", inf.name, ErrStopped)
-			}
-		}
-	}
-	if err := wait(inf.cacheSynced); err != nil {
+	if err := inf.waitClosed(ctx, inf.cacheSynced, "sync"); err != nil {
 		return err
 	}
 	inf.mu.RLock()
 	listeners := inf.syncListeners
 	inf.mu.RUnlock()
 	for _, l := range listeners {
-		if err := wait(l.synced); err != nil {
+		if err := inf.waitClosed(ctx, l.synced, "sync"); err != nil {
 			return err
 		}
 	}
 	inf.synced.Store(true)
 	return nil
+}
+
+// WaitForCache blocks until the cache holds the first full list (it
+// returns nil), ctx is done, or Run returns first (it returns an error
+// wrapping ErrStopped). Unlike WaitForSync it does not wait for handlers
+// to be given the list: a controller's workers start on the first keys
+// its handler queues, and their reads of the cache already see every
+// listed object.
+func (inf *Informer[K, V]) WaitForCache(ctx context.Context) error {
+	return inf.waitClosed(ctx, inf.cacheSynced, "cache")
+}
+
+// waitClosed waits for ch to be closed, ctx to be done or Run to return;
+// what names the wait in the error.
+func (inf *Informer[K, V]) waitClosed(ctx context.Context, ch <-chan struct{}, what string) error {
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("informer %q: wait for %s: %w", inf.name, what, ctx.Err())
+	case <-inf.done:
+		select {
+		case <-ch: // both ready: it did get there
+			return nil
+		default:
+			return fmt.Errorf("informer %q: wait for %s: %w", inf.name, what, ErrStopped)
+		}
+	}
 }
 
 // Get returns the cached value for key.

@@ -17,8 +17,8 @@ func (q *Queue[K]) AddUnlessProcessing(key K) bool {
 			return false
 		}
 	}
-	readied := q.promoteAt(now) + q.addLocked(key, tag, PriorityNormal, 0, now)
-	q.mu.Unlock()
-	q.signal(readied)
+	q.promoteAt(now)
+	q.addLocked(key, tag, PriorityNormal, 0, now)
+	q.unlock(now)
 	return true
 }

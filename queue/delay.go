@@ -145,7 +145,8 @@ func (q *Queue[K]) siftDown(i int) {
 }
 
 // promoteDue moves every key due at or before now out of the heap and
-// reports how many became ready. The caller holds q.mu and signals waiters.
+// reports how many became ready. The caller holds q.mu and releases it with
+// unlock, which hands them to parked Gets.
 func (q *Queue[K]) promoteDue(now int64) (readied int) {
 	for len(q.delays) > 0 && q.delays[0].due <= now {
 		top := q.delays[0]
@@ -236,14 +237,13 @@ func (q *Queue[K]) runTimer() {
 			return
 		}
 		now := q.nanos()
-		readied := q.promoteDue(now)
+		q.promoteDue(now)
 		q.armed = never
 		if len(q.delays) > 0 {
 			q.armed = q.delays[0].due
 		}
 		armed := q.armed
-		q.mu.Unlock()
-		q.signal(readied)
+		q.unlock(q.metricsNow())
 
 		var fire <-chan time.Time
 		if armed != never {

@@ -67,18 +67,29 @@ type Queue[K comparable] struct {
 	timerDone chan struct{} // closed when the timer goroutine returns
 	// closed mirrors shuttingDown for readers that do not hold mu.
 	closed atomic.Bool
+	// waiters recycles the waiters of parked Gets.
+	waiters waiterPool[K]
 
 	_ cacheLinePad
 
-	// cond's L is &mu. It is signalled when a key becomes ready, on
-	// shutdown, and when in-flight work drains; Signal reads it after
-	// unlocking.
-	cond sync.Cond
+	// drained's L is &mu. ShutDownWithDrain waits on it; it is broadcast
+	// when in-flight work drains and on ShutDown.
+	drained sync.Cond
 
 	_ cacheLinePad
 
-	mu yieldingMutex
+	// mu is a plain mutex. It was one that yielded the processor up to
+	// 1000 times before parking, which kept throughput up while woken Gets
+	// had to re-take it, and made the tail bimodal; since Gets are handed
+	// their key (handoff.go) nobody re-takes it after a wake-up, and the
+	// plain mutex is both faster and tight (docs/design/queue-lock.md).
+	mu sync.Mutex
 	// Everything below is guarded by mu.
+
+	// parked are the Gets waiting for a key (handoff.go). It is empty
+	// whenever a key is ready, except inside a critical section: every
+	// one that makes a key ready ends with unlock, which hands it over.
+	parked []*waiter[K]
 
 	// index holds every key the queue knows: ready, waiting, processing or
 	// dirty. A key absent from it has no state anywhere.
@@ -154,7 +165,7 @@ func New[K comparable](opts ...Option) *Queue[K] {
 		checkKeys: keyCheckFor(reflect.TypeFor[K]()),
 		age:       ageState{fifo: newList()},
 	}
-	q.cond.L = &q.mu
+	q.drained.L = &q.mu
 	if q.clock == nil {
 		q.clock = clock.RealClock{}
 	}
@@ -216,9 +227,9 @@ func (q *Queue[K]) metricsNow() int64 {
 func (q *Queue[K]) Add(key K) {
 	now, tag := q.metricsNow(), q.tag(key)
 	q.mu.Lock()
-	readied := q.promoteAt(now) + q.addLocked(key, tag, PriorityNormal, 0, now)
-	q.mu.Unlock()
-	q.signal(readied)
+	q.promoteAt(now)
+	q.addLocked(key, tag, PriorityNormal, 0, now)
+	q.unlock(now)
 }
 
 // AddAfter adds key once delay has passed, at PriorityNormal. If key is
@@ -250,8 +261,6 @@ func (q *Queue[K]) AddWithOptions(o AddOptions, keys ...K) {
 	if o.After > 0 || o.RateLimited {
 		now = q.nanos()
 	}
-	readied := 0
-	defer func() { q.signal(readied) }() // also when tag refuses a key
 	for _, key := range keys {
 		tag := q.tag(key) // before When: a refused key counts no failure
 		delay := o.After
@@ -265,8 +274,9 @@ func (q *Queue[K]) AddWithOptions(o AddOptions, keys ...K) {
 		if due != 0 && !q.shuttingDown {
 			q.retries++ // as controller-runtime counts: any add with a delay
 		}
-		readied += q.promoteAt(now) + q.addLocked(key, tag, prio, due, now)
-		q.mu.Unlock()
+		q.promoteAt(now)
+		q.addLocked(key, tag, prio, due, now)
+		q.unlock(now)
 	}
 }
 
@@ -290,10 +300,10 @@ func clampPriority(p int) int32 {
 }
 
 // addLocked merges one add into the key's state; due 0 means now, never
-// means parked. The
-// caller computes tag (the index hash) and now (metricsNow) before locking,
-// to keep hashing and the clock out of the critical section. It returns 1 if
-// a key became ready, for the caller to signal after unlocking.
+// means parked. The caller computes tag (the index hash) and now
+// (metricsNow) before locking, to keep hashing and the clock out of the
+// critical section, and releases q.mu with unlock, which hands a key that
+// became ready to a parked Get. It returns 1 if a key became ready.
 func (q *Queue[K]) addLocked(key K, tag uint32, prio int32, due, now int64) int {
 	if q.shuttingDown {
 		return 0
@@ -386,16 +396,6 @@ func (q *Queue[K]) take(idx int32) {
 		name = q.groupOf(q.slab.entries[idx].key)
 	}
 	remove(&q.ready, q.slab.entries, idx, name)
-}
-
-// signal wakes up to n waiting Gets. It is called after unlocking, so that a
-// woken worker does not immediately block on the mutex.
-func (q *Queue[K]) signal(n int) {
-	if n == 1 {
-		q.cond.Signal()
-	} else if n > 1 {
-		q.cond.Broadcast()
-	}
 }
 
 // Forget tells the rate limiter that key is done retrying (it succeeded or

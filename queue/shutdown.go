@@ -10,8 +10,7 @@ package queue
 func (q *Queue[K]) ShutDown() {
 	q.mu.Lock()
 	q.drain = false
-	q.shutDownLocked()
-	q.mu.Unlock()
+	wake(q.shutDownLocked())
 	q.afterShutDown()
 }
 
@@ -22,9 +21,10 @@ func (q *Queue[K]) ShutDown() {
 func (q *Queue[K]) ShutDownWithDrain() {
 	q.mu.Lock()
 	q.drain = true
-	q.shutDownLocked()
+	wake(q.shutDownLocked())
+	q.mu.Lock()
 	for q.processing > 0 && q.drain {
-		q.cond.Wait()
+		q.drained.Wait()
 	}
 	q.mu.Unlock()
 	q.afterShutDown()
@@ -37,17 +37,23 @@ func (q *Queue[K]) ShuttingDown() bool {
 	return q.shuttingDown
 }
 
-// shutDownLocked shuts down, once.
-func (q *Queue[K]) shutDownLocked() {
-	q.cond.Broadcast()
-	if q.shuttingDown {
-		return
+// shutDownLocked shuts down, once, and unlocks q.mu. It returns the
+// parked Gets to wake: each gets a key that was already due, or shutdown.
+func (q *Queue[K]) shutDownLocked() *waiter[K] {
+	q.drained.Broadcast()
+	if !q.shuttingDown {
+		// Keys already due are ready, even if nothing has moved them yet.
+		q.promoteIfDue()
+		q.shuttingDown = true
+		q.closed.Store(true)
+		close(q.stop)
 	}
-	// Keys already due are ready, even if nothing has moved them yet.
-	q.promoteIfDue()
-	q.shuttingDown = true
-	q.closed.Store(true)
-	close(q.stop)
+	chain := q.handOff(q.metricsNow())
+	if q.ready.n == 0 {
+		chain = q.shutDownParked(chain)
+	}
+	q.mu.Unlock()
+	return chain
 }
 
 // afterShutDown waits for the timer goroutine, which takes q.mu.

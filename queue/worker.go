@@ -13,19 +13,27 @@ import "hash/maphash"
 func (q *Queue[K]) Get() (key K, shutdown bool) {
 	now := q.metricsNow()
 	q.mu.Lock()
-	readied := 0
-	for {
-		readied += q.promoteIfDue()
-		if q.ready.n > 0 {
-			break
-		}
-		if q.shuttingDown {
-			q.mu.Unlock()
-			return key, true
-		}
-		q.cond.Wait()
-		now = q.metricsNow()
+	q.promoteIfDue()
+	if q.ready.n > 0 {
+		key = q.takeNext(now)
+		q.unlock(now) // promoteIfDue may have readied more than this one
+		return key, false
 	}
+	if q.shuttingDown {
+		q.mu.Unlock()
+		return key, true
+	}
+	w := q.park()
+	q.mu.Unlock()
+	<-w.ready
+	key, shutdown = w.key, w.shutdown
+	q.waiters.put(w)
+	return key, shutdown
+}
+
+// takeNext takes the key Get hands out next, marks it processing and
+// returns it; now is metricsNow. Called with q.mu held and a key ready.
+func (q *Queue[K]) takeNext(now int64) K {
 	idx := none
 	if q.age.bound != 0 && len(q.ready.active) > 1 {
 		idx = q.aged()
@@ -41,17 +49,13 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 	e := &q.slab.entries[idx]
 	e.state = stateProcessing
 	q.processing++
-	key = e.key
-	if q.metrics == nil {
-		q.mu.Unlock()
-		q.signal(readied - 1) // this Get took one of them
-		return key, false
+	if q.metrics != nil {
+		// now may predate the stamp by a hair when another goroutine made
+		// the key ready while this one waited for the lock.
+		q.queueDuration.observe(max(now-q.slab.times[idx], 0))
+		e.links[readyLinks].prev = q.startInflight(now)
 	}
-	q.queueDuration.observe(now - q.slab.times[idx])
-	e.links[readyLinks].prev = q.startInflight(now)
-	q.mu.Unlock()
-	q.signal(readied - 1)
-	return key, false
+	return e.key
 }
 
 // Done marks key as no longer processing. If key was added while it was
@@ -63,17 +67,15 @@ func (q *Queue[K]) Done(key K) {
 	}
 	now, tag := q.metricsNow(), uint32(maphash.Comparable(q.seed, key))
 	q.mu.Lock()
-	readied := q.promoteAt(now)
+	q.promoteAt(now)
 	idx, pos := q.index.find(q.slab.entries, key, tag)
 	if idx == none {
-		q.mu.Unlock()
-		q.signal(readied)
+		q.unlock(now)
 		return
 	}
 	e := &q.slab.entries[idx]
 	if e.state != stateProcessing && e.state != stateDirty {
-		q.mu.Unlock()
-		q.signal(readied)
+		q.unlock(now)
 		return
 	}
 	q.processing--
@@ -84,7 +86,6 @@ func (q *Queue[K]) Done(key K) {
 	switch {
 	case e.state == stateDirty:
 		q.makeReady(idx, e.prio, now)
-		readied++
 	case e.waitSeq != 0:
 		e.state = stateWaiting
 	default:
@@ -94,20 +95,19 @@ func (q *Queue[K]) Done(key K) {
 		}
 	}
 	if q.processing == 0 && q.drain {
-		readied = 2 // ShutDownWithDrain waits on the same cond: wake everyone
+		q.drained.Broadcast()
 	}
-	q.mu.Unlock()
-	q.signal(readied)
+	q.unlock(now)
 }
 
 // Len returns the number of keys ready now; keys waiting for a delay or
 // being processed are not counted (as in client-go).
 func (q *Queue[K]) Len() int {
+	now := q.metricsNow()
 	q.mu.Lock()
-	readied := q.promoteIfDue()
+	q.promoteIfDue()
 	n := q.ready.n
-	q.mu.Unlock()
-	q.signal(readied)
+	q.unlock(now)
 	return n
 }
 
@@ -116,10 +116,10 @@ func (q *Queue[K]) Len() int {
 // waiting for a delay do not count: a queue whose only keys are due later is
 // idle until they are due.
 func (q *Queue[K]) Idle() bool {
+	now := q.metricsNow()
 	q.mu.Lock()
-	readied := q.promoteIfDue()
+	q.promoteIfDue()
 	idle := q.ready.n == 0 && q.processing == 0
-	q.mu.Unlock()
-	q.signal(readied)
+	q.unlock(now)
 	return idle
 }

@@ -31,8 +31,8 @@ type run[K comparable] struct {
 
 	// stopping is set when Run's context is done: workers stop taking keys.
 	stopping atomic.Bool
-	// synced is set once every watched informer has synced and the
-	// workers are started.
+	// synced is set once every watched informer's cache holds its first
+	// list and the workers are started.
 	synced atomic.Bool
 	// failc carries the first failure of a FromFunc source.
 	failc chan error
@@ -146,8 +146,17 @@ func (r *run[K]) serve(ctx context.Context) (err error) {
 	return err
 }
 
-// waitForSync waits for every watched informer's first list, at most the
-// sync timeout. It returns nil if ctx is done first.
+// cacheWaiter is a Cache that can tell when its first list is stored,
+// before its handlers have been given it (informer.Informer.WaitForCache).
+type cacheWaiter interface {
+	WaitForCache(ctx context.Context) error
+}
+
+// waitForSync waits for every watched informer's first list to be in its
+// cache, at most the sync timeout: the workers then start while the
+// handlers still queue the listed keys (at low priority, behind fresh
+// changes), so queueing and reconciling overlap. It returns nil if ctx is
+// done first.
 func (r *run[K]) waitForSync(ctx context.Context) error {
 	caches := r.c.Caches()
 	sctx, cancel := context.WithCancel(ctx)
@@ -156,7 +165,11 @@ func (r *run[K]) waitForSync(ctx context.Context) error {
 	defer t.Stop()
 	var failed []string
 	for _, cache := range caches {
-		if err := cache.WaitForSync(sctx); err != nil && ctx.Err() == nil {
+		wait := cache.WaitForSync
+		if c, ok := cache.(cacheWaiter); ok {
+			wait = c.WaitForCache
+		}
+		if err := wait(sctx); err != nil && ctx.Err() == nil {
 			failed = append(failed, fmt.Sprintf("%q (%v)", cache.Name(), err))
 		}
 	}

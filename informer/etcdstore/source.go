@@ -104,23 +104,20 @@ func (e *DecodeError) Error() string {
 // Unwrap returns the codec's error.
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// List reads every key under the prefix with one Get and returns them with
-// the revision of the read. If a value does not decode, it fails with a
-// *DecodeError: leaving the key out would tell the informer that it was
-// deleted.
+// List reads every key under the prefix with one Get and returns them, in
+// key order, with the revision of the read. It decodes the values on up to
+// GOMAXPROCS goroutines, so the codec must be safe for concurrent use (as
+// informer.Codec requires). If values do not decode, it fails with a
+// *DecodeError for the first of them in key order: leaving the key out would
+// tell the informer that it was deleted.
 func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], informer.Revision, error) {
 	resp, err := s.client.Get(ctx, s.prefix, clientv3.WithPrefix())
 	if err != nil {
 		return nil, 0, fmt.Errorf("etcd source %q: list: %w", s.prefix, err)
 	}
-	entries := make([]informer.Entry[string, V], 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		key := s.key(kv.Key)
-		v, err := s.opts.codec.Unmarshal(kv.Value)
-		if err != nil {
-			return nil, 0, s.decodeFailed(key, kv.ModRevision, err)
-		}
-		entries = append(entries, informer.Entry[string, V]{Key: key, Value: v})
+	entries, err := s.decodeAll(ctx, resp.Kvs)
+	if err != nil {
+		return nil, 0, err
 	}
 	return entries, informer.Revision(resp.Header.Revision), nil
 }

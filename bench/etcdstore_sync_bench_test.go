@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/testserver"
+)
+
+// etcdSyncObjs is the size of the etcd initial-sync scenario.
+const etcdSyncObjs = 100_000
+
+// BenchmarkEtcdInitialSync measures an informer's initial sync of
+// etcdSyncObjs objects of ~560 B of JSON (newPgObj) through etcdstore (one
+// Get of the prefix, decode, cache), against the floor: the same Get, its
+// values decoded into GOMAXPROCS maps on as many goroutines. One op is one
+// floor sync and one etcdstore sync, alternating which goes first; reports
+// the median of each and the median of the per-op ratios.
+func BenchmarkEtcdInitialSync(b *testing.B) {
+	if os.Getenv(testserver.EtcdEndpointsEnv) == "" && !testserver.Integration() {
+		b.Skipf("SKIPPED: %s is not set, so there is no etcd to measure. Start the servers and run again: "+
+			`scripts/servers.sh start; eval "$(scripts/servers.sh env)"; go -C bench test -run xxx -bench BenchmarkEtcdInitialSync .; scripts/servers.sh stop`,
+			testserver.EtcdEndpointsEnv)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: testserver.Etcd(b), DialTimeout: 5 * time.Second,
+		Logger: zap.NewNop(), MaxCallRecvMsgSize: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cli.Close() }()
+	prefix := "/converge-bench/sync/" + strconv.FormatUint(rand.Uint64(), 36) + "/"
+	etcdLoad(b, cli, prefix, etcdSyncObjs)
+	defer func() { _, _ = cli.Delete(context.Background(), prefix, clientv3.WithPrefix()) }()
+	// floor and etcdstore alternate, in turn first, so that both see the
+	// same load; the ratio is taken per pair.
+	var floor, store, ratios []float64
+	for i := 0; b.Loop(); i++ {
+		f := func() {
+			start := time.Now()
+			if got := etcdFloorSync(b, cli, prefix); got != etcdSyncObjs {
+				b.Fatalf("floor read %d objects", got)
+			}
+			floor = append(floor, float64(time.Since(start).Milliseconds()))
+		}
+		s := func() {
+			start := time.Now()
+			if got := etcdstoreSync(b, cli, prefix); got != etcdSyncObjs {
+				b.Fatalf("etcdstore synced %d objects", got)
+			}
+			store = append(store, float64(time.Since(start).Milliseconds()))
+		}
+		if i%2 == 0 {
+			f()
+			s()
+		} else {
+			s()
+			f()
+		}
+		ratios = append(ratios, store[i]/floor[i])
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(median(floor), "floor-ms")
+	b.ReportMetric(median(store), "etcdstore-ms")
+	b.ReportMetric(median(ratios), "etcdstore/floor")
+}
+
+// etcdstoreSync runs an informer over prefix until it has synced and
+// returns how many objects its cache holds.
+func etcdstoreSync(b *testing.B, cli *clientv3.Client, prefix string) int {
+	inf := informer.New[string, pgObj]("etcd-sync", etcdstore.New[pgObj](cli, prefix))
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- inf.Run(ctx) }()
+	if err := inf.WaitForSync(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	n := inf.Len()
+	cancel()
+	<-ran
+	return n
+}
+
+// median returns the median of v, sorting it.
+func median(v []float64) float64 {
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// etcdLoad writes n objects named k1..kn under prefix, 100 per transaction.
+func etcdLoad(b *testing.B, cli *clientv3.Client, prefix string, n int) {
+	b.Helper()
+	var ops []clientv3.Op
+	for i := 1; i <= n; i++ {
+		data, err := json.Marshal(newPgObj("k" + strconv.Itoa(i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ops = append(ops, clientv3.OpPut(prefix+"k"+strconv.Itoa(i), string(data)))
+		if len(ops) == 100 || i == n {
+			if _, err := cli.Txn(b.Context()).Then(ops...).Commit(); err != nil {
+				b.Fatal(err)
+			}
+			ops = ops[:0]
+		}
+	}
+}
+
+// etcdFloorSync reads prefix with one Get and decodes its values into one
+// map per goroutine, GOMAXPROCS goroutines over contiguous shares, and
+// returns how many it decoded.
+func etcdFloorSync(b *testing.B, cli *clientv3.Client, prefix string) int {
+	resp, err := cli.Get(b.Context(), prefix, clientv3.WithPrefix())
+	if err != nil {
+		b.Fatal(err)
+	}
+	kvs := resp.Kvs
+	procs := runtime.GOMAXPROCS(0)
+	maps := make([]map[string]pgObj, procs)
+	share := (len(kvs) + procs - 1) / procs
+	var wg sync.WaitGroup
+	for i := range maps {
+		mine := kvs[min(i*share, len(kvs)):min((i+1)*share, len(kvs))]
+		maps[i] = make(map[string]pgObj, len(mine))
+		wg.Go(func() {
+			for _, kv := range mine {
+				var v pgObj
+				if err := json.Unmarshal(kv.Value, &v); err != nil {
+					panic(err)
+				}
+				maps[i][string(kv.Key[len(prefix):])] = v
+			}
+		})
+	}
+	wg.Wait()
+	n := 0
+	for _, m := range maps {
+		n += len(m)
+	}
+	return n
+}
