@@ -36,9 +36,11 @@ type Controller[K comparable] struct {
 	keys         keyStates[K]
 	gate         gate[K]       // read your own writes (Wrote)
 	ids          atomic.Uint64 // reconcile IDs
-	// readyTimes makes each Run's queue note ready times, for the oldest
-	// wait on debug pages (see Manager's Debug); read when a Run starts.
-	readyTimes atomic.Bool
+	// debug says that a Manager serves debug pages for the controller
+	// (ManagerOptions.Debug): each Run's queue notes ready times and its
+	// reconciles their start and duration, for the pages' waits and ages.
+	// Read when a Run starts.
+	debug atomic.Bool
 
 	mu sync.Mutex
 	// cur is the Run in progress, nil between Runs; guarded by mu.

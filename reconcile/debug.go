@@ -49,7 +49,7 @@ type inspectable interface {
 	Name() string
 	Inspect() ControllerInfo
 	inspectKeyString(key string) (KeyInfo, bool)
-	enableReadyTimes()
+	enableDebug()
 	clockNow() time.Time
 }
 

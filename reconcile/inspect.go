@@ -134,6 +134,13 @@ type KeyLine struct {
 // queue's counters and ReadyShown keys from its head, the workers' slots,
 // and one pass over the failing keys (which the controller holds anyway)
 // keeping the FailingShown with the most attempts.
+//
+// Times (a reconcile's start, age and duration, the oldest ready key's
+// wait) are noted only when something needs them, so that a controller
+// without metrics or pages reads no clock per reconcile: with WithMetrics,
+// or under a Manager whose Debug.Enabled is set (from the next Run on).
+// Otherwise they are zero, and in-flight reconciles are in start order
+// by reconcile ID.
 func (c *Controller[K]) Inspect() ControllerInfo {
 	info := ControllerInfo{Name: c.name, Workers: c.s.workers, Reconciles: c.ids.Load()}
 	if r := c.current(); r != nil {
@@ -147,14 +154,18 @@ func (c *Controller[K]) Inspect() ControllerInfo {
 			s := &r.slots[i]
 			s.mu.Lock()
 			if s.busy {
-				info.InFlight = append(info.InFlight, InFlight{
-					Key: fmt.Sprint(s.key), ReconcileID: strconv.FormatUint(s.id, 10), Started: s.start, Age: now.Sub(s.start),
-				})
+				f := InFlight{Key: fmt.Sprint(s.key), ReconcileID: strconv.FormatUint(s.id, 10), Started: s.start}
+				if !s.start.IsZero() {
+					f.Age = now.Sub(s.start)
+				}
+				info.InFlight = append(info.InFlight, f)
 			}
 			s.mu.Unlock()
 		}
 		info.Busy = len(info.InFlight)
-		slices.SortFunc(info.InFlight, func(a, b InFlight) int { return a.Started.Compare(b.Started) })
+		slices.SortFunc(info.InFlight, func(a, b InFlight) int {
+			return cmp.Or(a.Started.Compare(b.Started), cmp.Compare(len(a.ReconcileID), len(b.ReconcileID)), cmp.Compare(a.ReconcileID, b.ReconcileID))
+		})
 		info.WaitingForWrites = int(c.gate.n.Load())
 	}
 	info.Failing, info.Parked, info.FailingTotal, info.ParkedTotal = c.keys.top(FailingShown)

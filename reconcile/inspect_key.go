@@ -22,8 +22,10 @@ type KeyInfo struct {
 	Priority   int
 	Due        time.Time `json:",omitzero"`
 	ReadySince time.Time `json:",omitzero"`
-	// InFlightSince is when the reconcile in progress started; zero if
-	// none is.
+	// InFlight says that a reconcile of the key is in progress, started
+	// at InFlightSince (zero unless the controller notes times: see
+	// Controller.Inspect).
+	InFlight      bool
 	InFlightSince time.Time `json:",omitzero"`
 	// Attempts, LastError (truncated to MaxErrorBytes, LastErrorLen is
 	// its length), NextRetry, Parked and Terminal are the key's failures
@@ -35,9 +37,11 @@ type KeyInfo struct {
 	Parked       bool
 	Terminal     bool
 	// LastSuccess is when the last successful reconcile among the
-	// workers' recent ones (Recent) ended; zero if none is among them.
+	// workers' recent ones (Recent) ended; zero if none is among them, or
+	// if the controller notes no times.
 	LastSuccess time.Time `json:",omitzero"`
-	// LastDuration is how long the last of Recent took.
+	// LastDuration is how long the last of Recent took (zero if the
+	// controller notes no times).
 	LastDuration time.Duration
 	// Recent lists the key's reconciles among the last ones each worker
 	// remembers (64 per worker), newest first.
@@ -83,7 +87,7 @@ func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 		s := &r.slots[i]
 		s.mu.Lock()
 		if s.busy && s.key == key {
-			info.InFlightSince = s.start
+			info.InFlight, info.InFlightSince = true, s.start
 		}
 		for j := range s.n {
 			p := &s.ring[j]
@@ -96,7 +100,7 @@ func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 		}
 		s.mu.Unlock()
 	}
-	if len(info.Recent) > 0 || !info.InFlightSince.IsZero() {
+	if len(info.Recent) > 0 || info.InFlight {
 		known = true
 	}
 	// IDs rise with start times: sort numerically, newest first.
@@ -116,7 +120,9 @@ func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 	}
 	for _, l := range info.Recent {
 		if l.Result != labelError && l.Result != labelRequeue {
-			info.LastSuccess = l.Start.Add(l.Duration)
+			if !l.Start.IsZero() {
+				info.LastSuccess = l.Start.Add(l.Duration)
+			}
 			break
 		}
 	}
@@ -184,9 +190,9 @@ func (ks *keyStates[K]) find(s string) (K, bool) {
 	return zero, false
 }
 
-// enableReadyTimes makes the next Runs' queues note when keys became
-// ready, for the oldest wait on the debug pages.
-func (c *Controller[K]) enableReadyTimes() { c.readyTimes.Store(true) }
+// enableDebug makes the next Runs note the times the debug pages show:
+// when keys became ready, when reconciles started and how long they took.
+func (c *Controller[K]) enableDebug() { c.debug.Store(true) }
 
 // clockNow is the controller's clock, which its times are on.
 func (c *Controller[K]) clockNow() time.Time { return c.s.clock.Now() }

@@ -207,7 +207,7 @@ func (m *Manager) AddController(c Runner) error {
 		if ic, ok := c.(inspectable); ok {
 			m.controllers = append(m.controllers, ic)
 			if m.opts.Debug.Enabled {
-				ic.enableReadyTimes()
+				ic.enableDebug()
 			}
 		}
 		return nil

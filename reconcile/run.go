@@ -53,6 +53,10 @@ type run[K comparable] struct {
 
 	// slots are the workers' (inspect.go), one each.
 	slots []workerSlot[K]
+	// timed says that reconciles read the clock for their start and
+	// duration: metrics or debug pages use them. Without either, the
+	// slots and rings record no times, and a reconcile reads no clock.
+	timed bool
 }
 
 // errChanged is the cause of a reconcile's context cancelled by a change
@@ -71,10 +75,12 @@ func newRun[K comparable](ctx context.Context, c *Controller[K]) *run[K] {
 	if c.s.ageing > 0 {
 		opts = append(opts, queue.WithAgeing(c.s.ageing))
 	}
-	if c.readyTimes.Load() {
+	debug := c.debug.Load()
+	if debug {
 		opts = append(opts, queue.WithReadyTimes())
 	}
-	r := &run[K]{c: c, q: queue.New[K](opts...), failc: make(chan error, 1), slots: make([]workerSlot[K], c.s.workers)}
+	r := &run[K]{c: c, q: queue.New[K](opts...), failc: make(chan error, 1), slots: make([]workerSlot[K], c.s.workers),
+		timed: debug || c.metrics != nil}
 	r.workCtx, r.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
 	if c.s.cancelOnChange {
 		r.inflight = make(map[K]context.CancelCauseFunc)
@@ -338,12 +344,18 @@ func (r *run[K]) process(slot *workerSlot[K], key K) (parked bool) {
 	if m != nil {
 		m.active.Inc()
 	}
-	start := c.s.clock.Now()
+	var start time.Time
+	if r.timed {
+		start = c.s.clock.Now()
+	}
 	slot.begin(key, info.id, start)
 	res, err, panicked := r.call(info, key)
 	label := r.settle(info, key, res, err, panicked)
 	info.label, info.err = label, err
-	took := c.s.clock.Since(start)
+	var took time.Duration
+	if r.timed {
+		took = c.s.clock.Since(start)
+	}
 	slot.end(took, label, err)
 	if m != nil {
 		m.duration.Observe(took.Seconds())
