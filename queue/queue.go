@@ -37,6 +37,9 @@ type AddOptions struct {
 	// Priority orders ready keys: higher first. Default PriorityNormal.
 	// Values beyond the int32 range are clamped to it.
 	Priority int
+	// Reason says why the keys are added, for a queue WithReasons (its
+	// What and Rev; the queue sets First and Count). Default: none.
+	Reason Reason
 }
 
 // Queue is a deduplicating, delaying, prioritised, rate-limited work queue.
@@ -175,6 +178,9 @@ func New[K comparable](opts ...Option) *Queue[K] {
 	if q.stamp || q.age.bound != 0 {
 		q.slab.times = make([]int64, 0)
 	}
+	if c.reasons {
+		q.slab.reasons = make([]reasonSlot, 0)
+	}
 	if q.metrics != nil {
 		q.metrics.attach(q.collect)
 	}
@@ -266,6 +272,9 @@ func (q *Queue[K]) AddWithOptions(o AddOptions, keys ...K) {
 			q.retries++ // as controller-runtime counts: any add with a delay
 		}
 		readied += q.promoteAt(now) + q.addLocked(key, tag, prio, due, now)
+		if o.Reason.What != 0 && q.slab.reasons != nil {
+			q.noteReason(key, tag, o.Reason, now)
+		}
 		q.mu.Unlock()
 	}
 }

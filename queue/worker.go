@@ -10,7 +10,11 @@ import "hash/maphash"
 // bound comes first whatever its priority (see WithAgeing). After ShutDown, Get still returns the keys
 // that are ready, then returns shutdown true (and the zero key) at once.
 // Every key Get returns must be given back with Done.
-func (q *Queue[K]) Get() (key K, shutdown bool) {
+func (q *Queue[K]) Get() (key K, shutdown bool) { return q.get(nil) }
+
+// get is Get, handing the key's reasons to dst if it is not nil
+// (GetWithReasons).
+func (q *Queue[K]) get(dst *Reasons) (key K, shutdown bool) {
 	now := q.metricsNow()
 	q.mu.Lock()
 	readied := 0
@@ -42,6 +46,9 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 	e.state = stateProcessing
 	q.processing++
 	key = e.key
+	if q.slab.reasons != nil {
+		q.takeReasons(idx, dst)
+	}
 	if q.metrics == nil {
 		q.mu.Unlock()
 		q.signal(readied - 1) // this Get took one of them

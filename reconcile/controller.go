@@ -82,6 +82,9 @@ func New[K comparable](name string, rec Reconciler[K], opts ...Option) (*Control
 		if err != nil {
 			return nil, fmt.Errorf("reconcile.New(%q): %w", name, err)
 		}
+		if s, ok := ww.(interface{ setIndex(int) }); ok {
+			s.setIndex(len(c.watches))
+		}
 		c.watches = append(c.watches, ww)
 	}
 	switch l := s.limiter.(type) {

@@ -33,6 +33,7 @@ type workerSlot[K comparable] struct {
 	key   K
 	id    uint64
 	start time.Time
+	why   triggerSet
 	ring  [ringSize]past[K]
 	next  int // ring index of the next record
 	n     int // records in ring, up to ringSize
@@ -47,19 +48,21 @@ type past[K comparable] struct {
 	dur    time.Duration
 	result string
 	err    error // formatted only when read
+	why    triggerSet
 }
 
 // begin notes the reconcile the worker starts.
-func (s *workerSlot[K]) begin(key K, id uint64, start time.Time) {
+func (s *workerSlot[K]) begin(key K, id uint64, start time.Time, why *triggerSet) {
 	s.mu.Lock()
 	s.busy, s.key, s.id, s.start = true, key, id, start
+	s.why = *why
 	s.mu.Unlock()
 }
 
 // end records the reconcile begun last as finished.
 func (s *workerSlot[K]) end(dur time.Duration, result string, err error) {
 	s.mu.Lock()
-	s.ring[s.next] = past[K]{key: s.key, id: s.id, start: s.start, dur: dur, result: result, err: err}
+	s.ring[s.next] = past[K]{key: s.key, id: s.id, start: s.start, dur: dur, result: result, err: err, why: s.why}
 	s.next = (s.next + 1) % ringSize
 	s.n = min(s.n+1, ringSize)
 	s.busy = false
@@ -114,6 +117,8 @@ type InFlight struct {
 	ReconcileID string
 	Started     time.Time
 	Age         time.Duration
+	// Triggers are why it runs (WithTriggerReasons).
+	Triggers []Trigger `json:",omitempty"`
 }
 
 // KeyLine is a failing or parked key.
@@ -154,7 +159,7 @@ func (c *Controller[K]) Inspect() ControllerInfo {
 			s := &r.slots[i]
 			s.mu.Lock()
 			if s.busy {
-				f := InFlight{Key: fmt.Sprint(s.key), ReconcileID: strconv.FormatUint(s.id, 10), Started: s.start}
+				f := InFlight{Key: fmt.Sprint(s.key), ReconcileID: strconv.FormatUint(s.id, 10), Started: s.start, Triggers: c.triggers(&s.why)}
 				if !s.start.IsZero() {
 					f.Age = now.Sub(s.start)
 				}

@@ -20,13 +20,19 @@ type KeyInfo struct {
 	// Parked and ReadySince are the queue's (see queue.KeyInfo).
 	Phase      string
 	Priority   int
+	// Triggers are why the key is queued now, merged since a worker last
+	// took it, oldest first (WithTriggerReasons); TriggersDropped counts
+	// the further reasons not kept.
+	Triggers        []Trigger `json:",omitempty"`
+	TriggersDropped int       `json:",omitempty"`
 	Due        time.Time `json:",omitzero"`
 	ReadySince time.Time `json:",omitzero"`
 	// InFlight says that a reconcile of the key is in progress, started
 	// at InFlightSince (zero unless the controller notes times: see
-	// Controller.Inspect).
-	InFlight      bool
-	InFlightSince time.Time `json:",omitzero"`
+	// Controller.Inspect), for InFlightTriggers.
+	InFlight         bool
+	InFlightSince    time.Time `json:",omitzero"`
+	InFlightTriggers []Trigger `json:",omitempty"`
 	// Attempts, LastError (truncated to MaxErrorBytes, LastErrorLen is
 	// its length), NextRetry, Parked and Terminal are the key's failures
 	// since its last success (see Controller.Status).
@@ -58,6 +64,8 @@ type ReconcileLine struct {
 	Result string
 	// Error is truncated to MaxErrorBytes.
 	Error string `json:",omitempty"`
+	// Triggers are why it ran.
+	Triggers []Trigger `json:",omitempty"`
 }
 
 // InspectKey returns what the controller knows about key: its place in
@@ -82,19 +90,20 @@ func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 	if q, ok := r.q.Inspect(key); ok {
 		known = true
 		info.Phase, info.Priority, info.Due, info.ReadySince = q.Phase.String(), q.Priority, q.Due, q.ReadySince
+		info.Triggers, info.TriggersDropped = c.queuedTriggers(&q.Reasons), int(q.Reasons.Dropped)
 	}
 	for i := range r.slots {
 		s := &r.slots[i]
 		s.mu.Lock()
 		if s.busy && s.key == key {
-			info.InFlight, info.InFlightSince = true, s.start
+			info.InFlight, info.InFlightSince, info.InFlightTriggers = true, s.start, c.triggers(&s.why)
 		}
 		for j := range s.n {
 			p := &s.ring[j]
 			if p.key != key {
 				continue
 			}
-			line := ReconcileLine{ReconcileID: strconv.FormatUint(p.id, 10), Start: p.start, Duration: p.dur, Result: p.result}
+			line := ReconcileLine{ReconcileID: strconv.FormatUint(p.id, 10), Start: p.start, Duration: p.dur, Result: p.result, Triggers: c.triggers(&p.why)}
 			line.Error, _ = errorText(p.err)
 			info.Recent = append(info.Recent, line)
 		}

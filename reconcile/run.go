@@ -51,6 +51,9 @@ type run[K comparable] struct {
 	inflightMu sync.Mutex
 	inflight   map[K]context.CancelCauseFunc
 
+	// reasons says that keys keep their trigger reasons (trigger.go).
+	reasons bool
+
 	// slots are the workers' (inspect.go), one each.
 	slots []workerSlot[K]
 	// timed says that reconciles read the clock for their start and
@@ -79,8 +82,11 @@ func newRun[K comparable](ctx context.Context, c *Controller[K]) *run[K] {
 	if debug {
 		opts = append(opts, queue.WithReadyTimes())
 	}
+	if !c.s.debug.noTriggers {
+		opts = append(opts, queue.WithReasons())
+	}
 	r := &run[K]{c: c, q: queue.New[K](opts...), failc: make(chan error, 1), slots: make([]workerSlot[K], c.s.workers),
-		timed: debug || c.metrics != nil}
+		timed: debug || c.metrics != nil, reasons: !c.s.debug.noTriggers}
 	r.workCtx, r.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
 	if c.s.cancelOnChange {
 		r.inflight = make(map[K]context.CancelCauseFunc)
@@ -254,6 +260,9 @@ type enqueueEvent struct {
 	// nothing is known to have changed; a reconcile longer than the
 	// resync period would otherwise never finish.
 	change bool
+	// why is the trigger reason the key is queued with (trigger.go);
+	// zero when reasons are off.
+	why queue.Reason
 }
 
 // enqueueAll queues keys that a watch delivered.
@@ -280,7 +289,7 @@ func (r *run[K]) enqueue(ev enqueueEvent, key K) {
 		}
 		r.inflightMu.Unlock()
 	}
-	r.q.AddWithOptions(queue.AddOptions{Priority: ev.prio}, key)
+	r.q.AddWithOptions(queue.AddOptions{Priority: ev.prio, Reason: ev.why}, key)
 }
 
 // recoverWatch recovers a panic in a watch's predicate, key mapping or
@@ -299,12 +308,13 @@ func (r *run[K]) recoverWatch(w watch[K], key any) {
 
 // work is one worker: it reconciles keys until the queue shuts down.
 func (r *run[K]) work(slot *workerSlot[K]) {
+	var why queue.Reasons // reused: handing reasons over allocates nothing
 	for {
-		key, shutdown := r.q.Get()
+		key, shutdown := r.q.GetWithReasons(&why)
 		if shutdown {
 			return
 		}
-		parked := !r.stopping.Load() && r.process(slot, key)
+		parked := !r.stopping.Load() && r.process(slot, key, &why)
 		r.q.Done(key)
 		if parked {
 			r.c.gate.arm(r, key)
@@ -315,7 +325,7 @@ func (r *run[K]) work(slot *workerSlot[K]) {
 // process reconciles key once and acts on the outcome, unless the
 // read-your-writes gate parks key: it then reports true, and the worker
 // arms the key's wake-up once it has given the key back.
-func (r *run[K]) process(slot *workerSlot[K], key K) (parked bool) {
+func (r *run[K]) process(slot *workerSlot[K], key K, why *queue.Reasons) (parked bool) {
 	c := r.c
 	// One atomic load unless some key waits.
 	if c.gate.n.Load() != 0 && c.gate.check(r, key) {
@@ -334,6 +344,9 @@ func (r *run[K]) process(slot *workerSlot[K], key K) (parked bool) {
 		}()
 	}
 	info := &reconcileInfo[K]{Context: ctx, c: c, key: key, id: c.ids.Add(1)}
+	if why.Len() > 0 {
+		info.why.set(why)
+	}
 	if c.s.tracer != nil {
 		var span trace.Span
 		info.Context, span = r.startSpan(ctx, info)
@@ -348,7 +361,7 @@ func (r *run[K]) process(slot *workerSlot[K], key K) (parked bool) {
 	if r.timed {
 		start = c.s.clock.Now()
 	}
-	slot.begin(key, info.id, start)
+	slot.begin(key, info.id, start, &info.why)
 	res, err, panicked := r.call(info, key)
 	label := r.settle(info, key, res, err, panicked)
 	info.label, info.err = label, err
@@ -392,7 +405,7 @@ func (r *run[K]) settle(ctx *reconcileInfo[K], key K, res Result, err error, pan
 			if c.s.jitter > 0 {
 				d += time.Duration(rand.Float64() * c.s.jitter * float64(d))
 			}
-			r.q.AddAfter(key, d)
+			r.q.AddWithOptions(queue.AddOptions{After: d, Reason: requeueReason}, key)
 			return labelRequeueAfter
 		}
 		return labelSuccess
@@ -423,6 +436,6 @@ func (r *run[K]) settle(ctx *reconcileInfo[K], key K, res Result, err error, pan
 	if !panicked {
 		ctx.log().Error("reconcile failed; retrying with backoff", "error", err, "attempts", attempts)
 	}
-	r.q.AddRateLimited(key)
+	r.q.AddWithOptions(queue.AddOptions{RateLimited: true, Reason: backoffReason}, key)
 	return labelError
 }

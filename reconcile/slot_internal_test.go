@@ -21,12 +21,13 @@ func BenchmarkWorkerSlot(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			var s workerSlot[string]
+			why := triggerSet{n: 1, recs: [4]triggerRec{{what: reasonWhat(TriggerChange, Updated, 0), count: 1, rev: 42}}}
 			for i := range b.N {
 				var start time.Time
 				if timed {
 					start = clk.Now()
 				}
-				s.begin("key", uint64(i), start)
+				s.begin("key", uint64(i), start, &why)
 				var took time.Duration
 				if timed {
 					took = clk.Since(start)
