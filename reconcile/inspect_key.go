@@ -18,15 +18,15 @@ type KeyInfo struct {
 	// "processing", "dirty"; "absent" if the queue does not hold it, and
 	// "stopped" while the controller is not running). Priority, Due,
 	// Parked and ReadySince are the queue's (see queue.KeyInfo).
-	Phase      string
-	Priority   int
+	Phase    string
+	Priority int
 	// Triggers are why the key is queued now, merged since a worker last
 	// took it, oldest first (WithTriggerReasons); TriggersDropped counts
 	// the further reasons not kept.
 	Triggers        []Trigger `json:",omitempty"`
 	TriggersDropped int       `json:",omitempty"`
-	Due        time.Time `json:",omitzero"`
-	ReadySince time.Time `json:",omitzero"`
+	Due             time.Time `json:",omitzero"`
+	ReadySince      time.Time `json:",omitzero"`
 	// InFlight says that a reconcile of the key is in progress, started
 	// at InFlightSince (zero unless the controller notes times: see
 	// Controller.Inspect), for InFlightTriggers.
