@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/queue"
 )
 
@@ -52,6 +53,12 @@ type KeyInfo struct {
 	// Recent lists the key's reconciles among the last ones each worker
 	// remembers (64 per worker), newest first.
 	Recent []ReconcileLine
+	// Events are the key's recent events, newest first
+	// (WithEventRecorder).
+	Events []events.Event `json:",omitempty"`
+	// Value is the key's value, only when values are shown
+	// (Debug.ShowValues; see WithDebugValue) and the key has one.
+	Value any `json:",omitempty"`
 }
 
 // ReconcileLine is one finished reconcile.
@@ -126,6 +133,14 @@ func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 	})
 	if len(info.Recent) > 0 {
 		info.LastDuration = info.Recent[0].Duration
+	}
+	if l := c.s.debug.events; l != nil {
+		info.Events = l.Events(info.Key)
+	}
+	if c.showValues.Load() && c.valueOf != nil {
+		if v, ok := c.valueOf(key); ok {
+			info.Value = v
+		}
 	}
 	for _, l := range info.Recent {
 		if l.Result != labelError && l.Result != labelRequeue {

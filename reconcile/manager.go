@@ -209,6 +209,9 @@ func (m *Manager) AddController(c Runner) error {
 			if m.opts.Debug.Enabled {
 				ic.enableDebug()
 			}
+			if m.opts.Debug.ShowValues {
+				ic.enableValues()
+			}
 		}
 		return nil
 	})
