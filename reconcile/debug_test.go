@@ -268,10 +268,29 @@ func TestTheManagersServerShouldServeTheDebugPagesOnlyWhenEnabled(t *testing.T) 
 		if enabled {
 			assert.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 			assert.Contains(t, string(body), `"Name": "c"`)
+			store.Put("k", 1)
+			require.Eventually(t, func() bool { return inf.LastRevision() == 1 }, 10*time.Second, time.Millisecond)
+			o := getOverview(t, m.Addr())
+			require.Len(t, o.Informers, 1)
+			assert.True(t, o.Informers[0].HeadKnown, "a memstore tells its head")
+			assert.Equal(t, informer.Revision(1), o.Informers[0].Head)
+			assert.Equal(t, informer.Revision(0), o.Informers[0].Lag)
 		} else {
 			assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 		}
 		cancel()
 		require.NoError(t, <-done)
 	}
+}
+
+// getOverview fetches the overview's JSON from a running Manager.
+func getOverview(t *testing.T, addr string) reconcile.Overview {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/debug/converge/?format=json")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var o reconcile.Overview
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&o))
+	return o
 }
