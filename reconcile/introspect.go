@@ -11,8 +11,9 @@ import (
 // debugSettings are the options that say what a controller shows of itself
 // in logs, spans and debug pages.
 type debugSettings struct {
-	// noTriggers turns trigger reasons off (WithTriggerReasons(false)).
-	noTriggers bool
+	// triggers is WithTriggerReasons's choice: 0 unset (on with debug
+	// pages only), 1 on, 2 off.
+	triggers uint8
 	// events lists each key's recent events for InspectKey; nil without
 	// WithEventRecorder.
 	events EventLister

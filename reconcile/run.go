@@ -82,11 +82,12 @@ func newRun[K comparable](ctx context.Context, c *Controller[K]) *run[K] {
 	if debug {
 		opts = append(opts, queue.WithReadyTimes())
 	}
-	if !c.s.debug.noTriggers {
+	reasons := c.s.debug.triggers == 1 || (c.s.debug.triggers == 0 && debug)
+	if reasons {
 		opts = append(opts, queue.WithReasons())
 	}
 	r := &run[K]{c: c, q: queue.New[K](opts...), failc: make(chan error, 1), slots: make([]workerSlot[K], c.s.workers),
-		timed: debug || c.metrics != nil, reasons: !c.s.debug.noTriggers}
+		timed: debug || c.metrics != nil, reasons: reasons}
 	r.workCtx, r.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
 	if c.s.cancelOnChange {
 		r.inflight = make(map[K]context.CancelCauseFunc)

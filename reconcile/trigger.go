@@ -47,8 +47,8 @@ func (k TriggerKind) String() string {
 
 // Trigger is one reason a key was queued, merged over every add with the
 // same reason since a worker last took the key. A controller keeps up to
-// queue.MaxReasons of them per key (the first one always); see
-// WithTriggerReasons.
+// queue.MaxReasons of them per key (the first one always) when trigger
+// reasons are on: see WithTriggerReasons.
 //
 // Triggers are for people (logs, spans, debug pages), never an input of
 // Reconcile: a reconciler that acted on them would be edge-triggered, and
@@ -63,7 +63,7 @@ type Trigger struct {
 	Change ChangeKind `json:",omitempty"`
 	// Rev is the highest revision the watched informer had reached when it
 	// delivered one of the merged changes: at or after the change's own
-	// revision. Zero when unknown (sources, requeues).
+	// revision. Zero when unknown (initial lists, sources, requeues).
 	Rev informer.Revision `json:",omitempty"`
 	// First is when the first of the merged adds happened; zero unless the
 	// controller notes times (WithMetrics, or debug pages on).
@@ -107,11 +107,16 @@ func (t Trigger) String() string {
 // queue.MaxReasons reasons in its queue entry, merged as adds coalesce,
 // handed to the worker with the key, and shown in the reconcile's log
 // lines (a "trigger" attribute), its span (converge.triggers) and the
-// debug pages. It costs no allocation; about 100 bytes per queued key and
-// an index lookup per add. Default: on.
+// debug pages. It costs no allocation, but about 100 bytes per queued key,
+// an index lookup per add and a read of the informer's revision per
+// change. Default: on under a Manager with Debug.Enabled (from the next
+// Run after AddController), off otherwise.
 func WithTriggerReasons(on bool) Option {
 	return func(s *settings) error {
-		s.debug.noTriggers = !on
+		s.debug.triggers = 2
+		if on {
+			s.debug.triggers = 1
+		}
 		return nil
 	}
 }

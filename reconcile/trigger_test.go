@@ -47,6 +47,9 @@ func (w *whyLog) of(key string) [][]reconcile.Trigger {
 	return w.runs[key]
 }
 
+// on turns trigger reasons on, as a Manager with debug pages does.
+var on = reconcile.WithTriggerReasons(true)
+
 // kinds renders triggers without their times, for comparing.
 func kinds(ts []reconcile.Trigger) []string {
 	var out []string
@@ -62,7 +65,7 @@ func TestTriggersShouldSayAKeyRanForTheInitialListThenForAnUpdateWithItsRevision
 	store.Put("a", 1)
 	inf := reconciletest.Informer(h, "ints", store)
 	w := &whyLog{}
-	reconciletest.Controller(h, "ints", w, reconcile.For(inf), quiet)
+	reconciletest.Controller(h, "ints", w, reconcile.For(inf), on, quiet)
 	h.Settle()
 	rev := store.Put("a", 2)
 	h.Settle()
@@ -71,7 +74,7 @@ func TestTriggersShouldSayAKeyRanForTheInitialListThenForAnUpdateWithItsRevision
 	require.Len(t, runs, 2)
 	require.Len(t, runs[0], 1)
 	assert.Equal(t, reconcile.TriggerInitialList, runs[0][0].Kind)
-	assert.Equal(t, `informer "ints" added (initial list) rev 1`, runs[0][0].String())
+	assert.Equal(t, `informer "ints" added (initial list)`, runs[0][0].String())
 	require.Len(t, runs[1], 1)
 	u := runs[1][0]
 	assert.Equal(t, reconcile.TriggerChange, u.Kind)
@@ -96,7 +99,7 @@ func TestTriggersShouldMergeChangesThatCoalesceWhileTheKeyRunsIntoItsNextRun(t *
 		}}
 		inf := informer.New("ints", informer.Source[string, int](store), quietInformer) // not held by the harness
 		h.Go("informer", inf.Run)
-		c, err := reconcile.New("ints", w, reconcile.For(inf), reconcile.WithClock(h.Clock), quiet)
+		c, err := reconcile.New("ints", w, reconcile.For(inf), reconcile.WithClock(h.Clock), on, quiet)
 		require.NoError(t, err)
 		h.Go("controller", c.Run)
 		<-started
@@ -145,7 +148,7 @@ func TestTriggersShouldSayBackoffAfterAFailureAndRequeueAfterAfterARequestedRequ
 	}}
 	limiter := backoff.NewPerKey[string](backoff.Exponential{Base: time.Second, Cap: time.Second})
 	inf := reconciletest.Informer(h, "ints", store)
-	reconciletest.Controller(h, "ints", w, reconcile.For(inf), reconcile.WithRateLimiter(limiter), quiet)
+	reconciletest.Controller(h, "ints", w, reconcile.For(inf), reconcile.WithRateLimiter(limiter), on, quiet)
 	h.Settle()
 	h.Step(time.Second)
 
@@ -165,7 +168,7 @@ func TestTriggersShouldNameTheWatchAndSourceThatQueuedTheKey(t *testing.T) {
 	w := &whyLog{}
 	reconciletest.Controller(h, "parents", w, reconcile.For(inf),
 		reconcile.Watch(childInf, func(_ string, parent string) []string { return []string{parent} }),
-		reconcile.FromChannel("pokes", ch), quiet)
+		reconcile.FromChannel("pokes", ch), on, quiet)
 	h.Settle()
 	children.Put("c1", "p")
 	h.Settle()
@@ -188,12 +191,12 @@ func TestTheControllersLogLinesAboutAReconcileShouldCarryItsTriggers(t *testing.
 		return reconcile.Result{}, reconcile.Terminal(errors.New("boom"))
 	}}
 	inf := reconciletest.Informer(h, "ints", store)
-	reconciletest.Controller(h, "ints", w, reconcile.For(inf), reconcile.WithLogger(logger))
+	reconciletest.Controller(h, "ints", w, reconcile.For(inf), on, reconcile.WithLogger(logger))
 	h.Settle()
 
 	mu.Lock()
 	defer mu.Unlock()
-	assert.Contains(t, buf.String(), `trigger="informer \"ints\" added (initial list) rev 1"`)
+	assert.Contains(t, buf.String(), `trigger="informer \"ints\" added (initial list)"`)
 	assert.Contains(t, buf.String(), `boom`)
 }
 
@@ -215,28 +218,30 @@ func TestAReconcilesSpanShouldCarryItsTriggers(t *testing.T) {
 	store.Put("a", 1)
 	tp := &spans{}
 	inf := reconciletest.Informer(h, "ints", store)
-	reconciletest.Controller(h, "ints", &whyLog{}, reconcile.For(inf), reconcile.WithTracerProvider(tp), quiet)
+	reconciletest.Controller(h, "ints", &whyLog{}, reconcile.For(inf), reconcile.WithTracerProvider(tp), on, quiet)
 	h.Settle()
 
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	require.Len(t, tp.ended, 1)
-	assert.Equal(t, `["informer \"ints\" added (initial list) rev 1"]`, tp.ended[0].attrs["converge.triggers"])
+	assert.Equal(t, `["informer \"ints\" added (initial list)"]`, tp.ended[0].attrs["converge.triggers"])
 }
 
-func TestWithTriggerReasonsFalseShouldKeepNoReasons(t *testing.T) {
-	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
-	store.Put("a", 1)
-	inf := reconciletest.Informer(h, "ints", store)
-	w := &whyLog{}
-	c := reconciletest.Controller(h, "ints", w, reconcile.For(inf), reconcile.WithTriggerReasons(false), quiet)
-	h.Settle()
-	require.Len(t, w.of("a"), 1)
-	assert.Nil(t, w.of("a")[0])
-	info, ok := c.InspectKey("a")
-	require.True(t, ok)
-	assert.Nil(t, info.Recent[0].Triggers)
+func TestAControllerShouldKeepNoReasonsByDefaultOrWithTriggerReasonsFalse(t *testing.T) {
+	for _, opts := range [][]reconcile.Option{{quiet}, {reconcile.WithTriggerReasons(false), quiet}} {
+		h := reconciletest.New(t)
+		store := memstore.New[string, int]()
+		store.Put("a", 1)
+		inf := reconciletest.Informer(h, "ints", store)
+		w := &whyLog{}
+		c := reconciletest.Controller(h, "ints", w, append([]reconcile.Option{reconcile.For(inf)}, opts...)...)
+		h.Settle()
+		require.Len(t, w.of("a"), 1)
+		assert.Nil(t, w.of("a")[0])
+		info, ok := c.InspectKey("a")
+		require.True(t, ok)
+		assert.Nil(t, info.Recent[0].Triggers)
+	}
 }
 
 func TestTriggersFromOutsideAReconcileShouldBeNil(t *testing.T) {

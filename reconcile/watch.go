@@ -280,7 +280,10 @@ func (w *informerWatch[K, WK, WV]) deliver(r *run[K], c Change[WK, WV]) {
 		case !ev.change:
 			kind = TriggerResync
 		}
-		ev.why = queue.Reason{What: reasonWhat(kind, c.Kind, w.index), Rev: uint64(w.inf.LastRevision())}
+		ev.why = queue.Reason{What: reasonWhat(kind, c.Kind, w.index)}
+		if kind != TriggerInitialList { // a list's revision says nothing about a key
+			ev.why.Rev = uint64(w.inf.LastRevision())
+		}
 	}
 	if w.same != nil {
 		r.enqueue(ev, w.same(c.Key))
