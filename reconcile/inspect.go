@@ -33,7 +33,7 @@ type workerSlot[K comparable] struct {
 	key   K
 	id    uint64
 	start time.Time
-	why   triggerSet
+	why   *triggerSet // shared with the reconcile's context, read-only
 	ring  [ringSize]past[K]
 	next  int // ring index of the next record
 	n     int // records in ring, up to ringSize
@@ -48,14 +48,13 @@ type past[K comparable] struct {
 	dur    time.Duration
 	result string
 	err    error // formatted only when read
-	why    triggerSet
+	why    *triggerSet
 }
 
 // begin notes the reconcile the worker starts.
 func (s *workerSlot[K]) begin(key K, id uint64, start time.Time, why *triggerSet) {
 	s.mu.Lock()
-	s.busy, s.key, s.id, s.start = true, key, id, start
-	s.why = *why
+	s.busy, s.key, s.id, s.start, s.why = true, key, id, start, why
 	s.mu.Unlock()
 }
 
@@ -67,7 +66,7 @@ func (s *workerSlot[K]) end(dur time.Duration, result string, err error) {
 	s.n = min(s.n+1, ringSize)
 	s.busy = false
 	var zero K
-	s.key = zero // let the key's memory go
+	s.key, s.why = zero, nil // let their memory go
 	s.mu.Unlock()
 }
 
@@ -159,7 +158,7 @@ func (c *Controller[K]) Inspect() ControllerInfo {
 			s := &r.slots[i]
 			s.mu.Lock()
 			if s.busy {
-				f := InFlight{Key: fmt.Sprint(s.key), ReconcileID: strconv.FormatUint(s.id, 10), Started: s.start, Triggers: c.triggers(&s.why)}
+				f := InFlight{Key: fmt.Sprint(s.key), ReconcileID: strconv.FormatUint(s.id, 10), Started: s.start, Triggers: c.triggers(s.why)}
 				if !s.start.IsZero() {
 					f.Age = now.Sub(s.start)
 				}

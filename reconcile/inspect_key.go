@@ -103,14 +103,14 @@ func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 		s := &r.slots[i]
 		s.mu.Lock()
 		if s.busy && s.key == key {
-			info.InFlight, info.InFlightSince, info.InFlightTriggers = true, s.start, c.triggers(&s.why)
+			info.InFlight, info.InFlightSince, info.InFlightTriggers = true, s.start, c.triggers(s.why)
 		}
 		for j := range s.n {
 			p := &s.ring[j]
 			if p.key != key {
 				continue
 			}
-			line := ReconcileLine{ReconcileID: strconv.FormatUint(p.id, 10), Start: p.start, Duration: p.dur, Result: p.result, Triggers: c.triggers(&p.why)}
+			line := ReconcileLine{ReconcileID: strconv.FormatUint(p.id, 10), Start: p.start, Duration: p.dur, Result: p.result, Triggers: c.triggers(p.why)}
 			line.Error, _ = errorText(p.err)
 			info.Recent = append(info.Recent, line)
 		}

@@ -345,7 +345,8 @@ func (r *run[K]) process(slot *workerSlot[K], key K, why *queue.Reasons) (parked
 		}()
 	}
 	info := &reconcileInfo[K]{Context: ctx, c: c, key: key, id: c.ids.Add(1)}
-	if why.Len() > 0 {
+	if why.Len() > 0 { // only with trigger reasons on
+		info.why = new(triggerSet)
 		info.why.set(why)
 	}
 	if c.s.tracer != nil {
@@ -362,7 +363,7 @@ func (r *run[K]) process(slot *workerSlot[K], key K, why *queue.Reasons) (parked
 	if r.timed {
 		start = c.s.clock.Now()
 	}
-	slot.begin(key, info.id, start, &info.why)
+	slot.begin(key, info.id, start, info.why)
 	res, err, panicked := r.call(info, key)
 	label := r.settle(info, key, res, err, panicked)
 	info.label, info.err = label, err

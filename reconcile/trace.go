@@ -45,7 +45,7 @@ func (r *run[K]) startSpan(ctx context.Context, info *reconcileInfo[K]) (context
 			texts[i] = t.String()
 		}
 		attrs = append(attrs, attribute.StringSlice("converge.triggers", texts))
-		if info.why.dropped > 0 {
+		if info.why != nil && info.why.dropped > 0 {
 			attrs = append(attrs, attribute.Int("converge.triggers.dropped", int(info.why.dropped)))
 		}
 	}

@@ -171,9 +171,9 @@ func (c *Controller[K]) decodeTrigger(what uint32, rev uint64, count uint32, fir
 	return t
 }
 
-// triggers decodes a set.
+// triggers decodes a set; nil for none.
 func (c *Controller[K]) triggers(t *triggerSet) []Trigger {
-	if t.n == 0 {
+	if t == nil || t.n == 0 {
 		return nil
 	}
 	out := make([]Trigger, t.n)
