@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -185,6 +186,15 @@ func NewRecorder(source string, opts ...Option) *Recorder {
 
 // Source returns the recorder's source.
 func (r *Recorder) Source() string { return r.source }
+
+// Sinks returns the recorder's sinks, in the order given to WithSink: a
+// debug page finds its MemorySink among them. Nil for a nil Recorder.
+func (r *Recorder) Sinks() []Sink {
+	if r == nil {
+		return nil
+	}
+	return slices.Clone(r.sinks)
+}
 
 // Eventf is Event with a message formatted by fmt.Sprintf. The message is
 // formatted before the recorder can tell a repeat, so a hot loop pays for it.

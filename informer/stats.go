@@ -68,14 +68,18 @@ type HeadRevisioner interface {
 }
 
 // Head returns the store's current revision if the informer's Source
-// implements HeadRevisioner; ok is false if it does not.
+// implements HeadRevisioner, or has a Revision() Revision method (an
+// in-process store such as memstore.Store, which answers at once); ok is
+// false if it has neither.
 func (inf *Informer[K, V]) Head(ctx context.Context) (rev Revision, ok bool, err error) {
-	h, ok := inf.src.(HeadRevisioner)
-	if !ok {
-		return 0, false, nil
+	switch h := inf.src.(type) {
+	case HeadRevisioner:
+		rev, err = h.Revision(ctx)
+		return rev, true, err
+	case interface{ Revision() Revision }:
+		return h.Revision(), true, nil
 	}
-	rev, err = h.Revision(ctx)
-	return rev, true, err
+	return 0, false, nil
 }
 
 // Stats returns the informer's counters.

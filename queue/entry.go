@@ -70,6 +70,9 @@ type slab[K comparable] struct {
 	// are on: the time (Queue.nanos) the key became ready, while
 	// stateReady; with ageing but no metrics, only if it is not unstamped.
 	times []int64
+	// reasons is parallel to entries and exists only with WithReasons
+	// (reasons.go): why the key was added since Get last handed it out.
+	reasons []reasonSlot
 	// free heads the free list threaded through the entries' ready links.
 	free int32
 	// used counts entries not on the free list.
@@ -83,7 +86,13 @@ func (s *slab[K]) alloc(key K) int32 {
 		e := &s.entries[idx]
 		s.free = e.links[readyLinks].next
 		*e = entry[K]{key: key, links: unlinked}
+		if s.reasons != nil {
+			s.reasons[idx] = reasonSlot{}
+		}
 		return idx
+	}
+	if s.reasons != nil {
+		s.reasons = append(s.reasons, reasonSlot{})
 	}
 	s.entries = append(s.entries, entry[K]{key: key, links: unlinked})
 	if s.times != nil {
@@ -107,6 +116,9 @@ func (s *slab[K]) release(idx int32) (dropped bool) {
 		s.entries, s.free, s.dues = nil, none, nil
 		if s.times != nil {
 			s.times = make([]int64, 0)
+		}
+		if s.reasons != nil {
+			s.reasons = make([]reasonSlot, 0)
 		}
 		return true
 	}

@@ -18,6 +18,9 @@ type waiter[K comparable] struct {
 	// sends on ready, read by the Get after it receives.
 	key      K
 	shutdown bool
+	// dst receives the key's trigger reasons (GetWithReasons); nil if the
+	// Get does not want them. Set by park, read by the waker under q.mu.
+	dst *Reasons
 	// ready is buffered(1): the waker never blocks on it.
 	ready chan struct{}
 	// next chains the waiters one unlock wakes; it is the waker's, not the
@@ -38,14 +41,16 @@ func (p *waiterPool[K]) get() *waiter[K] {
 
 func (p *waiterPool[K]) put(w *waiter[K]) {
 	var zero K
-	w.key, w.shutdown, w.next = zero, false, nil
+	w.key, w.shutdown, w.next, w.dst = zero, false, nil, nil
 	p.Put(w)
 }
 
-// park registers the calling Get as waiting for a key. Called with q.mu
-// held, only when no key is ready (the invariant on Queue.parked).
-func (q *Queue[K]) park() *waiter[K] {
+// park registers the calling Get as waiting for a key, to be handed its
+// reasons in dst (nil: none wanted). Called with q.mu held, only when no key
+// is ready (the invariant on Queue.parked).
+func (q *Queue[K]) park(dst *Reasons) *waiter[K] {
 	w := q.waiters.get()
+	w.dst = dst
 	q.parked = append(q.parked, w)
 	return w
 }
@@ -61,7 +66,7 @@ func (q *Queue[K]) handOff(now int64) *waiter[K] {
 		w := q.parked[last]
 		q.parked[last] = nil
 		q.parked = q.parked[:last]
-		w.key = q.takeNext(now)
+		w.key = q.takeNext(now, w.dst)
 		w.next, chain = chain, w
 	}
 	return chain

@@ -136,6 +136,9 @@ type KeyInfo struct {
 	// ReadySince is when a ready key became ready, if that was noted
 	// (see Stats.OldestKnown); zero otherwise.
 	ReadySince time.Time
+	// Reasons are why the key was added since Get last handed it out
+	// (WithReasons; empty without).
+	Reasons Reasons
 }
 
 // Inspect returns what the queue knows about key, and false if it does not
@@ -165,6 +168,9 @@ func (q *Queue[K]) Inspect(key K) (KeyInfo, bool) {
 		info.Phase = Processing
 	case stateDirty:
 		info.Phase = Dirty
+	}
+	if q.slab.reasons != nil {
+		q.copyReasons(&q.slab.reasons[idx], &info.Reasons)
 	}
 	if e.waitSeq != 0 {
 		if due := q.slab.dues[idx]; due == never {

@@ -30,6 +30,7 @@ type config struct {
 	groupOf     any // func(K) string
 	ageing      time.Duration
 	readyTimes  bool
+	reasons     bool
 }
 
 // WithRateLimiter sets the limiter that AddRateLimited, Forget and

@@ -37,6 +37,9 @@ type AddOptions struct {
 	// Priority orders ready keys: higher first. Default PriorityNormal.
 	// Values beyond the int32 range are clamped to it.
 	Priority int
+	// Reason says why the keys are added, for a queue WithReasons (its
+	// What and Rev; the queue sets First and Count). Default: none.
+	Reason Reason
 }
 
 // Queue is a deduplicating, delaying, prioritised, rate-limited work queue.
@@ -186,6 +189,9 @@ func New[K comparable](opts ...Option) *Queue[K] {
 	if q.stamp || q.age.bound != 0 {
 		q.slab.times = make([]int64, 0)
 	}
+	if c.reasons {
+		q.slab.reasons = make([]reasonSlot, 0)
+	}
 	if q.metrics != nil {
 		q.metrics.attach(q.collect)
 	}
@@ -276,6 +282,9 @@ func (q *Queue[K]) AddWithOptions(o AddOptions, keys ...K) {
 		}
 		q.promoteAt(now)
 		q.addLocked(key, tag, prio, due, now)
+		if o.Reason.What != 0 && q.slab.reasons != nil {
+			q.noteReason(key, tag, o.Reason, now) // before unlock, which may hand the key to a parked Get
+		}
 		q.unlock(now)
 	}
 }

@@ -10,12 +10,16 @@ import "hash/maphash"
 // bound comes first whatever its priority (see WithAgeing). After ShutDown, Get still returns the keys
 // that are ready, then returns shutdown true (and the zero key) at once.
 // Every key Get returns must be given back with Done.
-func (q *Queue[K]) Get() (key K, shutdown bool) {
+func (q *Queue[K]) Get() (key K, shutdown bool) { return q.get(nil) }
+
+// get is Get, handing the key's reasons to dst if it is not nil
+// (GetWithReasons).
+func (q *Queue[K]) get(dst *Reasons) (key K, shutdown bool) {
 	now := q.metricsNow()
 	q.mu.Lock()
 	q.promoteIfDue()
 	if q.ready.n > 0 {
-		key = q.takeNext(now)
+		key = q.takeNext(now, dst)
 		q.unlock(now) // promoteIfDue may have readied more than this one
 		return key, false
 	}
@@ -23,7 +27,7 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 		q.mu.Unlock()
 		return key, true
 	}
-	w := q.park()
+	w := q.park(dst)
 	q.mu.Unlock()
 	<-w.ready
 	key, shutdown = w.key, w.shutdown
@@ -31,9 +35,10 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 	return key, shutdown
 }
 
-// takeNext takes the key Get hands out next, marks it processing and
-// returns it; now is metricsNow. Called with q.mu held and a key ready.
-func (q *Queue[K]) takeNext(now int64) K {
+// takeNext takes the key Get hands out next, marks it processing, moves its
+// reasons to dst (if not nil) and returns it; now is metricsNow. Called with
+// q.mu held and a key ready.
+func (q *Queue[K]) takeNext(now int64, dst *Reasons) K {
 	idx := none
 	if q.age.bound != 0 && len(q.ready.active) > 1 {
 		idx = q.aged()
@@ -49,6 +54,9 @@ func (q *Queue[K]) takeNext(now int64) K {
 	e := &q.slab.entries[idx]
 	e.state = stateProcessing
 	q.processing++
+	if q.slab.reasons != nil {
+		q.takeReasons(idx, dst)
+	}
 	if q.metrics != nil {
 		// now may predate the stamp by a hair when another goroutine made
 		// the key ready while this one waited for the lock.

@@ -36,9 +36,15 @@ type Controller[K comparable] struct {
 	keys         keyStates[K]
 	gate         gate[K]       // read your own writes (Wrote)
 	ids          atomic.Uint64 // reconcile IDs
-	// readyTimes makes each Run's queue note ready times, for the oldest
-	// wait on debug pages (see Manager's Debug); read when a Run starts.
-	readyTimes atomic.Bool
+	// debug says that a Manager serves debug pages for the controller
+	// (ManagerOptions.Debug): each Run's queue notes ready times and its
+	// reconciles their start and duration, for the pages' waits and ages.
+	// Read when a Run starts.
+	debug atomic.Bool
+	// showValues makes InspectKey return values (Debug.ShowValues), from
+	// valueOf (nil: none to show).
+	showValues atomic.Bool
+	valueOf    func(K) (any, bool)
 
 	mu sync.Mutex
 	// cur is the Run in progress, nil between Runs; guarded by mu.
@@ -80,6 +86,9 @@ func New[K comparable](name string, rec Reconciler[K], opts ...Option) (*Control
 		if err != nil {
 			return nil, fmt.Errorf("reconcile.New(%q): %w", name, err)
 		}
+		if s, ok := ww.(interface{ setIndex(int) }); ok {
+			s.setIndex(len(c.watches))
+		}
 		c.watches = append(c.watches, ww)
 	}
 	switch l := s.limiter.(type) {
@@ -97,6 +106,11 @@ func New[K comparable](name string, rec Reconciler[K], opts ...Option) (*Control
 	default:
 		return nil, fmt.Errorf("reconcile.New(%q): WithGroups: %T does not group keys of type %v", name, g, reflect.TypeFor[K]())
 	}
+	valueOf, err := debugValueOf(&c.s, c.watches)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile.New(%q): %w", name, err)
+	}
+	c.valueOf = valueOf
 	// Last of the checks, before the metrics (whose registration cannot be
 	// undone for the queue's): the side effects of options (Owns's index).
 	for _, commit := range s.commits {

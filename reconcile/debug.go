@@ -35,6 +35,10 @@ type DebugOptions struct {
 	// Refresh, if at least a second, makes the HTML pages reload
 	// themselves that often (a meta refresh). Default: 0, no reload.
 	Refresh time.Duration
+	// ShowValues shows each key's value on its page and in its JSON
+	// (from the controller's For informer, or WithDebugValue). Default:
+	// false, values are never shown: they may hold secrets.
+	ShowValues bool
 }
 
 // debugRoot is the prefix of every debug page.
@@ -49,7 +53,8 @@ type inspectable interface {
 	Name() string
 	Inspect() ControllerInfo
 	inspectKeyString(key string) (KeyInfo, bool)
-	enableReadyTimes()
+	enableDebug()
+	enableValues()
 	clockNow() time.Time
 }
 
@@ -120,6 +125,13 @@ var debugTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 	},
 	"dur":       func(d time.Duration) string { return d.Round(time.Microsecond).String() },
 	"truncated": func(shown string, n int) bool { return len(shown) < n },
+	"json": func(v any) string {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return fmt.Sprintf("%+v", v)
+		}
+		return string(b)
+	},
 }).ParseFS(debugFS, "debug_templates/*.html"))
 
 // DebugHandler returns the debug pages' handler, as the Manager's server

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/reconcile"
@@ -27,6 +28,8 @@ const scriptKey = "<script>alert(1)</script>"
 // debugFixture is a Manager over one settled controller "ints" with a
 // healthy key "ok", a key "long" failing with a 3000-byte error, a key
 // "parked" parked after 2 attempts and a failing key named like a script.
+// Its reconciler records a Normal event "Synced" on "ok" and a Warning
+// "FailedCreate" with markup in its message on every failure.
 func debugFixture(t *testing.T, opts reconcile.DebugOptions) (*reconcile.Manager, *reconcile.Controller[string]) {
 	t.Helper()
 	h := reconciletest.New(t)
@@ -35,7 +38,14 @@ func debugFixture(t *testing.T, opts reconcile.DebugOptions) (*reconcile.Manager
 		store.Put(k, 1)
 	}
 	rec := newRecorder(store)
+	mem := events.NewMemorySink(0)
+	ev := events.NewRecorder("ints-controller", events.WithSink(mem), events.WithClock(h.Clock))
 	rec.outcome = func(key string, _ int) (reconcile.Result, error) {
+		if key == "ok" {
+			ev.Event(context.Background(), key, events.Normal, "Synced", "all good")
+		} else {
+			ev.Event(context.Background(), key, events.Warning, "FailedCreate", "<i>exceeded quota</i>")
+		}
 		switch key {
 		case "long":
 			return reconcile.Result{}, errors.New("long: " + strings.Repeat("x", 3000) + " <b>bold</b>")
@@ -49,7 +59,8 @@ func debugFixture(t *testing.T, opts reconcile.DebugOptions) (*reconcile.Manager
 	inf := reconciletest.Informer(h, "ints", store)
 	limiter := backoff.NewPerKey[string](backoff.Exponential{Base: time.Second, Cap: time.Hour})
 	c := reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithMaxAttempts(2),
-		reconcile.WithRateLimiter(limiter), quiet)
+		reconcile.WithRateLimiter(limiter), reconcile.WithEventRecorder(ev),
+		reconcile.WithTriggerReasons(true), quiet) // on from the start: the Manager comes after the run
 	h.Settle()
 	h.Step(time.Second) // the second attempts: "parked" parks, so do the others
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: "127.0.0.1:0", Debug: opts, Logger: quietLogger})
@@ -132,6 +143,8 @@ func TestTheKeyPageShouldShowAParkedKeysAttemptsErrorAndRecentReconciles(t *test
 	assert.Contains(t, body, "parked until it changes")
 	assert.Contains(t, body, "<pre>quota exceeded</pre>")
 	assert.Equal(t, 2, strings.Count(body, "<td>error</td>"), "both attempts among the recent reconciles")
+	assert.Contains(t, body, `<li>informer &#34;ints&#34; added (initial list)</li>`, "the first run's trigger")
+	assert.Contains(t, body, `<li>backoff</li>`, "the retry's trigger")
 
 	code, body = getPage(t, m.DebugHandler(), keyPath("parked")+"?format=json", "")
 	require.Equal(t, http.StatusOK, code)
@@ -140,7 +153,50 @@ func TestTheKeyPageShouldShowAParkedKeysAttemptsErrorAndRecentReconciles(t *test
 	assert.Equal(t, "ints", k.Controller)
 	assert.True(t, k.Parked)
 	assert.Equal(t, 2, k.Attempts)
-	assert.Len(t, k.Recent, 2)
+	require.Len(t, k.Recent, 2)
+	assert.Equal(t, []string{"backoff"}, kinds(k.Recent[0].Triggers), "newest first")
+	assert.Equal(t, reconcile.TriggerInitialList, k.Recent[1].Triggers[0].Kind)
+}
+
+func TestTheKeyPageShouldShowTheKeysEventsEscapedInHTMLAndInJSON(t *testing.T) {
+	m, _ := debugFixture(t, reconcile.DebugOptions{Enabled: true})
+	code, body := getPage(t, m.DebugHandler(), keyPath("parked"), "")
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, `<td class="bad">Warning</td><td>FailedCreate</td>`)
+	assert.Contains(t, body, "<td>2 since", "both failures counted into one event")
+	assert.Contains(t, body, "<td>ints-controller</td><td>&lt;i&gt;exceeded quota&lt;/i&gt;</td>", "the message is text")
+	assert.NotContains(t, body, "<i>")
+	assert.NotContains(t, body, "Synced", "another key's event")
+
+	code, body = getPage(t, m.DebugHandler(), keyPath("ok")+"?format=json", "")
+	require.Equal(t, http.StatusOK, code)
+	var k reconcile.KeyPage
+	require.NoError(t, json.Unmarshal([]byte(body), &k))
+	require.Len(t, k.Events, 1)
+	assert.Equal(t, "Synced", k.Events[0].Reason)
+	assert.Equal(t, events.Normal, k.Events[0].Type)
+}
+
+func TestTheKeyPageShouldShowNoValueUnlessShowValuesIsOn(t *testing.T) {
+	for _, show := range []bool{false, true} {
+		m, c := debugFixture(t, reconcile.DebugOptions{Enabled: true, ShowValues: show})
+		code, body := getPage(t, m.DebugHandler(), keyPath("ok")+"?format=json", "")
+		require.Equal(t, http.StatusOK, code)
+		var k reconcile.KeyPage
+		require.NoError(t, json.Unmarshal([]byte(body), &k))
+		_, html := getPage(t, m.DebugHandler(), keyPath("ok"), "")
+		info, _ := c.InspectKey("ok")
+		if !show {
+			assert.Nil(t, k.Value, "values are off by default")
+			assert.NotContains(t, body, `"Value"`)
+			assert.NotContains(t, html, "<h2>Value</h2>")
+			assert.Nil(t, info.Value)
+			continue
+		}
+		assert.Equal(t, float64(1), k.Value, "the For informer's value")
+		assert.Contains(t, html, "<h2>Value</h2>\n<pre>1</pre>")
+		assert.Equal(t, 1, info.Value)
+	}
 }
 
 func TestTheKeyPageShouldCutALongErrorAndEscapeAKeyLikeAScript(t *testing.T) {
@@ -213,10 +269,32 @@ func TestTheManagersServerShouldServeTheDebugPagesOnlyWhenEnabled(t *testing.T) 
 		if enabled {
 			assert.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 			assert.Contains(t, string(body), `"Name": "c"`)
+			store.Put("k", 1)
+			require.Eventually(t, func() bool { return inf.LastRevision() == 1 }, 10*time.Second, time.Millisecond)
+			o := getOverview(t, m.Addr())
+			require.Len(t, o.Informers, 1)
+			assert.True(t, o.Informers[0].HeadKnown, "a memstore tells its head")
+			assert.Equal(t, informer.Revision(1), o.Informers[0].Head)
+			assert.Equal(t, informer.Revision(0), o.Informers[0].Lag)
+			require.Eventually(t, func() bool { info, _ := c.InspectKey("k"); return len(info.Recent) == 1 }, 10*time.Second, time.Millisecond)
+			info, _ := c.InspectKey("k")
+			assert.Equal(t, []string{`informer "ints" added rev 1`}, kinds(info.Recent[0].Triggers), "reasons on with debug pages")
 		} else {
 			assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 		}
 		cancel()
 		require.NoError(t, <-done)
 	}
+}
+
+// getOverview fetches the overview's JSON from a running Manager.
+func getOverview(t *testing.T, addr string) reconcile.Overview {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/debug/converge/?format=json")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var o reconcile.Overview
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&o))
+	return o
 }

@@ -33,6 +33,7 @@ type workerSlot[K comparable] struct {
 	key   K
 	id    uint64
 	start time.Time
+	why   *triggerSet // shared with the reconcile's context, read-only
 	ring  [ringSize]past[K]
 	next  int // ring index of the next record
 	n     int // records in ring, up to ringSize
@@ -47,24 +48,25 @@ type past[K comparable] struct {
 	dur    time.Duration
 	result string
 	err    error // formatted only when read
+	why    *triggerSet
 }
 
 // begin notes the reconcile the worker starts.
-func (s *workerSlot[K]) begin(key K, id uint64, start time.Time) {
+func (s *workerSlot[K]) begin(key K, id uint64, start time.Time, why *triggerSet) {
 	s.mu.Lock()
-	s.busy, s.key, s.id, s.start = true, key, id, start
+	s.busy, s.key, s.id, s.start, s.why = true, key, id, start, why
 	s.mu.Unlock()
 }
 
 // end records the reconcile begun last as finished.
 func (s *workerSlot[K]) end(dur time.Duration, result string, err error) {
 	s.mu.Lock()
-	s.ring[s.next] = past[K]{key: s.key, id: s.id, start: s.start, dur: dur, result: result, err: err}
+	s.ring[s.next] = past[K]{key: s.key, id: s.id, start: s.start, dur: dur, result: result, err: err, why: s.why}
 	s.next = (s.next + 1) % ringSize
 	s.n = min(s.n+1, ringSize)
 	s.busy = false
 	var zero K
-	s.key = zero // let the key's memory go
+	s.key, s.why = zero, nil // let their memory go
 	s.mu.Unlock()
 }
 
@@ -114,6 +116,8 @@ type InFlight struct {
 	ReconcileID string
 	Started     time.Time
 	Age         time.Duration
+	// Triggers are why it runs (WithTriggerReasons).
+	Triggers []Trigger `json:",omitempty"`
 }
 
 // KeyLine is a failing or parked key.
@@ -134,6 +138,13 @@ type KeyLine struct {
 // queue's counters and ReadyShown keys from its head, the workers' slots,
 // and one pass over the failing keys (which the controller holds anyway)
 // keeping the FailingShown with the most attempts.
+//
+// Times (a reconcile's start, age and duration, the oldest ready key's
+// wait) are noted only when something needs them, so that a controller
+// without metrics or pages reads no clock per reconcile: with WithMetrics,
+// or under a Manager whose Debug.Enabled is set (from the next Run on).
+// Otherwise they are zero, and in-flight reconciles are in start order
+// by reconcile ID.
 func (c *Controller[K]) Inspect() ControllerInfo {
 	info := ControllerInfo{Name: c.name, Workers: c.s.workers, Reconciles: c.ids.Load()}
 	if r := c.current(); r != nil {
@@ -147,14 +158,18 @@ func (c *Controller[K]) Inspect() ControllerInfo {
 			s := &r.slots[i]
 			s.mu.Lock()
 			if s.busy {
-				info.InFlight = append(info.InFlight, InFlight{
-					Key: fmt.Sprint(s.key), ReconcileID: strconv.FormatUint(s.id, 10), Started: s.start, Age: now.Sub(s.start),
-				})
+				f := InFlight{Key: fmt.Sprint(s.key), ReconcileID: strconv.FormatUint(s.id, 10), Started: s.start, Triggers: c.triggers(s.why)}
+				if !s.start.IsZero() {
+					f.Age = now.Sub(s.start)
+				}
+				info.InFlight = append(info.InFlight, f)
 			}
 			s.mu.Unlock()
 		}
 		info.Busy = len(info.InFlight)
-		slices.SortFunc(info.InFlight, func(a, b InFlight) int { return a.Started.Compare(b.Started) })
+		slices.SortFunc(info.InFlight, func(a, b InFlight) int {
+			return cmp.Or(a.Started.Compare(b.Started), cmp.Compare(len(a.ReconcileID), len(b.ReconcileID)), cmp.Compare(a.ReconcileID, b.ReconcileID))
+		})
 		info.WaitingForWrites = int(c.gate.n.Load())
 	}
 	info.Failing, info.Parked, info.FailingTotal, info.ParkedTotal = c.keys.top(FailingShown)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/queue"
 )
 
@@ -18,13 +19,21 @@ type KeyInfo struct {
 	// "processing", "dirty"; "absent" if the queue does not hold it, and
 	// "stopped" while the controller is not running). Priority, Due,
 	// Parked and ReadySince are the queue's (see queue.KeyInfo).
-	Phase      string
-	Priority   int
-	Due        time.Time `json:",omitzero"`
-	ReadySince time.Time `json:",omitzero"`
-	// InFlightSince is when the reconcile in progress started; zero if
-	// none is.
-	InFlightSince time.Time `json:",omitzero"`
+	Phase    string
+	Priority int
+	// Triggers are why the key is queued now, merged since a worker last
+	// took it, oldest first (WithTriggerReasons); TriggersDropped counts
+	// the further reasons not kept.
+	Triggers        []Trigger `json:",omitempty"`
+	TriggersDropped int       `json:",omitempty"`
+	Due             time.Time `json:",omitzero"`
+	ReadySince      time.Time `json:",omitzero"`
+	// InFlight says that a reconcile of the key is in progress, started
+	// at InFlightSince (zero unless the controller notes times: see
+	// Controller.Inspect), for InFlightTriggers.
+	InFlight         bool
+	InFlightSince    time.Time `json:",omitzero"`
+	InFlightTriggers []Trigger `json:",omitempty"`
 	// Attempts, LastError (truncated to MaxErrorBytes, LastErrorLen is
 	// its length), NextRetry, Parked and Terminal are the key's failures
 	// since its last success (see Controller.Status).
@@ -35,13 +44,21 @@ type KeyInfo struct {
 	Parked       bool
 	Terminal     bool
 	// LastSuccess is when the last successful reconcile among the
-	// workers' recent ones (Recent) ended; zero if none is among them.
+	// workers' recent ones (Recent) ended; zero if none is among them, or
+	// if the controller notes no times.
 	LastSuccess time.Time `json:",omitzero"`
-	// LastDuration is how long the last of Recent took.
+	// LastDuration is how long the last of Recent took (zero if the
+	// controller notes no times).
 	LastDuration time.Duration
 	// Recent lists the key's reconciles among the last ones each worker
 	// remembers (64 per worker), newest first.
 	Recent []ReconcileLine
+	// Events are the key's recent events, newest first
+	// (WithEventRecorder).
+	Events []events.Event `json:",omitempty"`
+	// Value is the key's value, only when values are shown
+	// (Debug.ShowValues; see WithDebugValue) and the key has one.
+	Value any `json:",omitempty"`
 }
 
 // ReconcileLine is one finished reconcile.
@@ -54,6 +71,8 @@ type ReconcileLine struct {
 	Result string
 	// Error is truncated to MaxErrorBytes.
 	Error string `json:",omitempty"`
+	// Triggers are why it ran.
+	Triggers []Trigger `json:",omitempty"`
 }
 
 // InspectKey returns what the controller knows about key: its place in
@@ -78,25 +97,26 @@ func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 	if q, ok := r.q.Inspect(key); ok {
 		known = true
 		info.Phase, info.Priority, info.Due, info.ReadySince = q.Phase.String(), q.Priority, q.Due, q.ReadySince
+		info.Triggers, info.TriggersDropped = c.queuedTriggers(&q.Reasons), int(q.Reasons.Dropped)
 	}
 	for i := range r.slots {
 		s := &r.slots[i]
 		s.mu.Lock()
 		if s.busy && s.key == key {
-			info.InFlightSince = s.start
+			info.InFlight, info.InFlightSince, info.InFlightTriggers = true, s.start, c.triggers(s.why)
 		}
 		for j := range s.n {
 			p := &s.ring[j]
 			if p.key != key {
 				continue
 			}
-			line := ReconcileLine{ReconcileID: strconv.FormatUint(p.id, 10), Start: p.start, Duration: p.dur, Result: p.result}
+			line := ReconcileLine{ReconcileID: strconv.FormatUint(p.id, 10), Start: p.start, Duration: p.dur, Result: p.result, Triggers: c.triggers(p.why)}
 			line.Error, _ = errorText(p.err)
 			info.Recent = append(info.Recent, line)
 		}
 		s.mu.Unlock()
 	}
-	if len(info.Recent) > 0 || !info.InFlightSince.IsZero() {
+	if len(info.Recent) > 0 || info.InFlight {
 		known = true
 	}
 	// IDs rise with start times: sort numerically, newest first.
@@ -114,9 +134,19 @@ func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 	if len(info.Recent) > 0 {
 		info.LastDuration = info.Recent[0].Duration
 	}
+	if l := c.s.debug.events; l != nil {
+		info.Events = l.Events(info.Key)
+	}
+	if c.showValues.Load() && c.valueOf != nil {
+		if v, ok := c.valueOf(key); ok {
+			info.Value = v
+		}
+	}
 	for _, l := range info.Recent {
 		if l.Result != labelError && l.Result != labelRequeue {
-			info.LastSuccess = l.Start.Add(l.Duration)
+			if !l.Start.IsZero() {
+				info.LastSuccess = l.Start.Add(l.Duration)
+			}
 			break
 		}
 	}
@@ -184,9 +214,9 @@ func (ks *keyStates[K]) find(s string) (K, bool) {
 	return zero, false
 }
 
-// enableReadyTimes makes the next Runs' queues note when keys became
-// ready, for the oldest wait on the debug pages.
-func (c *Controller[K]) enableReadyTimes() { c.readyTimes.Store(true) }
+// enableDebug makes the next Runs note the times the debug pages show:
+// when keys became ready, when reconciles started and how long they took.
+func (c *Controller[K]) enableDebug() { c.debug.Store(true) }
 
 // clockNow is the controller's clock, which its times are on.
 func (c *Controller[K]) clockNow() time.Time { return c.s.clock.Now() }

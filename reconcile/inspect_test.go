@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -62,7 +63,8 @@ func TestInspectShouldListFailingKeysByAttemptsAndParkedOnesWithTruncatedErrors(
 
 func TestInspectShouldShowAReconcileInProgressWithItsAgeAndTheKeysWaitingBehindIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, _, _, h := startBlocked(t, nil, "a", "b")
+		// Metrics make the controller note reconcile times.
+		b, _, _, h := startBlocked(t, []reconcile.Option{reconcile.WithMetrics(prometheus.NewRegistry())}, "a", "b")
 		synctest.Wait()
 		h.Clock.Step(5 * time.Second)
 		first, second := b.first, map[string]string{"a": "b", "b": "a"}[b.first] // the list's order is the store's
@@ -102,7 +104,8 @@ func TestInspectKeyShouldListRecentReconcilesNewestFirstWithLastSuccessAndDurati
 	}
 	inf := reconciletest.Informer(h, "ints", store)
 	limiter := backoff.NewPerKey[string](backoff.Exponential{Base: time.Second, Cap: time.Second})
-	c := reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithRateLimiter(limiter), quiet)
+	c := reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithRateLimiter(limiter), quiet,
+		reconcile.WithMetrics(prometheus.NewRegistry())) // for the times
 	h.Settle()
 	firstEnd := h.Clock.Now()
 	store.Put("a", 2)
@@ -123,4 +126,30 @@ func TestInspectKeyShouldListRecentReconcilesNewestFirstWithLastSuccessAndDurati
 
 	_, ok = c.InspectKey("never-seen")
 	assert.False(t, ok)
+}
+
+func TestAControllerWithoutMetricsOrDebugPagesShouldShowItsReconcilesWithoutReadingTheClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, _, _, h := startBlocked(t, nil, "a")
+		synctest.Wait()
+		h.Clock.Step(5 * time.Second)
+
+		info := b.c.Inspect()
+		require.Len(t, info.InFlight, 1)
+		assert.Equal(t, "a", info.InFlight[0].Key)
+		assert.Zero(t, info.InFlight[0].Started, "no clock read for the start")
+		assert.Zero(t, info.InFlight[0].Age)
+		k, ok := b.c.InspectKey("a")
+		require.True(t, ok)
+		assert.True(t, k.InFlight)
+		assert.Zero(t, k.InFlightSince)
+		close(b.release)
+		synctest.Wait()
+		k, _ = b.c.InspectKey("a")
+		require.Len(t, k.Recent, 1)
+		assert.Equal(t, "success", k.Recent[0].Result)
+		assert.Zero(t, k.Recent[0].Start)
+		assert.Zero(t, k.Recent[0].Duration)
+		assert.Zero(t, k.LastSuccess, "unknown, not the zero time plus a duration")
+	})
 }

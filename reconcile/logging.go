@@ -22,6 +22,10 @@ type reconcileInfo[K comparable] struct {
 	// label and err are the outcome, kept for the span.
 	label string
 	err   error
+	// why is why the key was queued (trigger.go), nil for no reasons: a
+	// copy, so that it outlives the worker's buffer, never written after
+	// the reconcile starts, so the worker's slot and ring share it.
+	why *triggerSet
 }
 
 type infoKey struct{}
@@ -30,6 +34,7 @@ type infoKey struct{}
 type infoOf interface {
 	log() *slog.Logger
 	reconcileID() string
+	triggers() []Trigger
 	wrote(inf informer.Revisioned, rev informer.Revision)
 }
 
@@ -41,8 +46,13 @@ func (c *reconcileInfo[K]) Value(key any) any {
 }
 
 func (c *reconcileInfo[K]) log() *slog.Logger {
-	return c.c.s.logger.With("key", c.key, "reconcileID", c.reconcileID())
+	if c.why == nil {
+		return c.c.s.logger.With("key", c.key, "reconcileID", c.reconcileID())
+	}
+	return c.c.s.logger.With("key", c.key, "reconcileID", c.reconcileID(), "trigger", triggerText(c.triggers(), c.why.dropped))
 }
+
+func (c *reconcileInfo[K]) triggers() []Trigger { return c.c.triggers(c.why) }
 
 func (c *reconcileInfo[K]) reconcileID() string { return strconv.FormatUint(c.id, 10) }
 

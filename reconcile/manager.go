@@ -207,7 +207,10 @@ func (m *Manager) AddController(c Runner) error {
 		if ic, ok := c.(inspectable); ok {
 			m.controllers = append(m.controllers, ic)
 			if m.opts.Debug.Enabled {
-				ic.enableReadyTimes()
+				ic.enableDebug()
+			}
+			if m.opts.Debug.ShowValues {
+				ic.enableValues()
 			}
 		}
 		return nil

@@ -51,8 +51,15 @@ type run[K comparable] struct {
 	inflightMu sync.Mutex
 	inflight   map[K]context.CancelCauseFunc
 
+	// reasons says that keys keep their trigger reasons (trigger.go).
+	reasons bool
+
 	// slots are the workers' (inspect.go), one each.
 	slots []workerSlot[K]
+	// timed says that reconciles read the clock for their start and
+	// duration: metrics or debug pages use them. Without either, the
+	// slots and rings record no times, and a reconcile reads no clock.
+	timed bool
 }
 
 // errChanged is the cause of a reconcile's context cancelled by a change
@@ -71,10 +78,16 @@ func newRun[K comparable](ctx context.Context, c *Controller[K]) *run[K] {
 	if c.s.ageing > 0 {
 		opts = append(opts, queue.WithAgeing(c.s.ageing))
 	}
-	if c.readyTimes.Load() {
+	debug := c.debug.Load()
+	if debug {
 		opts = append(opts, queue.WithReadyTimes())
 	}
-	r := &run[K]{c: c, q: queue.New[K](opts...), failc: make(chan error, 1), slots: make([]workerSlot[K], c.s.workers)}
+	reasons := c.s.debug.triggers == 1 || (c.s.debug.triggers == 0 && debug)
+	if reasons {
+		opts = append(opts, queue.WithReasons())
+	}
+	r := &run[K]{c: c, q: queue.New[K](opts...), failc: make(chan error, 1), slots: make([]workerSlot[K], c.s.workers),
+		timed: debug || c.metrics != nil, reasons: reasons}
 	r.workCtx, r.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
 	if c.s.cancelOnChange {
 		r.inflight = make(map[K]context.CancelCauseFunc)
@@ -261,6 +274,9 @@ type enqueueEvent struct {
 	// nothing is known to have changed; a reconcile longer than the
 	// resync period would otherwise never finish.
 	change bool
+	// why is the trigger reason the key is queued with (trigger.go);
+	// zero when reasons are off.
+	why queue.Reason
 }
 
 // enqueueAll queues keys that a watch delivered.
@@ -287,7 +303,7 @@ func (r *run[K]) enqueue(ev enqueueEvent, key K) {
 		}
 		r.inflightMu.Unlock()
 	}
-	r.q.AddWithOptions(queue.AddOptions{Priority: ev.prio}, key)
+	r.q.AddWithOptions(queue.AddOptions{Priority: ev.prio, Reason: ev.why}, key)
 }
 
 // recoverWatch recovers a panic in a watch's predicate, key mapping or
@@ -306,12 +322,13 @@ func (r *run[K]) recoverWatch(w watch[K], key any) {
 
 // work is one worker: it reconciles keys until the queue shuts down.
 func (r *run[K]) work(slot *workerSlot[K]) {
+	var why queue.Reasons // reused: handing reasons over allocates nothing
 	for {
-		key, shutdown := r.q.Get()
+		key, shutdown := r.q.GetWithReasons(&why)
 		if shutdown {
 			return
 		}
-		parked := !r.stopping.Load() && r.process(slot, key)
+		parked := !r.stopping.Load() && r.process(slot, key, &why)
 		r.q.Done(key)
 		if parked {
 			r.c.gate.arm(r, key)
@@ -322,7 +339,7 @@ func (r *run[K]) work(slot *workerSlot[K]) {
 // process reconciles key once and acts on the outcome, unless the
 // read-your-writes gate parks key: it then reports true, and the worker
 // arms the key's wake-up once it has given the key back.
-func (r *run[K]) process(slot *workerSlot[K], key K) (parked bool) {
+func (r *run[K]) process(slot *workerSlot[K], key K, why *queue.Reasons) (parked bool) {
 	c := r.c
 	// One atomic load unless some key waits.
 	if c.gate.n.Load() != 0 && c.gate.check(r, key) {
@@ -341,6 +358,10 @@ func (r *run[K]) process(slot *workerSlot[K], key K) (parked bool) {
 		}()
 	}
 	info := &reconcileInfo[K]{Context: ctx, c: c, key: key, id: c.ids.Add(1)}
+	if why.Len() > 0 { // only with trigger reasons on
+		info.why = new(triggerSet)
+		info.why.set(why)
+	}
 	if c.s.tracer != nil {
 		var span trace.Span
 		info.Context, span = r.startSpan(ctx, info)
@@ -351,12 +372,18 @@ func (r *run[K]) process(slot *workerSlot[K], key K) (parked bool) {
 	if m != nil {
 		m.active.Inc()
 	}
-	start := c.s.clock.Now()
-	slot.begin(key, info.id, start)
+	var start time.Time
+	if r.timed {
+		start = c.s.clock.Now()
+	}
+	slot.begin(key, info.id, start, info.why)
 	res, err, panicked := r.call(info, key)
 	label := r.settle(info, key, res, err, panicked)
 	info.label, info.err = label, err
-	took := c.s.clock.Since(start)
+	var took time.Duration
+	if r.timed {
+		took = c.s.clock.Since(start)
+	}
 	slot.end(took, label, err)
 	if m != nil {
 		m.duration.Observe(took.Seconds())
@@ -393,7 +420,7 @@ func (r *run[K]) settle(ctx *reconcileInfo[K], key K, res Result, err error, pan
 			if c.s.jitter > 0 {
 				d += time.Duration(rand.Float64() * c.s.jitter * float64(d))
 			}
-			r.q.AddAfter(key, d)
+			r.q.AddWithOptions(queue.AddOptions{After: d, Reason: requeueReason}, key)
 			return labelRequeueAfter
 		}
 		return labelSuccess
@@ -424,6 +451,6 @@ func (r *run[K]) settle(ctx *reconcileInfo[K], key K, res Result, err error, pan
 	if !panicked {
 		ctx.log().Error("reconcile failed; retrying with backoff", "error", err, "attempts", attempts)
 	}
-	r.q.AddRateLimited(key)
+	r.q.AddWithOptions(queue.AddOptions{RateLimited: true, Reason: backoffReason}, key)
 	return labelError
 }

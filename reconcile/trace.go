@@ -34,11 +34,22 @@ func (r *run[K]) startSpan(ctx context.Context, info *reconcileInfo[K]) (context
 	if t == nil {
 		return ctx, nil
 	}
-	return t.Start(ctx, "reconcile "+r.c.name, trace.WithAttributes(
+	attrs := []attribute.KeyValue{
 		attribute.String("controller", r.c.name),
 		attribute.String("key", fmt.Sprint(info.key)),
 		attribute.String("reconcile.id", info.reconcileID()),
-	))
+	}
+	if ts := info.triggers(); len(ts) > 0 {
+		texts := make([]string, len(ts))
+		for i, t := range ts {
+			texts[i] = t.String()
+		}
+		attrs = append(attrs, attribute.StringSlice("converge.triggers", texts))
+		if info.why != nil && info.why.dropped > 0 {
+			attrs = append(attrs, attribute.Int("converge.triggers.dropped", int(info.why.dropped)))
+		}
+	}
+	return t.Start(ctx, "reconcile "+r.c.name, trace.WithAttributes(attrs...))
 }
 
 // endSpan records a reconcile's outcome on its span and ends it.

@@ -225,7 +225,12 @@ type informerWatch[K comparable, WK comparable, WV any] struct {
 	same   func(WK) K
 	toKeys func(WK, WV) []K
 	preds  []Predicate[WK, WV]
+	// index is the watch's place among the controller's, for its
+	// trigger reasons; set by New.
+	index int
 }
+
+func (w *informerWatch[K, WK, WV]) setIndex(i int) { w.index = i }
 
 func (w *informerWatch[K, WK, WV]) describe() string {
 	return fmt.Sprintf("informer %q", w.inf.Name())
@@ -266,6 +271,19 @@ func (w *informerWatch[K, WK, WV]) deliver(r *run[K], c Change[WK, WV]) {
 	ev := enqueueEvent{prio: queue.PriorityNormal, change: !(c.Kind == Updated && c.Resync)}
 	if c.InitialList {
 		ev.prio = queue.PriorityLow
+	}
+	if r.reasons {
+		kind := TriggerChange
+		switch {
+		case c.InitialList:
+			kind = TriggerInitialList
+		case !ev.change:
+			kind = TriggerResync
+		}
+		ev.why = queue.Reason{What: reasonWhat(kind, c.Kind, w.index)}
+		if kind != TriggerInitialList { // a list's revision says nothing about a key
+			ev.why.Rev = uint64(w.inf.LastRevision())
+		}
 	}
 	if w.same != nil {
 		r.enqueue(ev, w.same(c.Key))
@@ -319,7 +337,11 @@ func missingFrom[K comparable](from, in []K) []K {
 type funcWatch[K comparable] struct {
 	name string
 	run  func(ctx context.Context, enqueue func(K)) error
+	// index is as informerWatch's.
+	index int
 }
+
+func (w *funcWatch[K]) setIndex(i int) { w.index = i }
 
 func (w *funcWatch[K]) describe() string { return fmt.Sprintf("source %q", w.name) }
 func (w *funcWatch[K]) cache() Cache     { return nil }
@@ -330,6 +352,9 @@ func (w *funcWatch[K]) start(r *run[K]) (func(), error) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.workCtx))
 	done := make(chan struct{})
 	ev := enqueueEvent{prio: queue.PriorityNormal, change: true}
+	if r.reasons {
+		ev.why = queue.Reason{What: reasonWhat(TriggerSource, 0, w.index)}
+	}
 	enqueue := func(k K) {
 		defer r.recoverWatch(w, k)
 		r.enqueue(ev, k)

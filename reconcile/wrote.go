@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/queue"
 )
 
 // Read your own writes.
@@ -298,7 +299,7 @@ func (g *gate[K]) arm(r *run[K], key K) {
 			return
 		}
 	}
-	r.q.Add(key)
+	r.q.AddWithOptions(queue.AddOptions{Reason: wroteReason}, key)
 }
 
 // fire is a parked key's AfterRevision callback: it queues the key, unless

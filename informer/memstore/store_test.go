@@ -280,3 +280,17 @@ func TestListShouldKeepCreationOrderAndFillADeletedKeysPlaceWithTheLast(t *testi
 		assert.Equal(t, i, v)
 	}
 }
+
+func TestAnInformerOnAStoreShouldReadTheStoresRevisionAsItsHead(t *testing.T) {
+	s := memstore.New[string, int]()
+	s.Put("a", 1)
+	rev := s.Put("b", 2)
+	inf := informer.New[string, int]("ints", s)
+	head, ok, err := inf.Head(context.Background())
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, rev, head)
+	s.Put("c", 3)
+	head, _, _ = inf.Head(context.Background())
+	assert.Equal(t, rev+1, head, "read at each call")
+}
