@@ -1,0 +1,249 @@
+package shard_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/converge-go/converge/leader"
+	"github.com/converge-go/converge/leader/memlock"
+	"github.com/converge-go/converge/leader/shard"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The tests run inside a synctest bubble only to know when the replicas'
+// goroutines are idle; all time comes from the fake clock, stepped by the
+// test in ticks, as in the leader package's tests.
+const (
+	lease   = 15 * time.Second
+	renew   = 10 * time.Second
+	retry   = 2 * time.Second
+	tick    = 100 * time.Millisecond
+	buckets = 16
+)
+
+var errPartitioned = errors.New("partitioned from the store")
+
+// partitionable is one replica's view of the shared records: while cut is
+// set every call fails, as if the replica lost its connection.
+type partitionable struct {
+	locks *memlock.Locks
+	cut   atomic.Bool
+}
+
+func (p *partitionable) Lock(name string) leader.Lock {
+	return partitionedLock{Lock: p.locks.Lock(name), cut: &p.cut}
+}
+
+func (p *partitionable) List(ctx context.Context, prefix string) (map[string]leader.Record, error) {
+	if p.cut.Load() {
+		return nil, errPartitioned
+	}
+	return p.locks.List(ctx, prefix)
+}
+
+type partitionedLock struct {
+	leader.Lock
+	cut *atomic.Bool
+}
+
+func (l partitionedLock) Get(ctx context.Context) (leader.Record, error) {
+	if l.cut.Load() {
+		return leader.Record{}, errPartitioned
+	}
+	return l.Lock.Get(ctx)
+}
+
+func (l partitionedLock) Create(ctx context.Context, r leader.Record) (leader.Record, error) {
+	if l.cut.Load() {
+		return leader.Record{}, errPartitioned
+	}
+	return l.Lock.Create(ctx, r)
+}
+
+func (l partitionedLock) Update(ctx context.Context, old, r leader.Record) (leader.Record, error) {
+	if l.cut.Load() {
+		return leader.Record{}, errPartitioned
+	}
+	return l.Lock.Update(ctx, old, r)
+}
+
+// act is one replica's time acting on one bucket: from ServeBucket's start
+// until it returned or its lease ended, whichever came first.
+type act struct {
+	replica    string
+	b          shard.Bucket
+	start, end time.Time
+	open       bool
+}
+
+type cluster struct {
+	t     *testing.T
+	clk   *clocktesting.FakeClock
+	locks *memlock.Locks
+	// drain is how long a handler keeps working on a bucket after its
+	// stop, as in-flight reconciles would.
+	drain time.Duration
+
+	mu   sync.Mutex
+	acts []*act
+}
+
+func newCluster(t *testing.T) *cluster {
+	return &cluster{t: t, clk: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)), locks: memlock.NewLocks()}
+}
+
+// begin records that replica started acting on b, and fails the test if
+// any other act on b's bucket is still open: two holders at once.
+func (cl *cluster) begin(replica string, b shard.Bucket) *act {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for _, a := range cl.acts {
+		if a.b.ID == b.ID {
+			if a.open {
+				cl.t.Errorf("bucket %d: %s acts in epoch %d while %s still acts in epoch %d", b.ID, replica, b.Epoch, a.replica, a.b.Epoch)
+			}
+			if a.b.Epoch >= b.Epoch {
+				cl.t.Errorf("bucket %d: epoch %d of %s does not follow epoch %d of %s", b.ID, b.Epoch, replica, a.b.Epoch, a.replica)
+			}
+		}
+	}
+	a := &act{replica: replica, b: b, start: cl.clk.Now(), open: true}
+	cl.acts = append(cl.acts, a)
+	return a
+}
+
+func (cl *cluster) end(a *act) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if a.open {
+		a.open, a.end = false, cl.clk.Now()
+	}
+}
+
+// holders maps each bucket with an open act to its actor.
+func (cl *cluster) holders() map[int]string {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	out := map[int]string{}
+	for _, a := range cl.acts {
+		if a.open {
+			out[a.b.ID] = a.replica
+		}
+	}
+	return out
+}
+
+func (cl *cluster) actsOf(replica string) []act {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	var out []act
+	for _, a := range cl.acts {
+		if a.replica == replica {
+			out = append(out, *a)
+		}
+	}
+	return out
+}
+
+type replica struct {
+	id      string
+	s       *shard.Sharder
+	backend *partitionable
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+func (cl *cluster) start(id string) *replica {
+	r := &replica{id: id, backend: &partitionable{locks: cl.locks}, done: make(chan struct{})}
+	s, err := shard.New(r.backend, shard.Config{
+		Name: "test", Identity: id, Buckets: buckets,
+		LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry, JitterFactor: 1, Clock: cl.clk,
+	})
+	require.NoError(cl.t, err)
+	require.NoError(cl.t, s.Add(shard.HandlerFunc(func(stop, lease context.Context, b shard.Bucket) {
+		got, ok := shard.FromContext(stop)
+		assert.True(cl.t, ok && got == b, "stop carries the bucket")
+		a := cl.begin(id, b)
+		defer cl.end(a)
+		unhook := context.AfterFunc(lease, func() { cl.end(a) })
+		defer unhook()
+		<-stop.Done()
+		if cl.drain > 0 && lease.Err() == nil {
+			select {
+			case <-cl.clk.After(cl.drain):
+			case <-lease.Done():
+			}
+		}
+	})))
+	r.s = s
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() {
+		defer close(r.done)
+		assert.NoError(cl.t, s.Run(ctx))
+	}()
+	synctest.Wait()
+	return r
+}
+
+// stop ends the replica's Run and steps the clock until it has returned.
+func (cl *cluster) stop(r *replica) {
+	r.cancel()
+	for {
+		synctest.Wait()
+		select {
+		case <-r.done:
+			return
+		default:
+		}
+		cl.clk.Step(tick)
+	}
+}
+
+// until steps the clock until cond holds and returns the time it took,
+// failing after limit.
+func (cl *cluster) until(limit time.Duration, cond func() bool) time.Duration {
+	cl.t.Helper()
+	elapsed := time.Duration(0)
+	for ; !cond(); elapsed += tick {
+		require.Less(cl.t, elapsed, limit, "condition not reached in time")
+		cl.clk.Step(tick)
+		synctest.Wait()
+	}
+	return elapsed
+}
+
+func (cl *cluster) advance(d time.Duration) {
+	for elapsed := time.Duration(0); elapsed < d; elapsed += tick {
+		cl.clk.Step(tick)
+		synctest.Wait()
+	}
+}
+
+// balanced reports whether every bucket is held, by its owner by Assign
+// over exactly the given replicas.
+func (cl *cluster) balanced(rs ...*replica) bool {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.id
+	}
+	want := shard.Assign(ids, buckets)
+	got := cl.holders()
+	for b := range buckets {
+		if got[b] != want[b] {
+			return false
+		}
+	}
+	return true
+}
