@@ -23,7 +23,7 @@ func TestBucketOfShouldMatchTheDocumentedFNV1aVectors(t *testing.T) {
 		{"foobar", 64, 0x85944171f73967e8 % 64},
 		{"foobar", 1000, 0x85944171f73967e8 % 1000},
 		{"default/widget-1", 64, 0xb0697841d32cf581 % 64}, // = 1
-		{"ünïcode", 256, 0xb1b0d40350a25beb % 256}, // UTF-8 bytes; = 235
+		{"ünïcode", 256, 0xb1b0d40350a25beb % 256},        // UTF-8 bytes; = 235
 	} {
 		assert.Equal(t, tc.want, shard.BucketOf(tc.key, tc.buckets), "BucketOf(%q, %d)", tc.key, tc.buckets)
 	}
