@@ -36,6 +36,8 @@ type Controller[K comparable] struct {
 	keys         keyStates[K]
 	gate         gate[K]       // read your own writes (Wrote)
 	ids          atomic.Uint64 // reconcile IDs
+	// shards is the controller's sharding (WithShards); nil: not sharded.
+	shards *sharding[K]
 	// readyTimes makes each Run's queue note ready times, for the oldest
 	// wait on debug pages (see Manager's Debug); read when a Run starts.
 	readyTimes atomic.Bool
@@ -103,6 +105,9 @@ func New[K comparable](name string, rec Reconciler[K], opts ...Option) (*Control
 		if err := commit(); err != nil {
 			return nil, fmt.Errorf("reconcile.New(%q): %w", name, err)
 		}
+	}
+	if err := c.initShards(); err != nil {
+		return nil, fmt.Errorf("reconcile.New(%q): %w", name, err)
 	}
 	if s.registerer != nil {
 		m, err := newMetrics(name, s.workers, s.registerer)

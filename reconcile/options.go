@@ -55,6 +55,7 @@ type settings struct {
 	tracer         trace.Tracer
 	rywTimeout     time.Duration // read-your-writes (Wrote)
 	owned          []any         // child informers given to Owns, to reject a second Owns of one
+	shards         any           // *sharding[K] (WithShards), checked by New
 	// commits run once New has checked everything else, so that a New
 	// that fails leaves no index added to a child informer by Owns.
 	commits []func() error

@@ -261,6 +261,9 @@ func (r *run[K]) enqueueAll(ev enqueueEvent, keys []K) {
 // watched for it was delivered again), cancels its reconcile in flight if
 // the delivery is a change and WithCancelOnChange is set, and adds it.
 func (r *run[K]) enqueue(ev enqueueEvent, key K) {
+	if r.c.shards != nil && !r.c.shards.admits(key) {
+		return // another replica's key (WithShards)
+	}
 	if r.c.keys.unpark(key) {
 		r.q.Forget(key)
 		if m := r.c.metrics; m != nil {
@@ -315,7 +318,18 @@ func (r *run[K]) process(slot *workerSlot[K], key K) (parked bool) {
 	if c.gate.n.Load() != 0 && c.gate.check(r, key) {
 		return true // no reconcile, no outcome
 	}
+	var held *heldBucket
+	if c.shards != nil {
+		if held = c.shards.begin(key); held == nil {
+			r.q.Forget(key) // its bucket moved away while it waited
+			return false
+		}
+		defer c.shards.end(held)
+	}
 	ctx, cancel, release := r.reconcileContext()
+	if held != nil {
+		ctx, release = held.scope(ctx, release)
+	}
 	defer release()
 	if r.inflight != nil {
 		r.inflightMu.Lock()
