@@ -85,6 +85,7 @@ type act struct {
 	b          shard.Bucket
 	start, end time.Time
 	open       bool
+	overlapped bool // another replica acquired while this one was paused
 }
 
 type cluster struct {
@@ -97,10 +98,15 @@ type cluster struct {
 
 	mu   sync.Mutex
 	acts []*act
+	// replicas are every replica started, whose clocks step with the
+	// cluster's unless paused.
+	replicas []*replica
+	// fence is the highest epoch written per bucket (see fencedWrite).
+	fence map[int]leader.Term
 }
 
 func newCluster(t *testing.T) *cluster {
-	return &cluster{t: t, clk: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)), locks: memlock.NewLocks()}
+	return &cluster{t: t, clk: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)), locks: memlock.NewLocks(), fence: map[int]leader.Term{}}
 }
 
 // begin records that replica started acting on b, and fails the test if
@@ -110,7 +116,12 @@ func (cl *cluster) begin(replica string, b shard.Bucket) *act {
 	defer cl.mu.Unlock()
 	for _, a := range cl.acts {
 		if a.b.ID == b.ID {
-			if a.open {
+			if a.open && cl.isPaused(a.replica) {
+				// A paused process does nothing; what protects the
+				// bucket from its resumption is the fence (and its
+				// watchdog, the moment it runs again).
+				a.overlapped = true
+			} else if a.open {
 				cl.t.Errorf("bucket %d: %s acts in epoch %d while %s still acts in epoch %d", b.ID, replica, b.Epoch, a.replica, a.b.Epoch)
 			}
 			if a.b.Epoch >= b.Epoch {
@@ -120,7 +131,54 @@ func (cl *cluster) begin(replica string, b shard.Bucket) *act {
 	}
 	a := &act{replica: replica, b: b, start: cl.clk.Now(), open: true}
 	cl.acts = append(cl.acts, a)
+	cl.fencedWriteLocked(b)
 	return a
+}
+
+// fencedWrite is a write conditional on the bucket's epoch, as a
+// reconciler makes it against its store: refused if a later epoch of the
+// bucket has written. Every holder writes once when it starts.
+func (cl *cluster) fencedWrite(b shard.Bucket) bool {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.fencedWriteLocked(b)
+}
+
+func (cl *cluster) fencedWriteLocked(b shard.Bucket) bool {
+	if b.Epoch < cl.fence[b.ID] {
+		return false
+	}
+	cl.fence[b.ID] = b.Epoch
+	return true
+}
+
+func (cl *cluster) isPaused(id string) bool {
+	for _, r := range cl.replicas {
+		if r.id == id {
+			return r.paused.Load()
+		}
+	}
+	return false
+}
+
+// step moves the cluster's clock and every running replica's by d.
+func (cl *cluster) step(d time.Duration) {
+	for _, r := range cl.replicas {
+		if !r.paused.Load() {
+			r.clk.Step(d)
+		}
+	}
+	cl.clk.Step(d)
+}
+
+// pause freezes r's clock: every goroutine of r waits on it, so r does
+// nothing, as a SIGSTOPped process. resume moves its clock on by the time
+// it missed at once, as the real clock of a resumed process does.
+func (cl *cluster) pause(r *replica) { r.paused.Store(true) }
+
+func (cl *cluster) resume(r *replica) {
+	r.paused.Store(false)
+	r.clk.SetTime(cl.clk.Now())
 }
 
 func (cl *cluster) end(a *act) {
@@ -162,13 +220,16 @@ type replica struct {
 	backend *partitionable
 	cancel  context.CancelFunc
 	done    chan struct{}
+	clk     *clocktesting.FakeClock // the replica's own clock
+	paused  atomic.Bool
 }
 
 func (cl *cluster) start(id string) *replica {
-	r := &replica{id: id, backend: &partitionable{locks: cl.locks}, done: make(chan struct{})}
+	r := &replica{id: id, backend: &partitionable{locks: cl.locks}, done: make(chan struct{}), clk: clocktesting.NewFakeClock(cl.clk.Now())}
+	cl.replicas = append(cl.replicas, r)
 	s, err := shard.New(r.backend, shard.Config{
 		Name: "test", Identity: id, Buckets: buckets,
-		LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry, JitterFactor: 1, Clock: cl.clk,
+		LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry, JitterFactor: 1, Clock: r.clk,
 	})
 	require.NoError(cl.t, err)
 	require.NoError(cl.t, s.Add(shard.HandlerFunc(func(stop, lease context.Context, b shard.Bucket) {
@@ -181,7 +242,7 @@ func (cl *cluster) start(id string) *replica {
 		<-stop.Done()
 		if cl.drain > 0 && lease.Err() == nil {
 			select {
-			case <-cl.clk.After(cl.drain):
+			case <-r.clk.After(cl.drain):
 			case <-lease.Done():
 			}
 		}
@@ -207,7 +268,7 @@ func (cl *cluster) stop(r *replica) {
 			return
 		default:
 		}
-		cl.clk.Step(tick)
+		cl.step(tick)
 	}
 }
 
@@ -218,7 +279,7 @@ func (cl *cluster) until(limit time.Duration, cond func() bool) time.Duration {
 	elapsed := time.Duration(0)
 	for ; !cond(); elapsed += tick {
 		require.Less(cl.t, elapsed, limit, "condition not reached in time")
-		cl.clk.Step(tick)
+		cl.step(tick)
 		synctest.Wait()
 	}
 	return elapsed
@@ -226,7 +287,7 @@ func (cl *cluster) until(limit time.Duration, cond func() bool) time.Duration {
 
 func (cl *cluster) advance(d time.Duration) {
 	for elapsed := time.Duration(0); elapsed < d; elapsed += tick {
-		cl.clk.Step(tick)
+		cl.step(tick)
 		synctest.Wait()
 	}
 }

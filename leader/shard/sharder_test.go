@@ -2,6 +2,7 @@ package shard_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -166,5 +167,67 @@ func TestRunShouldRefuseASecondCallAndAddAfterStart(t *testing.T) {
 		assert.Error(t, s.Add(shard.HandlerFunc(func(_, _ context.Context, _ shard.Bucket) {})))
 		cancel()
 		assert.NoError(t, <-done)
+	})
+}
+
+// A paused process (SIGSTOP, a frozen VM) does nothing, its watchdog
+// included, so its leases lapse while it still believes it holds them.
+// The others take its buckets after the leases expired; when it resumes,
+// its watchdog ends every lease it thought it held before any renewal can
+// succeed, and a write it makes in between under its old epoch is refused
+// by the fence, which the new holder has already raised. It then gets its
+// share back, in new epochs.
+func TestAPausedReplicasStaleWritesShouldBeFencedAndItsBucketsMoveBackAfterItResumes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := newCluster(t)
+		a, b := cl.start("a"), cl.start("b")
+		cl.until(3*lease, func() bool { return cl.balanced(a, b) })
+		var held []shard.Bucket
+		for _, x := range cl.actsOf("a") {
+			if x.open {
+				held = append(held, x.b)
+			}
+		}
+		require.NotEmpty(t, held)
+
+		cl.pause(a)
+		cl.until(3*lease, func() bool {
+			hs := cl.holders()
+			for _, x := range held {
+				if hs[x.ID] != "b" {
+					return false
+				}
+			}
+			return true
+		})
+		cl.advance(lease)
+		wasHeld := func(x act) bool { return slices.Contains(held, x.b) }
+		for _, x := range cl.actsOf("a") {
+			if wasHeld(x) {
+				assert.True(t, x.open, "paused, a has noticed nothing on %v", x.b)
+			}
+		}
+
+		cl.resume(a)
+		// The moment a runs again, before it can talk to the store, a
+		// reconcile of its old epoch would write: the fence refuses it.
+		for _, x := range held {
+			assert.False(t, cl.fencedWrite(x), "a's write in %v is refused", x)
+		}
+		synctest.Wait()
+		for _, x := range cl.actsOf("a") {
+			if wasHeld(x) {
+				assert.False(t, x.open, "a's watchdog ended its lease on %v at once", x.b)
+				assert.True(t, x.overlapped, "b held %v while a was paused", x.b)
+			}
+		}
+		cl.until(3*lease, func() bool { return cl.balanced(a, b) })
+		for _, x := range cl.actsOf("a") {
+			if x.open {
+				assert.Greater(t, x.b.Epoch, leader.Term(2), "a's bucket %d back in a new epoch", x.b.ID)
+			}
+		}
+		cl.stop(a)
+		cl.stop(b)
 	})
 }
