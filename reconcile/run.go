@@ -386,6 +386,11 @@ func (r *run[K]) settle(ctx *reconcileInfo[K], key K, res Result, err error, pan
 		// The change that cancelled it has queued the key again.
 		return labelRequeue
 	}
+	if r.c.shards != nil && errors.Is(context.Cause(ctx), ErrBucketLost) {
+		// Its bucket is another replica's now (WithShards), which
+		// reconciles the key: not a failure, nothing to retry here.
+		return labelRequeue
+	}
 	if err == nil {
 		r.q.Forget(key)
 		c.keys.succeeded(key)

@@ -53,7 +53,7 @@ func (l *shardLog) reconciler(replica string, hold time.Duration) reconcile.Reco
 			r.cause = context.Cause(ctx)
 		}
 		l.end(r)
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.cause
 	})
 }
 
@@ -102,6 +102,7 @@ func (l *shardLog) all() []shardRun {
 type shardedReplica struct {
 	id     string
 	s      *shard.Sharder
+	c      *reconcile.Controller[string]
 	m      *reconcile.Manager
 	cancel context.CancelFunc
 	done   chan error
@@ -121,7 +122,7 @@ func startShardedReplica(t *testing.T, id string, locks *memlock.Locks, store *m
 	require.NoError(t, m.AddInformer(inf))
 	require.NoError(t, m.AddController(c))
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &shardedReplica{id: id, s: s, m: m, cancel: cancel, done: make(chan error, 1)}
+	r := &shardedReplica{id: id, s: s, c: c, m: m, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- m.Run(ctx) }()
 	return r
 }
@@ -242,6 +243,8 @@ func TestAHandOverShouldCancelReconcilesThatOutliveTheGraceWithErrBucketLost(t *
 		for _, r := range log.all() {
 			if r.replica == "a" && r.cause != nil {
 				assert.ErrorIs(t, r.cause, reconcile.ErrBucketLost)
+				_, failing := a.c.Status(r.key)
+				assert.False(t, failing, "%s: a reconcile cut short by the hand-over is not a failure", r.key)
 				lost++
 			}
 		}
