@@ -30,11 +30,8 @@ import (
 	"syscall"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
-	"github.com/converge-go/converge/leader/etcdlock"
 	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/reconcile"
 )
@@ -51,8 +48,10 @@ type Entry struct {
 
 func main() {
 	var (
+		backend   = flag.String("backend", "etcd", "etcd or postgres")
 		endpoints = flag.String("endpoints", "", "etcd endpoints, comma-separated")
-		root      = flag.String("root", "", "key prefix of the run")
+		dsn       = flag.String("dsn", "", "PostgreSQL connection string")
+		root      = flag.String("root", "", "the run's etcd key prefix, or PostgreSQL table prefix (an identifier)")
 		id        = flag.String("id", "", "identity")
 		buckets   = flag.Int("buckets", 16, "buckets")
 		keys      = flag.Int("keys", 64, "keys k000… to reconcile")
@@ -63,7 +62,25 @@ func main() {
 		tick      = flag.Duration("tick", 300*time.Millisecond, "how often every key is queued")
 	)
 	flag.Parse()
-	if err := run(*endpoints, *root, *id, *buckets, *keys, *lease, *renew, *retry, *hold, *tick); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	var (
+		st  store
+		err error
+	)
+	switch *backend {
+	case "etcd":
+		st, err = newEtcdStore(strings.Split(*endpoints, ","), *root)
+	case "postgres":
+		st, err = newPostgresStore(ctx, *dsn, *root)
+	default:
+		err = fmt.Errorf("unknown -backend %q", *backend)
+	}
+	if err == nil {
+		defer st.close()
+		err = run(ctx, st, *id, *buckets, *keys, *lease, *renew, *retry, *hold, *tick)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "replica:", err)
 		os.Exit(1)
 	}
@@ -88,17 +105,23 @@ func mono() int64 {
 	return ts.Nano()
 }
 
-func run(endpoints, root, id string, buckets, nkeys int, lease, renew, retry, hold, tick time.Duration) error {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(endpoints, ","), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = cli.Close() }()
+// store is the backend of a run: the Sharder's locks (named under
+// "chaos/"), and the fenced claim and append.
+type store interface {
+	locks() shard.Backend
+	// claim raises the bucket's fence to e, unless it holds a larger
+	// epoch: then it reports false.
+	claim(ctx context.Context, b shard.Bucket) (bool, error)
+	// append adds entry to the log if the bucket's fence is at most e,
+	// else reports false.
+	append(ctx context.Context, b shard.Bucket, entry []byte) (bool, error)
+	close()
+}
+
+func run(ctx context.Context, st store, id string, buckets, nkeys int, lease, renew, retry, hold, tick time.Duration) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	s, err := shard.New(etcdlock.NewLocks(cli, root+"/locks/"), shard.Config{
+	s, err := shard.New(st.locks(), shard.Config{
 		Name: "chaos", Identity: id, Buckets: buckets, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
 	})
 	if err != nil {
@@ -108,7 +131,7 @@ func run(endpoints, root, id string, buckets, nkeys int, lease, renew, retry, ho
 	for i := range all {
 		all[i] = fmt.Sprintf("k%03d", i)
 	}
-	f := &fenced{cli: cli, root: root, id: id, hold: hold}
+	f := &fenced{st: st, id: id, hold: hold}
 	c, err := reconcile.New("chaos", reconcile.Func[string](f.reconcile),
 		reconcile.FromFunc("ticker", func(ctx context.Context, enqueue func(string)) error {
 			t := time.NewTicker(tick)
@@ -145,33 +168,22 @@ func run(endpoints, root, id string, buckets, nkeys int, lease, renew, retry, ho
 // fenced is the reconciler: claim, hold, append, all fenced on the
 // bucket's epoch.
 type fenced struct {
-	cli  *clientv3.Client
-	root string
+	st   store
 	id   string
 	hold time.Duration
-	mu   sync.Mutex
-	seq  int
 }
-
-func epochString(e uint64) string { return fmt.Sprintf("%020d", e) }
 
 func (f *fenced) reconcile(ctx context.Context, key string) (reconcile.Result, error) {
 	b, ok := shard.FromContext(ctx)
 	if !ok {
 		return reconcile.Result{}, reconcile.Terminal(fmt.Errorf("no bucket in the context of %s", key))
 	}
-	fence := fmt.Sprintf("%s/fence/%d", f.root, b.ID)
-	e := uint64(b.Epoch)
-	// Claim: raise the fence to e unless a later epoch holds it.
-	resp, err := f.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.Value(fence), "<", epochString(e+1))).
-		Then(clientv3.OpPut(fence, epochString(e))).
-		Commit()
+	ok, err := f.st.claim(ctx, b)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if !resp.Succeeded {
-		emit(map[string]any{"ev": "claimRefused", "id": f.id, "term": e, "err": fmt.Sprintf("%s bucket %d", key, b.ID)})
+	if !ok {
+		emit(map[string]any{"ev": "claimRefused", "id": f.id, "term": b.Epoch, "err": fmt.Sprintf("%s bucket %d", key, b.ID)})
 		return reconcile.Result{}, nil
 	}
 	// The interval starts after the claim: a stale write that lands
@@ -182,23 +194,15 @@ func (f *fenced) reconcile(ctx context.Context, key string) (reconcile.Result, e
 	case <-ctx.Done():
 		return reconcile.Result{}, context.Cause(ctx)
 	}
-	end := mono()
-	entry, _ := json.Marshal(Entry{Key: key, Replica: f.id, Bucket: b.ID, Epoch: e, Start: start, End: end})
-	f.mu.Lock()
-	f.seq++
-	name := fmt.Sprintf("%s/log/%s-%08d", f.root, f.id, f.seq)
-	f.mu.Unlock()
-	// A detached context: the append of a reconcile that was cancelled
+	entry, _ := json.Marshal(Entry{Key: key, Replica: f.id, Bucket: b.ID, Epoch: uint64(b.Epoch), Start: start, End: mono()})
+	// A detached context: the append of a reconcile whose lease ended
 	// after its hold is the late write the fence must refuse.
-	resp, err = f.cli.Txn(context.WithoutCancel(ctx)).
-		If(clientv3.Compare(clientv3.Value(fence), "<", epochString(e+1))).
-		Then(clientv3.OpPut(name, string(entry))).
-		Commit()
+	ok, err = f.st.append(context.WithoutCancel(ctx), b, entry)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if !resp.Succeeded {
-		emit(map[string]any{"ev": "writeRefused", "id": f.id, "term": e, "err": fmt.Sprintf("%s bucket %d", key, b.ID)})
+	if !ok {
+		emit(map[string]any{"ev": "writeRefused", "id": f.id, "term": b.Epoch, "err": fmt.Sprintf("%s bucket %d", key, b.ID)})
 	}
 	return reconcile.Result{}, nil
 }
