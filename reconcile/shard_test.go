@@ -3,11 +3,14 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -268,4 +271,30 @@ func TestWithShardsShouldRejectBadInput(t *testing.T) {
 	assert.ErrorContains(t, err, "needs string keys")
 	_, err = reconcile.New("a", rec, reconcile.For(inf), reconcile.WithShards(s, func(k int) string { return "" }))
 	assert.ErrorContains(t, err, "does not shard keys of type string")
+}
+
+func TestShardMetricsShouldReportTheBucketsHeldAndTheirEpochs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := storeWithKeys(10)
+		log := &shardLog{t: t}
+		a := startShardedReplica(t, "a", memlock.NewLocks(), store, log, time.Millisecond)
+		settled(t, a)
+		reg := prometheus.NewPedanticRegistry()
+		require.NoError(t, reg.Register(reconcile.ShardMetrics(a.s)))
+		assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP converge_shard_buckets Buckets of this replica, by state (held, releasing, campaigning)
+# TYPE converge_shard_buckets gauge
+converge_shard_buckets{identity="a",state="campaigning"} 0
+converge_shard_buckets{identity="a",state="held"} 16
+converge_shard_buckets{identity="a",state="releasing"} 0
+# HELP converge_shard_members Members this replica sees, by state (live, suspect)
+# TYPE converge_shard_members gauge
+converge_shard_members{identity="a",state="live"} 1
+converge_shard_members{identity="a",state="suspect"} 0
+`), "converge_shard_buckets", "converge_shard_members"))
+		n, err := testutil.GatherAndCount(reg, "converge_shard_bucket_epoch")
+		require.NoError(t, err)
+		assert.Equal(t, shardBuckets, n)
+		a.stop(t)
+	})
 }
