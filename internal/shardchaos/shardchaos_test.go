@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/converge-go/converge/internal/chaos/candidates"
+	"github.com/converge-go/converge/internal/shardchaos"
 	"github.com/converge-go/converge/internal/testserver"
 	"github.com/converge-go/converge/leader/etcdlock"
 	"github.com/converge-go/converge/leader/pglock"
@@ -46,15 +47,7 @@ const (
 	reconciledWithin = tick + 2*keys*hold/workers + time.Second
 )
 
-// entry is the replica's log record (see its Entry).
-type entry struct {
-	Key     string `json:"key"`
-	Replica string `json:"replica"`
-	Bucket  int    `json:"bucket"`
-	Epoch   uint64 `json:"epoch"`
-	Start   int64  `json:"start"`
-	End     int64  `json:"end"`
-}
+type entry = shardchaos.Entry
 
 var (
 	buildOnce sync.Once

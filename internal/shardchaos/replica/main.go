@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command replica is one process of the sharding chaos test (package
 // internal/shardchaos): a reconcile.Manager running a Sharder over etcd
 // locks and a sharded controller that reconciles a fixed set of keys.
@@ -30,21 +32,11 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/converge-go/converge/internal/chaos/candidates"
+	"github.com/converge-go/converge/internal/shardchaos"
 	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/reconcile"
 )
-
-// Entry is one record of the fenced log.
-type Entry struct {
-	Key     string `json:"key"`
-	Replica string `json:"replica"`
-	Bucket  int    `json:"bucket"`
-	Epoch   uint64 `json:"epoch"`
-	Start   int64  `json:"start"`
-	End     int64  `json:"end"`
-}
 
 func main() {
 	var (
@@ -90,19 +82,11 @@ var outMu sync.Mutex
 
 // emit prints one event line.
 func emit(ev map[string]any) {
-	ev["t"] = mono()
+	ev["t"] = candidates.Mono()
 	b, _ := json.Marshal(ev)
 	outMu.Lock()
 	defer outMu.Unlock()
 	_, _ = os.Stdout.Write(append(b, '\n'))
-}
-
-func mono() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		panic(err)
-	}
-	return ts.Nano()
 }
 
 // store is the backend of a run: the Sharder's locks (named under
@@ -188,13 +172,13 @@ func (f *fenced) reconcile(ctx context.Context, key string) (reconcile.Result, e
 	}
 	// The interval starts after the claim: a stale write that lands
 	// before the claim (and is accepted) then ends before it starts.
-	start := mono()
+	start := candidates.Mono()
 	select {
 	case <-time.After(f.hold):
 	case <-ctx.Done():
 		return reconcile.Result{}, context.Cause(ctx)
 	}
-	entry, _ := json.Marshal(Entry{Key: key, Replica: f.id, Bucket: b.ID, Epoch: uint64(b.Epoch), Start: start, End: mono()})
+	entry, _ := json.Marshal(shardchaos.Entry{Key: key, Replica: f.id, Bucket: b.ID, Epoch: uint64(b.Epoch), Start: start, End: candidates.Mono()})
 	// A detached context: the append of a reconcile whose lease ended
 	// after its hold is the late write the fence must refuse.
 	ok, err = f.st.append(context.WithoutCancel(ctx), b, entry)
