@@ -18,6 +18,7 @@ import (
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/leader/shard"
+	"github.com/converge-go/converge/leader/shard/shardtest"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -111,7 +112,7 @@ type shardedReplica struct {
 	done   chan error
 }
 
-func startShardedReplica(t *testing.T, id string, locks *memlock.Locks, store *memstore.Store[string, int], log *shardLog, hold time.Duration) *shardedReplica {
+func startShardedReplica(t *testing.T, id string, locks shard.Backend, store *memstore.Store[string, int], log *shardLog, hold time.Duration) *shardedReplica {
 	t.Helper()
 	s, err := shard.New(locks, shard.Config{Name: "ints", Identity: id, Buckets: shardBuckets,
 		LeaseDuration: bubbleLease, RenewDeadline: bubbleRenew, RetryPeriod: bubbleRetry})
@@ -295,6 +296,49 @@ converge_shard_members{identity="a",state="suspect"} 0
 		n, err := testutil.GatherAndCount(reg, "converge_shard_bucket_epoch")
 		require.NoError(t, err)
 		assert.Equal(t, shardBuckets, n)
+		a.stop(t)
+	})
+}
+
+// A replica cut off from the store loses its buckets' leases by its renew
+// deadline: its reconciles in flight are cancelled with ErrBucketLost at
+// once, before another replica can take the buckets over (the log checks
+// the order), and the new owner then reconciles their keys.
+func TestALostBucketLeaseShouldCancelItsReconcilesBeforeAnotherReplicaTakesOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := storeWithKeys(40)
+		locks := memlock.NewLocks()
+		cut := &shardtest.Cuttable{Backend: locks}
+		log := &shardLog{t: t}
+		a := startShardedReplica(t, "a", cut, store, log, time.Hour) // a's reconciles never finish by themselves
+		b := startShardedReplica(t, "b", locks, store, log, time.Millisecond)
+		settled(t, a, b)
+		time.Sleep(bubbleRetry)
+		cutAt := time.Now()
+		cut.Cut(true)
+		time.Sleep(bubbleRenew + time.Millisecond)
+		inFlight := 0
+		for _, r := range log.all() {
+			if r.replica == "a" {
+				require.False(t, r.open, "%s: a's reconcile ended by its renew deadline", r.key)
+				assert.ErrorIs(t, r.cause, reconcile.ErrBucketLost, r.key)
+				assert.LessOrEqual(t, r.end.Sub(cutAt), bubbleRenew, r.key)
+				inFlight++
+			}
+		}
+		require.NotZero(t, inFlight)
+		// b takes a's buckets once their leases lapsed, and reconciles
+		// their keys.
+		for deadline := time.Now().Add(time.Minute); len(b.s.Status().Held) < shardBuckets; time.Sleep(bubbleRetry) {
+			require.True(t, time.Now().Before(deadline), "b takes every bucket")
+		}
+		time.Sleep(time.Second)
+		for i := range 40 {
+			key := fmt.Sprintf("key-%03d", i)
+			assert.NotEmpty(t, log.of(key, "b"), "%s reconciled by b", key)
+		}
+		b.stop(t)
+		cut.Cut(false)
 		a.stop(t)
 	})
 }

@@ -2,7 +2,6 @@ package shard_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/leader/shard"
+	"github.com/converge-go/converge/leader/shard/shardtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -31,52 +31,6 @@ const (
 	tick    = 100 * time.Millisecond
 	buckets = 16
 )
-
-var errPartitioned = errors.New("partitioned from the store")
-
-// partitionable is one replica's view of the shared records: while cut is
-// set every call fails, as if the replica lost its connection.
-type partitionable struct {
-	locks *memlock.Locks
-	cut   atomic.Bool
-}
-
-func (p *partitionable) Lock(name string) leader.Lock {
-	return partitionedLock{Lock: p.locks.Lock(name), cut: &p.cut}
-}
-
-func (p *partitionable) List(ctx context.Context, prefix string) (map[string]leader.Record, error) {
-	if p.cut.Load() {
-		return nil, errPartitioned
-	}
-	return p.locks.List(ctx, prefix)
-}
-
-type partitionedLock struct {
-	leader.Lock
-	cut *atomic.Bool
-}
-
-func (l partitionedLock) Get(ctx context.Context) (leader.Record, error) {
-	if l.cut.Load() {
-		return leader.Record{}, errPartitioned
-	}
-	return l.Lock.Get(ctx)
-}
-
-func (l partitionedLock) Create(ctx context.Context, r leader.Record) (leader.Record, error) {
-	if l.cut.Load() {
-		return leader.Record{}, errPartitioned
-	}
-	return l.Lock.Create(ctx, r)
-}
-
-func (l partitionedLock) Update(ctx context.Context, old, r leader.Record) (leader.Record, error) {
-	if l.cut.Load() {
-		return leader.Record{}, errPartitioned
-	}
-	return l.Lock.Update(ctx, old, r)
-}
 
 // act is one replica's time acting on one bucket: from ServeBucket's start
 // until it returned or its lease ended, whichever came first.
@@ -217,7 +171,7 @@ func (cl *cluster) actsOf(replica string) []act {
 type replica struct {
 	id      string
 	s       *shard.Sharder
-	backend *partitionable
+	backend *shardtest.Cuttable
 	cancel  context.CancelFunc
 	done    chan struct{}
 	clk     *clocktesting.FakeClock // the replica's own clock
@@ -225,7 +179,7 @@ type replica struct {
 }
 
 func (cl *cluster) start(id string) *replica {
-	r := &replica{id: id, backend: &partitionable{locks: cl.locks}, done: make(chan struct{}), clk: clocktesting.NewFakeClock(cl.clk.Now())}
+	r := &replica{id: id, backend: &shardtest.Cuttable{Backend: cl.locks}, done: make(chan struct{}), clk: clocktesting.NewFakeClock(cl.clk.Now())}
 	cl.replicas = append(cl.replicas, r)
 	s, err := shard.New(r.backend, shard.Config{
 		Name: "test", Identity: id, Buckets: buckets,
