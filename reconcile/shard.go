@@ -23,7 +23,9 @@ var ErrBucketLost = errors.New("shard bucket lost")
 // taken from the queue. When a bucket is acquired, every key of it that
 // the watched informers hold is queued once, at low priority (behind fresh
 // changes, as an initial list is), so that the keys of a bucket that moved
-// here are all reconciled. When a bucket must be given up, its keys stop
+// here are all reconciled; a key may be reconciled twice when its bucket
+// is acquired while the controller's initial list is still being
+// delivered. When a bucket must be given up, its keys stop
 // being taken, its reconciles in progress get the shutdown grace
 // (WithShutdownGrace) to finish, and then their contexts are cancelled with
 // ErrBucketLost; the bucket is released only after they have returned. A

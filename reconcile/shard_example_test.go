@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -27,13 +28,13 @@ func ExampleWithShards() {
 		panic(err)
 	}
 	var mu sync.Mutex
-	var seen []string
+	seen := map[string]bool{} // a key may be reconciled twice at start-up
 	inf := informer.New("ints", store)
 	c, err := reconcile.New("ints", reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
 		b, _ := shard.FromContext(ctx)
 		mu.Lock()
 		defer mu.Unlock()
-		seen = append(seen, fmt.Sprintf("%s in bucket %d", key, b.ID))
+		seen[fmt.Sprintf("%s in bucket %d", key, b.ID)] = true
 		return reconcile.Result{}, nil
 	}), reconcile.For(inf), reconcile.WithShards[string](s, nil))
 	if err != nil {
@@ -59,8 +60,9 @@ func ExampleWithShards() {
 	}
 	cancel()
 	<-done
-	slices.Sort(seen)
-	for _, s := range seen {
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range slices.Sorted(maps.Keys(seen)) {
 		fmt.Println(s)
 	}
 	// Output:

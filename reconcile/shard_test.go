@@ -236,7 +236,15 @@ func TestEveryKeyOfAMovedBucketShouldBeReconciledOnceByTheNewOwnerAfterTheOldOne
 // handed over only after it returned (the log checks the order).
 func TestAHandOverShouldCancelReconcilesThatOutliveTheGraceWithErrBucketLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := storeWithKeys(40)
+		// Only keys whose buckets move to b: whichever a is reconciling
+		// when b joins must be handed over.
+		owners := shard.Assign([]string{"a", "b"}, shardBuckets)
+		store := memstore.New[string, int]()
+		for i := 0; store.Len() < 40; i++ {
+			if key := fmt.Sprintf("key-%03d", i); owners[shard.BucketOf(key, shardBuckets)] == "b" {
+				store.Put(key, i)
+			}
+		}
 		locks := memlock.NewLocks()
 		log := &shardLog{t: t}
 		a := startShardedReplica(t, "a", locks, store, log, time.Hour) // never finishes by itself
