@@ -22,8 +22,22 @@ type postgresStore struct {
 	fence, logTable string
 }
 
+// idleInTransaction bounds how long a session may sit idle inside a
+// transaction. append holds the bucket's fence row FOR SHARE until it
+// commits: a replica paused (SIGSTOP) between its statements would keep
+// the lock, and the bucket's next owner, whose claim UPDATEs that row,
+// would wait for it as long as the pause lasts. With the timeout the
+// server ends the paused transaction (its append is lost, which the fence
+// would have refused anyway) and the new owner goes on.
+const idleInTransaction = "1s"
+
 func newPostgresStore(ctx context.Context, dsn, root string) (*postgresStore, error) {
-	pool, err := pgxpool.New(ctx, dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = idleInTransaction
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
