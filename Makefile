@@ -49,8 +49,8 @@ BENCH_PKGS ?= ./...
 SERVERS := bash scripts/servers.sh
 TEST_ENV ?= CONVERGE_INTEGRATION=1
 TEST_FLAGS ?= -race -count=1 -timeout 12m
-SERVER_PKGS := ./informer/etcdstore/... ./informer/pgstore/... ./leader/etcdlock/... ./leader/pglock/... ./internal/chaos/... ./reconcile/internal/failover/... ./internal/testserver/... ./internal/e2e/...
-SERVER_PKG_PATTERN := /(informer/etcdstore|informer/pgstore|leader/etcdlock|leader/pglock|internal/chaos|reconcile/internal/failover|internal/testserver|internal/e2e)(/|$$)
+SERVER_PKGS := ./informer/etcdstore/... ./informer/pgstore/... ./leader/etcdlock/... ./leader/pglock/... ./internal/chaos/... ./reconcile/internal/failover/... ./internal/testserver/... ./internal/e2e/... ./internal/shardchaos/...
+SERVER_PKG_PATTERN := /(informer/etcdstore|informer/pgstore|leader/etcdlock|leader/pglock|internal/chaos|reconcile/internal/failover|internal/testserver|internal/e2e|internal/shardchaos)(/|$$)
 
 # --- bench ------------------------------------------------------------------
 # Passed to bench/report in its environment. The report goes to stdout and

@@ -36,6 +36,8 @@ type Controller[K comparable] struct {
 	keys         keyStates[K]
 	gate         gate[K]       // read your own writes (Wrote)
 	ids          atomic.Uint64 // reconcile IDs
+	// shards is the controller's sharding (WithShards); nil: not sharded.
+	shards *sharding[K]
 	// debug says that a Manager serves debug pages for the controller
 	// (ManagerOptions.Debug): each Run's queue notes ready times and its
 	// reconciles their start and duration, for the pages' waits and ages.
@@ -117,6 +119,9 @@ func New[K comparable](name string, rec Reconciler[K], opts ...Option) (*Control
 		if err := commit(); err != nil {
 			return nil, fmt.Errorf("reconcile.New(%q): %w", name, err)
 		}
+	}
+	if err := c.initShards(); err != nil {
+		return nil, fmt.Errorf("reconcile.New(%q): %w", name, err)
 	}
 	if s.registerer != nil {
 		m, err := newMetrics(name, s.workers, s.registerer)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/converge-go/converge/leader"
+	"github.com/converge-go/converge/leader/shard"
 )
 
 // DefaultShutdownTimeout bounds how long Manager.Run waits, once its context
@@ -45,6 +46,13 @@ type ManagerOptions struct {
 	// a restarted process cannot carry state from its lost term. Default:
 	// false.
 	Standby bool
+
+	// Shards is the Sharder of the Manager's sharded controllers
+	// (WithShards): Run runs it on every replica, election or not, and
+	// /healthz fails while its Check does. Sharded controllers also run
+	// on every replica. Default: nil; a Sharder the caller runs itself
+	// works too.
+	Shards *shard.Sharder
 
 	// Addr is the host:port of an HTTP server that serves /healthz,
 	// /readyz and /metrics, e.g. "127.0.0.1:8081"; a port of 0 picks a
@@ -187,7 +195,8 @@ func (m *Manager) AddInformer(c Cache) error {
 }
 
 // AddController adds a controller for Run to run while this replica leads
-// (always, without leader election). It must watch only informers added
+// (always, without leader election; always too if it is sharded, see
+// WithShards). It must watch only informers added
 // with AddInformer, and its name must be unique among the Manager's
 // controllers.
 func (m *Manager) AddController(c Runner) error {
@@ -203,7 +212,12 @@ func (m *Manager) AddController(c Runner) error {
 		if err := m.claim("controller", c.Name()); err != nil {
 			return err
 		}
-		m.leading = append(m.leading, task{kind: "controller", name: c.Name(), run: c.Run})
+		t := task{kind: "controller", name: c.Name(), run: c.Run}
+		if sc, ok := c.(interface{ sharded() bool }); ok && sc.sharded() {
+			m.always = append(m.always, t) // each replica runs its buckets
+		} else {
+			m.leading = append(m.leading, t)
+		}
 		if ic, ok := c.(inspectable); ok {
 			m.controllers = append(m.controllers, ic)
 			if m.opts.Debug.Enabled {

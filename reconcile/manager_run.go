@@ -65,6 +65,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	for _, c := range m.caches {
 		informers.start(task{kind: "informer", name: c.Name(), run: c.Run})
 	}
+	if s := m.opts.Shards; s != nil {
+		g.start(task{kind: "sharder", name: s.Identity(), run: s.Run})
+	}
 	for _, t := range m.always {
 		g.start(t)
 	}
@@ -323,15 +326,21 @@ func (m *Manager) serveHTTP() (stop func(), err error) {
 	}, nil
 }
 
-// healthChecks fail only for a wedged leader: restarting the process is
+// healthChecks fail only for a wedged leader or bucket holder: restarting the process is
 // what fixes that.
 func (m *Manager) healthChecks() []string {
+	var failed []string
 	if m.elector != nil {
 		if err := m.elector.Check(); err != nil {
-			return []string{"leader: " + err.Error()}
+			failed = append(failed, "leader: "+err.Error())
 		}
 	}
-	return nil
+	if m.opts.Shards != nil {
+		if err := m.opts.Shards.Check(); err != nil {
+			failed = append(failed, "shards: "+err.Error())
+		}
+	}
+	return failed
 }
 
 // readyChecks also fail until every informer has synced.

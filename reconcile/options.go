@@ -56,6 +56,7 @@ type settings struct {
 	rywTimeout     time.Duration // read-your-writes (Wrote)
 	owned          []any         // child informers given to Owns, to reject a second Owns of one
 	debug          debugSettings // what the debug pages and logs show (introspect.go)
+	shards         any           // *sharding[K] (WithShards), checked by New
 	// commits run once New has checked everything else, so that a New
 	// that fails leaves no index added to a child informer by Owns.
 	commits []func() error

@@ -290,6 +290,9 @@ func (r *run[K]) enqueueAll(ev enqueueEvent, keys []K) {
 // watched for it was delivered again), cancels its reconcile in flight if
 // the delivery is a change and WithCancelOnChange is set, and adds it.
 func (r *run[K]) enqueue(ev enqueueEvent, key K) {
+	if r.c.shards != nil && !r.c.shards.admits(key) {
+		return // another replica's key (WithShards)
+	}
 	if r.c.keys.unpark(key) {
 		r.q.Forget(key)
 		if m := r.c.metrics; m != nil {
@@ -345,7 +348,18 @@ func (r *run[K]) process(slot *workerSlot[K], key K, why *queue.Reasons) (parked
 	if c.gate.n.Load() != 0 && c.gate.check(r, key) {
 		return true // no reconcile, no outcome
 	}
+	var held *heldBucket
+	if c.shards != nil {
+		if held = c.shards.begin(key); held == nil {
+			r.q.Forget(key) // its bucket moved away while it waited
+			return false
+		}
+		defer c.shards.end(held)
+	}
 	ctx, cancel, release := r.reconcileContext()
+	if held != nil {
+		ctx, release = held.scope(ctx, release)
+	}
 	defer release()
 	if r.inflight != nil {
 		r.inflightMu.Lock()
@@ -410,6 +424,11 @@ func (r *run[K]) settle(ctx *reconcileInfo[K], key K, res Result, err error, pan
 	c, m := r.c, r.c.metrics
 	if r.inflight != nil && errors.Is(context.Cause(ctx), errChanged) {
 		// The change that cancelled it has queued the key again.
+		return labelRequeue
+	}
+	if r.c.shards != nil && errors.Is(context.Cause(ctx), ErrBucketLost) {
+		// Its bucket is another replica's now (WithShards), which
+		// reconciles the key: not a failure, nothing to retry here.
 		return labelRequeue
 	}
 	if err == nil {

@@ -6,6 +6,7 @@ package memlock
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/converge-go/converge/leader"
@@ -79,4 +80,53 @@ func (l *Lock) storeLocked(r leader.Record) leader.Record {
 	r.Version = l.version
 	l.rec, l.exists = r, true
 	return r
+}
+
+// Locks is a set of named in-memory locks, for leader/shard: Lock returns
+// the same *Lock for the same name, and List reads the records under a
+// prefix. The zero value is not usable; call NewLocks. It is safe for
+// concurrent use.
+type Locks struct {
+	mu    sync.Mutex
+	locks map[string]*Lock // guarded by mu
+}
+
+// NewLocks returns an empty set of locks.
+func NewLocks() *Locks { return &Locks{locks: make(map[string]*Lock)} }
+
+// Lock returns the lock called name, creating an empty one on first use.
+func (s *Locks) Lock(name string) leader.Lock {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.locks[name]
+	if !ok {
+		l = NewLock()
+		s.locks[name] = l
+	}
+	return l
+}
+
+// List returns the record of every lock whose name starts with prefix and
+// that has one (a lock never created is absent). It fails only if ctx is
+// already done. Each record is read atomically; together they are a
+// snapshot only up to writes made while List runs, which in memory take
+// no time to matter.
+func (s *Locks) List(ctx context.Context, prefix string) (map[string]leader.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]leader.Record)
+	for name, l := range s.locks {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		l.mu.Lock()
+		if l.exists {
+			out[name] = l.rec
+		}
+		l.mu.Unlock()
+	}
+	return out, nil
 }

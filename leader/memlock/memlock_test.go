@@ -9,6 +9,8 @@ import (
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/locktest"
 	"github.com/converge-go/converge/leader/memlock"
+	"github.com/converge-go/converge/leader/shard"
+	"github.com/converge-go/converge/leader/shard/shardtest"
 )
 
 func TestLockShouldSatisfyTheLockContract(t *testing.T) {
@@ -23,4 +25,8 @@ func TestVersionsShouldOnlyGrowAndIgnoreTheCallersVersion(t *testing.T) {
 	v2, err := l.Update(t.Context(), v1, leader.Record{Version: 0})
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), v2.Version)
+}
+
+func TestLocksShouldSatisfyTheShardBackendContract(t *testing.T) {
+	shardtest.RunBackend(t, func(*testing.T) shard.Backend { return memlock.NewLocks() })
 }

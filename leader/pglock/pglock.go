@@ -160,7 +160,7 @@ func NewLock(pool *pgxpool.Pool, name string, opts ...Option) *Lock {
 	renew_time   timestamptz NOT NULL,
 	version      bigint      NOT NULL
 )`
-	l.get = `SELECT holder, term, lease_ms, acquire_time, renew_time, version FROM ` + t + ` WHERE name = $1`
+	l.get = `SELECT ` + recordColumns + ` FROM ` + t + ` WHERE name = $1`
 	l.insert = `INSERT INTO ` + t + ` (name, holder, term, lease_ms, acquire_time, renew_time, version)
 VALUES ($1, $2, $3, $4, $5, $6, 1) ON CONFLICT (name) DO NOTHING RETURNING version`
 	l.update = `UPDATE ` + t + ` SET holder = $3, term = $4, lease_ms = $5, acquire_time = $6, renew_time = $7, version = version + 1
@@ -195,17 +195,29 @@ func (l *Lock) EnsureSchema(ctx context.Context) error {
 // Get returns the stored record, or leader.ErrNotFound if the row does not
 // exist.
 func (l *Lock) Get(ctx context.Context) (leader.Record, error) {
-	var (
-		r                  leader.Record
-		term, leaseMS, ver int64
-		acquired, renewed  time.Time
-	)
-	err := l.pool.QueryRow(ctx, l.get, l.mode, l.name).Scan(&r.HolderIdentity, &term, &leaseMS, &acquired, &renewed, &ver)
+	r, err := scanRecord(l.pool.QueryRow(ctx, l.get, l.mode, l.name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return leader.Record{}, leader.ErrNotFound
 	}
 	if err != nil {
 		return leader.Record{}, l.wrap("get", err)
+	}
+	return r, nil
+}
+
+// recordColumns are the columns scanRecord reads, in its order.
+const recordColumns = `holder, term, lease_ms, acquire_time, renew_time, version`
+
+// scanRecord reads a row of recordColumns, preceded by the columns in
+// before, if any.
+func scanRecord(row pgx.Row, before ...any) (leader.Record, error) {
+	var (
+		r                  leader.Record
+		term, leaseMS, ver int64
+		acquired, renewed  time.Time
+	)
+	if err := row.Scan(append(before, &r.HolderIdentity, &term, &leaseMS, &acquired, &renewed, &ver)...); err != nil {
+		return leader.Record{}, err
 	}
 	r.Term = leader.Term(term)
 	r.LeaseDuration = time.Duration(leaseMS) * time.Millisecond
@@ -276,10 +288,13 @@ func (l *Lock) stored(r leader.Record) leader.Record {
 	return r
 }
 
-func (l *Lock) wrap(op string, err error) error {
+func (l *Lock) wrap(op string, err error) error { return l.wrapAs(l.Describe(), op, err) }
+
+// wrapAs is wrap for an operation that desc names, on l's table.
+func (l *Lock) wrapAs(desc, op string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		return fmt.Errorf("%s: %s: table %s does not exist (call EnsureSchema): %w", l.Describe(), op, l.table, err)
+		return fmt.Errorf("%s: %s: table %s does not exist (call EnsureSchema): %w", desc, op, l.table, err)
 	}
-	return fmt.Errorf("%s: %s: %w", l.Describe(), op, err)
+	return fmt.Errorf("%s: %s: %w", desc, op, err)
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package shardchaos_test
+
+const raceEnabled = false

@@ -1,0 +1,227 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"github.com/converge-go/converge/leader/shard"
+	"github.com/converge-go/converge/queue"
+)
+
+// ErrBucketLost is the cause (context.Cause) of a sharded reconcile's
+// context when the lease on its key's bucket ended, or when the bucket was
+// being handed over and the reconcile outlived the shutdown grace.
+var ErrBucketLost = errors.New("shard bucket lost")
+
+// WithShards makes the controller sharded over s: it runs on every replica
+// (a Manager runs it whether or not this replica leads), and reconciles only
+// the keys whose bucket (shard.BucketOf(keyOf(key), s.Buckets())) this
+// replica holds. Keys of other buckets are dropped when queued and when
+// taken from the queue. When a bucket is acquired, every key of it that
+// the watched informers hold is queued once, at low priority (behind fresh
+// changes, as an initial list is), so that the keys of a bucket that moved
+// here are all reconciled; a key may be reconciled twice when its bucket
+// is acquired while the controller's initial list is still being
+// delivered. When a bucket must be given up, its keys stop
+// being taken, its reconciles in progress get the shutdown grace
+// (WithShutdownGrace) to finish, and then their contexts are cancelled with
+// ErrBucketLost; the bucket is released only after they have returned. A
+// reconcile's context carries its bucket and epoch (shard.FromContext), for
+// writes fenced on the epoch, and is cancelled with ErrBucketLost the
+// moment the bucket's lease ends.
+//
+// keyOf gives the bytes a key is hashed by; it may be nil when K is string
+// (the key itself). K must be the controller's key type, or New fails. s
+// must not have started running: New registers the controller with it.
+// Keys from FromFunc and FromChannel are admitted by bucket like any other,
+// but are not queued again when their bucket is acquired. Default: not
+// sharded.
+func WithShards[K comparable](s *shard.Sharder, keyOf func(K) string) Option {
+	return func(st *settings) error {
+		if s == nil {
+			return errors.New("WithShards(nil)")
+		}
+		if keyOf == nil {
+			if reflect.TypeFor[K]() != reflect.TypeFor[string]() {
+				return fmt.Errorf("WithShards: a nil key function needs string keys, not %v", reflect.TypeFor[K]())
+			}
+			keyOf = func(k K) string { return any(k).(string) }
+		}
+		st.shards = &sharding[K]{s: s, keyOf: keyOf, buckets: s.Buckets(), held: make(map[int]*heldBucket)}
+		return nil
+	}
+}
+
+// sharding is a sharded controller's view of the buckets it may reconcile.
+type sharding[K comparable] struct {
+	s       *shard.Sharder
+	keyOf   func(K) string
+	buckets int
+	c       *Controller[K] // set by initShards
+
+	mu sync.Mutex
+	// held are the buckets whose keys are admitted, by ID: a bucket is in
+	// it from the start of its ServeBucket until its stop, and admits no
+	// key once removed. Guarded by mu.
+	held map[int]*heldBucket
+}
+
+// heldBucket is one held bucket's admission state.
+type heldBucket struct {
+	b shard.Bucket
+	// work is the parent of every reconcile of the bucket's keys: done
+	// when the lease ends or the grace of a hand-over is over.
+	work       context.Context
+	cancelWork context.CancelCauseFunc
+	// inflight counts reconciles of the bucket's keys in progress, and
+	// drained is closed when it falls to 0 after the bucket stopped
+	// admitting; both guarded by the sharding's mu.
+	inflight int
+	closed   bool
+	drained  chan struct{}
+}
+
+// initShards checks the WithShards option against the controller's key
+// type and registers the controller with the Sharder.
+func (c *Controller[K]) initShards() error {
+	if c.s.shards == nil {
+		return nil
+	}
+	sh, ok := c.s.shards.(*sharding[K])
+	if !ok {
+		return fmt.Errorf("WithShards: %T does not shard keys of type %v", c.s.shards, reflect.TypeFor[K]())
+	}
+	sh.c = c
+	c.shards = sh
+	if err := sh.s.Add(sh); err != nil {
+		return fmt.Errorf("WithShards: %w", err)
+	}
+	return nil
+}
+
+// sharded reports whether the controller runs on every replica.
+func (c *Controller[K]) sharded() bool { return c.shards != nil }
+
+// bucketOf returns key's bucket.
+func (sh *sharding[K]) bucketOf(key K) int { return shard.BucketOf(sh.keyOf(key), sh.buckets) }
+
+// admits reports whether key's bucket is held and admitting now.
+func (sh *sharding[K]) admits(key K) bool {
+	b := sh.bucketOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.held[b] != nil
+}
+
+// begin admits one reconcile of key: it returns the key's held bucket,
+// counted in flight until end, or nil if the bucket is not held here.
+func (sh *sharding[K]) begin(key K) *heldBucket {
+	b := sh.bucketOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	hb := sh.held[b]
+	if hb != nil {
+		hb.inflight++
+	}
+	return hb
+}
+
+// end ends a reconcile that begin admitted.
+func (sh *sharding[K]) end(hb *heldBucket) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if hb.inflight--; hb.inflight == 0 && hb.closed {
+		close(hb.drained)
+	}
+}
+
+// scope makes a reconcile's context part of hb: cancelled with
+// ErrBucketLost when hb's work ends, carrying hb's bucket.
+func (hb *heldBucket) scope(ctx context.Context, release func()) (context.Context, func()) {
+	inner, cancel := context.WithCancelCause(shard.NewContext(ctx, hb.b))
+	stop := context.AfterFunc(hb.work, func() { cancel(context.Cause(hb.work)) })
+	return inner, func() { stop(); cancel(nil); release() }
+}
+
+// ServeBucket implements shard.Handler: it admits b's keys, queues those
+// the informers hold, and on stop drains b's reconciles (see WithShards).
+func (sh *sharding[K]) ServeBucket(stop, lease context.Context, b shard.Bucket) {
+	hb := &heldBucket{b: b, drained: make(chan struct{})}
+	// Not a child of lease: the end of the lease must cancel with
+	// ErrBucketLost, not the lease's own cause.
+	hb.work, hb.cancelWork = context.WithCancelCause(context.WithoutCancel(lease))
+	defer hb.cancelWork(ErrBucketLost)
+	unhook := context.AfterFunc(lease, func() { hb.cancelWork(ErrBucketLost) })
+	defer unhook()
+	sh.mu.Lock()
+	sh.held[b.ID] = hb
+	sh.mu.Unlock()
+	// Admitting first, then listing: a key that reaches the cache after
+	// the listing is delivered, and admitted, as a change.
+	sh.c.requeueBucket(b.ID)
+
+	<-stop.Done()
+	sh.mu.Lock()
+	delete(sh.held, b.ID)
+	hb.closed = true
+	idle := hb.inflight == 0
+	sh.mu.Unlock()
+	if idle {
+		return
+	}
+	if lease.Err() == nil {
+		t := sh.c.s.clock.AfterFunc(sh.c.s.grace, func() { hb.cancelWork(ErrBucketLost) })
+		defer t.Stop()
+	}
+	<-hb.drained
+}
+
+// requeueBucket queues, on the current run, every key of bucket that the
+// watched informers hold.
+func (c *Controller[K]) requeueBucket(bucket int) {
+	c.mu.Lock()
+	r := c.cur
+	c.mu.Unlock()
+	if r == nil {
+		return // the next run's initial lists queue them
+	}
+	for _, w := range c.watches {
+		if rw, ok := w.(interface {
+			requeue(r *run[K], keep func(K) bool)
+		}); ok {
+			rw.requeue(r, func(k K) bool { return c.shards.bucketOf(k) == bucket })
+		}
+	}
+}
+
+// requeue queues, at low priority, the keys that w maps the informer's
+// current entries to and that keep accepts, as if they were listed
+// afresh: through the predicates, as initial-list additions.
+func (w *informerWatch[K, WK, WV]) requeue(r *run[K], keep func(K) bool) {
+	ev := enqueueEvent{prio: queue.PriorityLow}
+	for _, e := range w.inf.List() {
+		func() {
+			defer r.recoverWatch(w, e.Key)
+			ch := Change[WK, WV]{Kind: Added, Key: e.Key, New: e.Value, InitialList: true}
+			for _, p := range w.preds {
+				if !p(ch) {
+					return
+				}
+			}
+			if w.same != nil {
+				if k := w.same(e.Key); keep(k) {
+					r.enqueue(ev, k)
+				}
+				return
+			}
+			for _, k := range w.toKeys(e.Key, e.Value) {
+				if keep(k) {
+					r.enqueue(ev, k)
+				}
+			}
+		}()
+	}
+}
