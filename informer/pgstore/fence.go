@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -46,7 +48,22 @@ type Fence struct {
 	// Term is the term the writes are made under: the elector's
 	// leader.TermFromContext of the leader's context.
 	Term leader.Term
+	// IdleTimeout bounds how long Do's transaction may sit idle between
+	// statements, holding the lease row locked, before the server ends the
+	// session (idle_in_transaction_session_timeout, set for that
+	// transaction only). Without it a writer paused inside Do (SIGSTOP, a
+	// frozen VM, a stuck fn) would hold off every takeover of the lease for
+	// as long as the pause: the next leader could not even be elected. Its
+	// write is lost, as it would have been fenced anyway. Default (0):
+	// DefaultFenceIdleTimeout; negative: no bound. Store.Fenced's writes are
+	// single statements and never idle.
+	IdleTimeout time.Duration
 }
+
+// DefaultFenceIdleTimeout is Fence.IdleTimeout's default: well under the
+// leader package's default lease (15s), so a paused writer delays a takeover
+// by at most this much.
+const DefaultFenceIdleTimeout = 5 * time.Second
 
 // String describes f for errors.
 func (f Fence) String() string {
@@ -72,6 +89,8 @@ func (f Fence) check() string {
 // returns fn's error). The lease row stays locked until the transaction
 // ends, so keep fn short: a takeover's UPDATE waits for it, and so does
 // the current leader's renewal, which must finish within its renew deadline.
+// If the transaction sits idle for f.IdleTimeout (the process paused, or fn
+// waiting on something else), the server ends it and Do fails.
 //
 // Writes of a followed table (Follow) made in fn reach its informers as any
 // other. Do needs a transaction of its own: through PgBouncer use session
@@ -80,9 +99,24 @@ func (f Fence) Do(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) er
 	if f.Term > math.MaxInt64 {
 		return fmt.Errorf("pgstore: %s: the term does not fit a bigint", f)
 	}
+	idle := f.IdleTimeout
+	if idle == 0 {
+		idle = DefaultFenceIdleTimeout
+	}
+	// set_config(..., true) lasts for this transaction only, and rides on
+	// the check's round trip; no bound leaves the session's setting as it is.
+	check, args := f.check(), []any{f.Name}
+	if idle > 0 {
+		check = strings.Replace(check, "SELECT term", "SELECT term, set_config('idle_in_transaction_session_timeout', $2, true)", 1)
+		args = append(args, strconv.FormatInt(max(idle.Milliseconds(), 1), 10))
+	}
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var term *int64
-		err := tx.QueryRow(ctx, f.check(), f.Name).Scan(&term)
+		dst := []any{&term}
+		if idle > 0 {
+			dst = append(dst, new(string))
+		}
+		err := tx.QueryRow(ctx, check, args...).Scan(dst...)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("pgstore: %s: read the lease: %w", f, err)
 		}

@@ -1,6 +1,8 @@
 package pgstore_test
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,4 +126,52 @@ func TestFencedWritesShouldBeRefusedOnceANewerTermIsGranted(t *testing.T) {
 	assert.Equal(t, []informer.Entry[string, item]{{Key: "t", Value: item{N: 3}}}, selectItems(t, pool, table))
 	_, err = cur.Update(t.Context(), "k", item{N: 5}, rev)
 	assert.ErrorIs(t, err, pgstore.ErrFenced, "term 2 is deposed now")
+}
+
+// A leader paused inside Do (here fn blocks, as a SIGSTOPped process would
+// leave its transaction) holds the lease row FOR SHARE. The takeover's
+// UPDATE of that row must not wait for the pause to end: the server ends
+// the idle transaction after IdleTimeout, the takeover goes through, and
+// the paused Do fails without writing.
+func TestAWriterPausedInsideDoShouldNotHoldOffATakeoverBeyondItsIdleTimeout(t *testing.T) {
+	pool := newPool(t)
+	schema := newSchema(t, pool)
+	leases := schema + ".leases"
+	lock := pglock.NewLock(pool, "ctrl", pglock.WithTable(leases))
+	require.NoError(t, lock.EnsureSchema(t.Context()))
+	table, _ := newTable(t, pool, schema)
+	now := time.Now()
+	rec, err := lock.Create(t.Context(), leader.Record{HolderIdentity: "a", Term: 1, LeaseDuration: time.Second, AcquireTime: now, RenewTime: now})
+	require.NoError(t, err)
+
+	inside, resume := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		f := pgstore.Fence{Table: leases, Name: "ctrl", Term: 1, IdleTimeout: 300 * time.Millisecond}
+		done <- f.Do(t.Context(), pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(t.Context(), `INSERT INTO `+table+` (id, n) VALUES ('paused', 1)`); err != nil {
+				return err
+			}
+			close(inside)
+			<-resume // the pause: the transaction sits idle, the row locked
+			_, err := tx.Exec(t.Context(), `INSERT INTO `+table+` (id, n) VALUES ('after', 1)`)
+			return err
+		})
+	}()
+	<-inside
+	var once sync.Once
+	unpause := func() { once.Do(func() { close(resume) }) }
+	defer unpause()
+
+	// The takeover. Without the bound it waits until resume is closed,
+	// that is until this test's deadline.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	now = time.Now()
+	_, err = lock.Update(ctx, rec, leader.Record{HolderIdentity: "b", Term: 2, LeaseDuration: time.Second, AcquireTime: now, RenewTime: now})
+	require.NoError(t, err, "the takeover went through while the old leader was still paused")
+
+	unpause()
+	require.Error(t, <-done, "the paused leader's Do failed")
+	assert.Empty(t, selectItems(t, pool, table), "nothing of the paused Do was written")
 }
