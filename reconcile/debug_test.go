@@ -96,6 +96,7 @@ func TestTheOverviewShouldListControllersAndInformersInHTMLAndJSON(t *testing.T)
 	assert.Contains(t, body, `<a href="/debug/converge/controllers/ints">ints</a>`)
 	assert.Contains(t, body, "<td>ints</td>", "the informer's row")
 	assert.Contains(t, body, "No leader election")
+	assert.NotContains(t, body, "Sharding", "no sharding block without Shards")
 	assert.NotContains(t, body, "<script", "no script at all")
 
 	code, body = getPage(t, h, "/debug/converge/?format=json", "")
@@ -109,6 +110,8 @@ func TestTheOverviewShouldListControllersAndInformersInHTMLAndJSON(t *testing.T)
 	assert.Equal(t, 4, o.Informers[0].Len)
 	assert.True(t, o.Informers[0].Synced)
 	assert.Nil(t, o.Leader)
+	assert.Nil(t, o.Sharding)
+	assert.NotContains(t, body, `"Sharding"`)
 }
 
 func TestTheControllerPageShouldShowFailingAndParkedKeysWithKeysAndErrorsEscaped(t *testing.T) {
