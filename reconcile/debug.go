@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -133,8 +132,8 @@ var debugTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 		return d.String() + " ago"
 	},
 	"has":       func(ids []int, id int) bool { return slices.Contains(ids, id) },
-	"ids":       bucketIDs,
-	"join":      func(names []string) string { return strings.Join(names, ", ") },
+	"ids":       listed[int],
+	"names":     listed[string],
 	"dur":       func(d time.Duration) string { return d.Round(time.Microsecond).String() },
 	"truncated": func(shown string, n int) bool { return len(shown) < n },
 	"json": func(v any) string {
@@ -146,14 +145,14 @@ var debugTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 	},
 }).ParseFS(debugFS, "debug_templates/*.html"))
 
-// bucketIDs writes bucket IDs as "1, 4, 9", or "none".
-func bucketIDs(ids []int) string {
-	if len(ids) == 0 {
+// listed writes items as "a, b, c", or "none" if there is none.
+func listed[T any](items []T) string {
+	if len(items) == 0 {
 		return "none"
 	}
-	parts := make([]string, len(ids))
-	for i, id := range ids {
-		parts[i] = strconv.Itoa(id)
+	parts := make([]string, len(items))
+	for i, x := range items {
+		parts[i] = fmt.Sprint(x)
 	}
 	return strings.Join(parts, ", ")
 }

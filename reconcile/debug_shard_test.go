@@ -59,6 +59,7 @@ func TestTheOverviewShouldShowASharderThatHasNotStartedAsHoldingNothing(t *testi
 	assert.Contains(t, body, "<h2>Sharding</h2>")
 	assert.Contains(t, body, "<tr><th>identity</th><td>&lt;i&gt;replica-a</td></tr>", "the identity is text")
 	assert.NotContains(t, body, "<i>")
+	assert.Contains(t, body, "<tr><th>live members</th><td>none</td></tr>", "not running: not even itself")
 	assert.Contains(t, body, "<tr><th>held (0 of 16), bucket@epoch</th><td>none</td></tr>")
 	assert.Contains(t, body, "<tr><th>releasing (moves in progress)</th><td>none</td></tr>")
 	assert.Contains(t, body, "<tr><th>wanted, not held yet</th><td>none</td></tr>")
