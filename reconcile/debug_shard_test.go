@@ -103,14 +103,8 @@ func TestTheOverviewsShouldShowABucketMovingAsReleasingOnTheOldOwnerAndWantedOnT
 		// Only keys of buckets that move to b, so that a's workers are
 		// all busy with them when b joins.
 		owners := shard.Assign([]string{"a", "b"}, shardBuckets)
-		store := memstore.New[string, int]()
-		for i := 0; store.Len() < 20; i++ {
-			if key := fmt.Sprintf("key-%03d", i); owners[shard.BucketOf(key, shardBuckets)] == "b" {
-				store.Put(key, i)
-			}
-		}
-		locks := memlock.NewLocks()
-		log := &shardLog{t: t}
+		store := storeOfKeysOwnedBy(owners, "b", 20)
+		locks, log := memlock.NewLocks(), &shardLog{t: t}
 		a := startShardedReplica(t, "a", locks, store, log, time.Hour) // never finishes by itself
 		settled(t, a)
 		b := startShardedReplica(t, "b", locks, store, log, time.Millisecond)
@@ -139,6 +133,18 @@ func TestTheOverviewsShouldShowABucketMovingAsReleasingOnTheOldOwnerAndWantedOnT
 		b.stop(t)
 		a.stop(t)
 	})
+}
+
+// storeOfKeysOwnedBy returns a store of n keys whose buckets owners
+// assigns to owner.
+func storeOfKeysOwnedBy(owners []string, owner string, n int) *memstore.Store[string, int] {
+	store := memstore.New[string, int]()
+	for i := 0; store.Len() < n; i++ {
+		if key := fmt.Sprintf("key-%03d", i); owners[shard.BucketOf(key, shardBuckets)] == owner {
+			store.Put(key, i)
+		}
+	}
+	return store
 }
 
 // bucketList writes IDs as the overview does: "1, 4, 9".
