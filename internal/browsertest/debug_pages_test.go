@@ -241,7 +241,7 @@ func TestTheDebugPagesShouldRenderTheControllersStateAsTextInChromium(t *testing
 			assert.Equal(t, []string{"releasing (moves in progress)", "none"}, rowOf(doc, "releasing (moves in progress)"))
 		},
 	}, {
-		name: "controller", path: "controllers/replicasets", width: 1280, height: 920, shot: "debug-controller.png",
+		name: "controller", path: "controllers/replicasets", width: 1280, height: 910, shot: "debug-controller.png",
 		check: func(t *testing.T, doc *html.Node) {
 			assert.Equal(t, "converge: controller", title(doc))
 			body := text(doc)
@@ -269,7 +269,7 @@ func TestTheDebugPagesShouldRenderTheControllersStateAsTextInChromium(t *testing
 			assert.Contains(t, text(doc), scriptErr)
 		},
 	}, {
-		name: "parked key", path: keyPath("default/batch"), width: 1280, height: 720, shot: "debug-key.png",
+		name: "parked key", path: keyPath("default/batch"), width: 1280, height: 730, shot: "debug-key.png",
 		check: func(t *testing.T, doc *html.Node) {
 			assert.Equal(t, "Key default/batch", text(elements(doc, "h1")[0]))
 			assert.Equal(t, []string{"attempts", "3"}, rowOf(doc, "attempts"))
