@@ -272,6 +272,9 @@ func TestTheManagersServerShouldServeTheDebugPagesOnlyWhenEnabled(t *testing.T) 
 		if enabled {
 			assert.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 			assert.Contains(t, string(body), `"Name": "c"`)
+			// Once the (empty) initial list is delivered, so that "k"
+			// arrives as a change, not in the initial list.
+			require.Eventually(t, c.Idle, 10*time.Second, time.Millisecond)
 			store.Put("k", 1)
 			require.Eventually(t, func() bool { return inf.LastRevision() == 1 }, 10*time.Second, time.Millisecond)
 			o := getOverview(t, m.Addr())
