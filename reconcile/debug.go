@@ -10,18 +10,20 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/leader"
+	"github.com/converge-go/converge/leader/shard"
 )
 
 // DebugOptions configures the debug pages under /debug/converge/ on the
 // Manager's HTTP server (ManagerOptions.Addr): an overview of controllers,
-// informers and the leader, a page per controller and a page per key, each
-// in HTML (no script) and, with ?format=json or Accept: application/json,
-// as JSON of the same structs.
+// informers, the leader and the sharding (ManagerOptions.Shards), a page
+// per controller and a page per key, each in HTML (no script) and, with
+// ?format=json or Accept: application/json, as JSON of the same structs.
 type DebugOptions struct {
 	// Enabled registers the pages. It needs Addr (NewManager rejects it
 	// without). Default: false, no route is registered.
@@ -73,7 +75,13 @@ type Overview struct {
 	Informers   []InformerInfo
 	// Leader is nil without leader election.
 	Leader *leader.Status `json:",omitempty"`
-	Now    time.Time
+	// Sharding is this replica's part in a sharded deployment
+	// (ManagerOptions.Shards): its identity, the live members, the
+	// buckets it holds with their epochs, those it is giving up (Releasing:
+	// moves in progress) and those it wants but does not hold yet
+	// (Campaigning). Nil without Shards.
+	Sharding *shard.Status `json:",omitempty"`
+	Now      time.Time
 }
 
 // InformerInfo is one informer on the overview page.
@@ -123,6 +131,9 @@ var debugTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 		}
 		return d.String() + " ago"
 	},
+	"has":       func(ids []int, id int) bool { return slices.Contains(ids, id) },
+	"ids":       listed[int],
+	"names":     listed[string],
 	"dur":       func(d time.Duration) string { return d.Round(time.Microsecond).String() },
 	"truncated": func(shown string, n int) bool { return len(shown) < n },
 	"json": func(v any) string {
@@ -133,6 +144,18 @@ var debugTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 		return string(b)
 	},
 }).ParseFS(debugFS, "debug_templates/*.html"))
+
+// listed writes items as "a, b, c", or "none" if there is none.
+func listed[T any](items []T) string {
+	if len(items) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(items))
+	for i, x := range items {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ", ")
+}
 
 // DebugHandler returns the debug pages' handler, as the Manager's server
 // mounts it under /debug/converge/ when Debug.Enabled: for a program that
@@ -169,7 +192,8 @@ func (m *Manager) serveOverview(w http.ResponseWriter, r *http.Request) {
 }
 
 // overview gathers the overview page: each controller's Inspect, each
-// informer's counters and store head, the leader's status.
+// informer's counters and store head, the leader's and the Sharder's
+// status.
 func (m *Manager) overview(ctx context.Context) Overview {
 	o := Overview{Now: time.Now()}
 	for _, c := range m.inspectables() {
@@ -198,6 +222,10 @@ func (m *Manager) overview(ctx context.Context) Overview {
 	if m.elector != nil {
 		st := m.elector.Status()
 		o.Leader = &st
+	}
+	if m.opts.Shards != nil {
+		st := m.opts.Shards.Status()
+		o.Sharding = &st
 	}
 	return o
 }

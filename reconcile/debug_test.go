@@ -96,6 +96,7 @@ func TestTheOverviewShouldListControllersAndInformersInHTMLAndJSON(t *testing.T)
 	assert.Contains(t, body, `<a href="/debug/converge/controllers/ints">ints</a>`)
 	assert.Contains(t, body, "<td>ints</td>", "the informer's row")
 	assert.Contains(t, body, "No leader election")
+	assert.NotContains(t, body, "Sharding", "no sharding block without Shards")
 	assert.NotContains(t, body, "<script", "no script at all")
 
 	code, body = getPage(t, h, "/debug/converge/?format=json", "")
@@ -109,6 +110,8 @@ func TestTheOverviewShouldListControllersAndInformersInHTMLAndJSON(t *testing.T)
 	assert.Equal(t, 4, o.Informers[0].Len)
 	assert.True(t, o.Informers[0].Synced)
 	assert.Nil(t, o.Leader)
+	assert.Nil(t, o.Sharding)
+	assert.NotContains(t, body, `"Sharding"`)
 }
 
 func TestTheControllerPageShouldShowFailingAndParkedKeysWithKeysAndErrorsEscaped(t *testing.T) {
@@ -269,6 +272,9 @@ func TestTheManagersServerShouldServeTheDebugPagesOnlyWhenEnabled(t *testing.T) 
 		if enabled {
 			assert.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 			assert.Contains(t, string(body), `"Name": "c"`)
+			// Once the (empty) initial list is delivered, so that "k"
+			// arrives as a change, not in the initial list.
+			require.Eventually(t, c.Idle, 10*time.Second, time.Millisecond)
 			store.Put("k", 1)
 			require.Eventually(t, func() bool { return inf.LastRevision() == 1 }, 10*time.Second, time.Millisecond)
 			o := getOverview(t, m.Addr())

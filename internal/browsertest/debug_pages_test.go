@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/png"
 	"io"
@@ -23,10 +24,12 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/memlock"
+	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -49,16 +52,22 @@ const (
 var readyKeys = []string{"default/frontend", "default/search", "default/checkout", "default/cart", "default/images", "default/mail"}
 
 // demo is a Manager serving the debug pages on loopback, with leader
-// election on a memory lock and two controllers: "pods", settled and
-// healthy, and "replicasets" (2 workers, parked after 3 attempts) holding
-// two parked keys (one named like a script, with an error written as
-// HTML), a key failing with its next retry 10 minutes away, two keys whose
-// reconciles block until the test ends, and six ready keys queued behind
-// them.
+// election on a memory lock, a Sharder of 8 buckets on memory locks, and
+// two controllers: "pods", sharded, settled and healthy, and "replicasets"
+// (2 workers, parked after 3 attempts) holding two parked keys (one named
+// like a script, with an error written as HTML), a key failing with its
+// next retry 10 minutes away, two keys whose reconciles block until the
+// test ends, and six ready keys queued behind them. replicasets records a
+// Warning event FailedCreate on each failure and a Normal
+// SuccessfulCreate on each success.
 type demo struct {
-	base string // http://127.0.0.1:PORT/debug/converge/
-	rs   *reconcile.Controller[string]
+	base   string // http://127.0.0.1:PORT/debug/converge/
+	rs     *reconcile.Controller[string]
+	shards *shard.Sharder
 }
+
+// demoBuckets is the demo Sharder's bucket count.
+const demoBuckets = 8
 
 // fastOrSlow is the replicasets' rate limiter: the keys that park retry
 // after 10 ms, so that they park quickly; the others after 10 minutes, so that
@@ -85,14 +94,17 @@ func startDemo(t *testing.T) *demo {
 		rsStore.Put(k, 3)
 	}
 	rsInf := informer.New("replicasets", rsStore)
+	rec := events.NewRecorder("replicaset-controller", events.WithSink(events.NewMemorySink(0)),
+		events.WithContextID(reconcile.ReconcileID))
 	rs, err := reconcile.New("replicasets", reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		var err error
 		switch {
 		case key == "default/batch":
-			return reconcile.Result{}, errors.New(quotaErr)
+			err = errors.New(quotaErr)
 		case key == scriptKey:
-			return reconcile.Result{}, errors.New(scriptErr)
+			err = errors.New(scriptErr)
 		case key == "default/cache":
-			return reconcile.Result{}, errors.New(pullErr)
+			err = errors.New(pullErr)
 		case strings.HasPrefix(key, "default/export-"):
 			select {
 			case <-release:
@@ -100,8 +112,13 @@ func startDemo(t *testing.T) *demo {
 				return reconcile.Result{}, ctx.Err()
 			}
 		}
+		if err != nil {
+			rec.Event(ctx, key, events.Warning, "FailedCreate", "Error creating: "+err.Error())
+			return reconcile.Result{}, err
+		}
+		rec.Event(ctx, key, events.Normal, "SuccessfulCreate", "Created pod: "+key+"-x7k2p")
 		return reconcile.Result{}, nil
-	}), reconcile.For(rsInf), reconcile.WithWorkers(2), reconcile.WithMaxAttempts(3),
+	}), reconcile.For(rsInf), reconcile.WithWorkers(2), reconcile.WithMaxAttempts(3), reconcile.WithEventRecorder(rec),
 		reconcile.WithRateLimiter[string](fastOrSlow{
 			fast: backoff.NewPerKey[string](backoff.Exponential{Base: 10 * time.Millisecond}),
 			slow: backoff.NewPerKey[string](backoff.Exponential{Base: 10 * time.Minute}),
@@ -113,9 +130,11 @@ func startDemo(t *testing.T) *demo {
 		podStore.Put(k, 1)
 	}
 	podInf := informer.New("pods", podStore)
+	shards, err := shard.New(memlock.NewLocks(), shard.Config{Name: "pods", Identity: "replica-a", Buckets: demoBuckets})
+	require.NoError(t, err)
 	pods, err := reconcile.New("pods", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
 		return reconcile.Result{}, nil
-	}), reconcile.For(podInf), reconcile.WithLogger(quiet))
+	}), reconcile.For(podInf), reconcile.WithShards[string](shards, nil), reconcile.WithLogger(quiet))
 	require.NoError(t, err)
 
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{
@@ -123,6 +142,7 @@ func startDemo(t *testing.T) *demo {
 		Debug:  reconcile.DebugOptions{Enabled: true},
 		Lock:   memlock.NewLock(),
 		Leader: leader.Config{Identity: "replica-a"},
+		Shards: shards,
 		Logger: quiet,
 	})
 	require.NoError(t, err)
@@ -152,8 +172,8 @@ func startDemo(t *testing.T) *demo {
 	waitFor(t, rs, "the failing keys settle: two parked, one retrying, no worker busy", func(c reconcile.ControllerInfo) bool {
 		return c.ParkedTotal == 2 && c.FailingTotal == 3 && c.Busy == 0 && c.Queue.Len == 0
 	})
-	waitFor(t, pods, "every pod reconciled", func(c reconcile.ControllerInfo) bool {
-		return c.Reconciles >= 3 && c.Busy == 0 && c.Queue.Len == 0 && pods.Idle()
+	waitFor(t, pods, "every pod reconciled, its bucket held", func(c reconcile.ControllerInfo) bool {
+		return c.Reconciles >= 3 && c.Busy == 0 && c.Queue.Len == 0 && pods.Idle() && len(shards.Status().Held) == demoBuckets
 	})
 	rsStore.Put("default/export-1", 1)
 	rsStore.Put("default/export-2", 1)
@@ -166,7 +186,7 @@ func startDemo(t *testing.T) *demo {
 	waitFor(t, rs, "the six keys queued behind them", func(c reconcile.ControllerInfo) bool {
 		return c.Queue.Len == len(readyKeys)
 	})
-	return &demo{base: "http://" + m.Addr() + "/debug/converge/", rs: rs}
+	return &demo{base: "http://" + m.Addr() + "/debug/converge/", rs: rs, shards: shards}
 }
 
 // waitFor polls c.Inspect until cond holds, for up to a minute of real
@@ -203,7 +223,7 @@ func TestTheDebugPagesShouldRenderTheControllersStateAsTextInChromium(t *testing
 	d := startDemo(t)
 	keyPath := func(key string) string { return "controllers/replicasets/keys/" + url.PathEscape(key) }
 	pages := []page{{
-		name: "overview", path: "", width: 1280, height: 560, shot: "debug-overview.png",
+		name: "overview", path: "", width: 1280, height: 760, shot: "debug-overview.png",
 		check: func(t *testing.T, doc *html.Node) {
 			assert.Equal(t, "converge: overview", title(doc))
 			row := rowOf(doc, "replicasets")
@@ -211,10 +231,17 @@ func TestTheDebugPagesShouldRenderTheControllersStateAsTextInChromium(t *testing
 			assert.Equal(t, []string{"replicasets", "true", "2/2", "6"}, row[:4], "name, running, busy, ready")
 			assert.Equal(t, []string{"3", "2"}, row[6:8], "failing, parked")
 			assert.Equal(t, "pods", rowOf(doc, "pods")[0], "the second controller's row")
-			assert.Contains(t, text(doc), "replica-a", "the leader's identity")
+			leaderRow := rowOf(doc, "replica-a")
+			require.GreaterOrEqual(t, len(leaderRow), 4, "the leader's row: identity, lock, leading, holder, …")
+			assert.Equal(t, []string{"true", "replica-a"}, leaderRow[2:4], "leading, holder")
+			assert.Equal(t, []string{"live members", "replica-a"}, rowOf(doc, "live members"), "the sharding block")
+			held := rowOf(doc, fmt.Sprintf("held (%d of %d), bucket@epoch", demoBuckets, demoBuckets))
+			require.Len(t, held, 2, "the sharding block's held row")
+			assert.Equal(t, heldBuckets(d.shards.Status()), held[1], "every bucket with its epoch")
+			assert.Equal(t, []string{"releasing (moves in progress)", "none"}, rowOf(doc, "releasing (moves in progress)"))
 		},
 	}, {
-		name: "controller", path: "controllers/replicasets", width: 1280, height: 920, shot: "debug-controller.png",
+		name: "controller", path: "controllers/replicasets", width: 1280, height: 910, shot: "debug-controller.png",
 		check: func(t *testing.T, doc *html.Node) {
 			assert.Equal(t, "converge: controller", title(doc))
 			body := text(doc)
@@ -224,6 +251,9 @@ func TestTheDebugPagesShouldRenderTheControllersStateAsTextInChromium(t *testing
 			for _, k := range append([]string{"default/export-1", "default/export-2"}, readyKeys...) {
 				assert.Contains(t, body, k, "in flight or ready")
 			}
+			export := rowOf(doc, "default/export-1")
+			require.Len(t, export, 4, "the in-flight row: key, reconcile ID, age, triggers")
+			assert.Regexp(t, `^informer "replicasets" added rev \d+`, export[3], "why it runs")
 			assert.Contains(t, body, scriptKey, "the key named like a script is text")
 			assert.Contains(t, body, scriptErr, "the error written as HTML is text")
 			assert.Contains(t, body, quotaErr)
@@ -239,12 +269,21 @@ func TestTheDebugPagesShouldRenderTheControllersStateAsTextInChromium(t *testing
 			assert.Contains(t, text(doc), scriptErr)
 		},
 	}, {
-		name: "parked key", path: keyPath("default/batch"), width: 1280, height: 580, shot: "debug-key.png",
+		name: "parked key", path: keyPath("default/batch"), width: 1280, height: 730, shot: "debug-key.png",
 		check: func(t *testing.T, doc *html.Node) {
 			assert.Equal(t, "Key default/batch", text(elements(doc, "h1")[0]))
 			assert.Equal(t, []string{"attempts", "3"}, rowOf(doc, "attempts"))
 			assert.Equal(t, []string{"state", "parked until it changes"}, rowOf(doc, "state"))
-			assert.GreaterOrEqual(t, strings.Count(text(doc), quotaErr), 2, "the last error and the recent reconciles")
+			body := text(doc)
+			assert.GreaterOrEqual(t, strings.Count(body, quotaErr), 3, "the last error, the recent reconciles, the event")
+			assert.Contains(t, body, `informer "replicasets" added (initial list)`, "the first attempt's trigger")
+			assert.Contains(t, body, "backoff", "the retries' trigger")
+			event := rowOf(doc, "Warning")
+			require.Len(t, event, 7, "the event's row: type, reason, last, count, from, message, reconcile ID")
+			assert.Equal(t, "FailedCreate", event[1])
+			assert.True(t, strings.HasPrefix(event[3], "3 since"), "three failures counted into one event: %q", event[3])
+			assert.Equal(t, []string{"replicaset-controller", "Error creating: " + quotaErr}, event[4:6])
+			assert.NotEmpty(t, event[6], "the reconcile that recorded it")
 		},
 	}}
 	update := os.Getenv(UpdateEnv) == "1"
@@ -270,6 +309,15 @@ func TestTheDebugPagesShouldRenderTheControllersStateAsTextInChromium(t *testing
 			}
 		})
 	}
+}
+
+// heldBuckets writes st's held buckets as the overview does: "ID@EPOCH, …".
+func heldBuckets(st shard.Status) string {
+	parts := make([]string, len(st.Held))
+	for i, b := range st.Held {
+		parts[i] = fmt.Sprintf("%d@%d", b.ID, b.Epoch)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // checkScreenshot asserts that data is a PNG of width × height that shows
