@@ -69,7 +69,11 @@ var shardConfig = shard.Config{
 //     until every key has been reconciled reading 2. Reports keys/s,
 //     speedup over replicas=1 of the same run, efficiency (speedup/N;
 //     issue 14's target is ≥ 0.8) and imbalance: the keys of the busiest
-//     replica over shardKeys/N, which bounds efficiency at 1/imbalance.
+//     replica over shardKeys/N, which bounds efficiency at 1/imbalance;
+//     call-µs, the mean reconcile call (shardCallTime plus timer and
+//     scheduling delay); busy, the time the busiest replica's worker
+//     spent in reconcile calls over the phase's time (1 − busy is time it
+//     waited for work: queueing, admission, hand-off).
 //
 // ns/op is suppressed. The speed-ups need replicas=1 to have run first in
 // the same invocation; run with -benchtime 1x.
@@ -77,7 +81,7 @@ func BenchmarkShardedThroughput(b *testing.B) {
 	var base, coldBase float64 // replicas=1's keys/s
 	for _, n := range shardReplicaCounts {
 		b.Run("replicas="+strconv.Itoa(n), func(b *testing.B) {
-			var cold, steady, settle time.Duration
+			var cold, steady, settle, call, busiest time.Duration
 			var coldCalls int
 			for range b.N {
 				c := newShardCluster()
@@ -87,6 +91,8 @@ func BenchmarkShardedThroughput(b *testing.B) {
 				steady += r.steady
 				settle += r.settle
 				coldCalls += r.coldCalls
+				call += r.call
+				busiest += r.busiest
 			}
 			keysPerSec := float64(b.N*shardKeys) / steady.Seconds()
 			coldPerSec := float64(b.N*shardKeys) / cold.Seconds()
@@ -104,6 +110,8 @@ func BenchmarkShardedThroughput(b *testing.B) {
 			b.ReportMetric(float64(settle.Milliseconds())/float64(b.N), "settle-ms")
 			b.ReportMetric(float64(coldCalls)/float64(b.N*shardKeys), "cold-reconciles/key")
 			b.ReportMetric(shardImbalance(shardIDs(n)), "imbalance")
+			b.ReportMetric(float64(call.Microseconds())/float64(b.N), "call-µs")
+			b.ReportMetric(busiest.Seconds()/steady.Seconds(), "busy")
 		})
 	}
 }
@@ -147,6 +155,9 @@ func BenchmarkShardedRebalance(b *testing.B) {
 type shardThroughput struct {
 	cold, steady, settle time.Duration
 	coldCalls            int
+	// call is the steady phase's mean reconcile call; busiest the most
+	// time one replica spent in its steady reconciles.
+	call, busiest time.Duration
 }
 
 // throughputOnce runs the cold and steady phases with n replicas.
@@ -180,6 +191,7 @@ func (c *shardCluster) throughputOnce(b *testing.B, n int) shardThroughput {
 		b.Fatalf("steady: %d of %d keys left after %v", c.tr.left(), shardKeys, shardTimeout)
 	}
 	r.steady = time.Since(start)
+	r.call, r.busiest = c.tr.load()
 	return r
 }
 
@@ -322,13 +334,14 @@ func (c *shardCluster) start(b *testing.B, id string) {
 	}
 	inf := informer.New("keys", c.store)
 	rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		began := time.Now()
 		v, _ := inf.Get(key)
 		t := time.NewTimer(shardCallTime)
 		defer t.Stop()
 		select {
 		case <-ctx.Done(): // bucket lost or shutting down: not a reconcile
 		case <-t.C:
-			c.tr.saw(id, key, v)
+			c.tr.saw(id, key, v, time.Since(began))
 		}
 		return reconcile.Result{}, nil
 	})
@@ -486,6 +499,10 @@ type shardTracker struct {
 	done    chan struct{}           // closed when pending empties
 	n       int                     // reconciles finished in the phase
 	last    time.Time               // when the last reconcile finished
+	// busy is the time each replica spent in the phase's reconciles, took
+	// the sum over all replicas.
+	busy map[string]time.Duration
+	took time.Duration
 }
 
 // begin starts a phase over keys and returns its done channel.
@@ -493,6 +510,7 @@ func (t *shardTracker) begin(want int, keys []string, owner func(string) string)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.want, t.owner, t.n = want, owner, 0
+	t.busy, t.took = make(map[string]time.Duration), 0
 	t.pending = make(map[string]bool, len(keys))
 	for _, k := range keys {
 		t.pending[k] = true
@@ -504,12 +522,15 @@ func (t *shardTracker) begin(want int, keys []string, owner func(string) string)
 	return t.done
 }
 
-// saw records that replica id reconciled key, having read value v.
-func (t *shardTracker) saw(id, key string, v int) {
+// saw records that replica id reconciled key, having read value v, in
+// a call of d.
+func (t *shardTracker) saw(id, key string, v int, d time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.n++
 	t.last = time.Now()
+	t.busy[id] += d
+	t.took += d
 	if v != t.want || !t.pending[key] || (t.owner != nil && t.owner(key) != id) {
 		return
 	}
@@ -523,6 +544,20 @@ func (t *shardTracker) left() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.pending)
+}
+
+// load returns the mean duration of the phase's reconcile calls and the
+// longest time one replica spent in them.
+func (t *shardTracker) load() (mean, most time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, d := range t.busy {
+		most = max(most, d)
+	}
+	if t.n > 0 {
+		mean = t.took / time.Duration(t.n)
+	}
+	return mean, most
 }
 
 func (t *shardTracker) calls() int {
