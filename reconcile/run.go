@@ -128,6 +128,9 @@ func (r *run[K]) serve(ctx context.Context) (err error) {
 	if err := r.waitForSync(ctx); err != nil || ctx.Err() != nil {
 		return err
 	}
+	if r.waitForHead(ctx); ctx.Err() != nil { // headbarrier.go
+		return nil
+	}
 	r.synced.Store(true)
 	var wg sync.WaitGroup
 	for i := range r.slots {
