@@ -3,6 +3,7 @@ package reconcile
 import (
 	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -183,9 +184,42 @@ func (c *Controller[K]) current() *run[K] {
 	return c.cur
 }
 
+// scanChunk is how many failing keys top and find visit per hold of
+// keyStates.mu. Every reconcile that ends takes that lock while any key
+// fails, so a page's pass over many failing keys (an outage: all of them)
+// lets the workers in between chunks rather than stall them for the whole
+// pass (BenchmarkDebugLockHolds: 100k failing keys held the lock for
+// milliseconds in one piece).
+const scanChunk = 256
+
+// scanFailing calls visit for each failing key and its status, holding
+// ks.mu for scanChunk keys at a time, and pause between chunks, without
+// it (runtime.Gosched: a worker waiting for the lock takes it then); visit
+// returns false to stop. Between chunks the workers may add and remove
+// keys: a key added during the pass may be missed and one removed may have
+// been visited, as with a map changed while it is ranged over; a key is
+// never visited twice unless it was removed and added back during the
+// pass.
+func (ks *keyStates[K]) scanFailing(pause func(), visit func(K, *KeyStatus) bool) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	i := 0
+	for k, st := range ks.m {
+		if !visit(k, st) {
+			return
+		}
+		if i++; i%scanChunk == 0 {
+			ks.mu.Unlock()
+			pause()
+			ks.mu.Lock()
+		}
+	}
+}
+
 // top returns up to n failing keys with the most attempts (most first,
 // then by key), up to n parked keys, and the totals. It copies n lines at
-// most under mu, in one pass over the failing keys.
+// most, in one pass over the failing keys that holds their lock
+// scanChunk keys at a time, and formats them after.
 func (ks *keyStates[K]) top(n int) (failing, parked []KeyLine, nFailing, nParked int) {
 	type cand struct {
 		key K
@@ -195,30 +229,30 @@ func (ks *keyStates[K]) top(n int) (failing, parked []KeyLine, nFailing, nParked
 	less := func(a, b cand) int { // most attempts first
 		return cmp.Compare(b.st.Attempts, a.st.Attempts)
 	}
-	ks.mu.Lock()
-	nFailing = len(ks.m)
-	for k, st := range ks.m {
-		if st.Parked {
-			nParked++
-			if len(parks) < n {
-				parks = append(parks, cand{k, *st})
-			}
+	has := func(cs []cand, k K) bool {
+		return slices.ContainsFunc(cs, func(c cand) bool { return c.key == k })
+	}
+	ks.scanFailing(runtime.Gosched, func(k K, st *KeyStatus) bool {
+		if st.Parked && len(parks) < n && !has(parks, k) {
+			parks = append(parks, cand{k, *st})
 		}
-		if len(best) < n {
-			best = append(best, cand{k, *st})
-			if len(best) == n {
-				slices.SortFunc(best, less)
+		switch {
+		case len(best) < n:
+			if !has(best, k) {
+				best = append(best, cand{k, *st})
+				if len(best) == n {
+					slices.SortFunc(best, less)
+				}
 			}
-			continue
-		}
-		if st.Attempts > best[n-1].st.Attempts {
+		case st.Attempts > best[n-1].st.Attempts && !has(best, k):
 			// Insert in order, dropping the last: n is small.
 			i, _ := slices.BinarySearchFunc(best, cand{st: *st}, less)
 			copy(best[i+1:], best[i:n-1])
 			best[i] = cand{k, *st}
 		}
-	}
-	ks.mu.Unlock()
+		return true
+	})
+	nFailing, nParked = int(ks.size.Load()), int(ks.nParked.Load())
 	line := func(c cand) KeyLine {
 		l := KeyLine{Key: fmt.Sprint(c.key), Attempts: c.st.Attempts, NextRetry: c.st.NextRetry, Parked: c.st.Parked, Terminal: c.st.Terminal}
 		l.LastError, l.LastErrorLen = errorText(c.st.LastError)

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"time"
@@ -202,16 +203,14 @@ func (c *Controller[K]) findKey(s string) (K, bool) {
 }
 
 // find returns the failing key whose fmt.Sprint is s.
-func (ks *keyStates[K]) find(s string) (K, bool) {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	for k := range ks.m {
+func (ks *keyStates[K]) find(s string) (found K, ok bool) {
+	ks.scanFailing(runtime.Gosched, func(k K, _ *KeyStatus) bool {
 		if fmt.Sprint(k) == s {
-			return k, true
+			found, ok = k, true
 		}
-	}
-	var zero K
-	return zero, false
+		return !ok
+	})
+	return found, ok
 }
 
 // enableDebug makes the next Runs note the times the debug pages show:
