@@ -111,13 +111,20 @@ func (f *pagesFixture) fill() {
 }
 
 // BenchmarkDebugPages renders each page of a controller with 100k keys
-// ready in its queue, 1k failing keys and a reconcile in progress (the
-// target is under 100ms a page); worst-ms is the slowest render:
+// ready in its queue, a reconcile in progress and 1k failing keys (the
+// issue's size: the target is under 100ms a page) or 100k (an outage);
+// worst-ms is the slowest render:
 //
 //	go test -p 1 -run xxx -bench BenchmarkDebugPages$ -benchtime 20x ./reconcile/
 func BenchmarkDebugPages(b *testing.B) {
+	for _, failing := range []int{benchFailing, outageFailing} {
+		b.Run(fmt.Sprintf("failing=%d", failing), func(b *testing.B) { renderPages(b, failing) })
+	}
+}
+
+func renderPages(b *testing.B, failing int) {
 	release := make(chan struct{})
-	f := newPagesFixture(b, 1, benchFailing, func(ctx context.Context, key string) {
+	f := newPagesFixture(b, 1, failing, func(ctx context.Context, key string) {
 		select { // the first k- key blocks the only worker: the rest stay queued
 		case <-release:
 		case <-ctx.Done():
