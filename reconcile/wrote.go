@@ -65,6 +65,15 @@ func WithReadYourWritesTimeout(d time.Duration) Option {
 // records its pods' creates under its own key). A status written to the key
 // itself rarely needs it: a conflict-retrying update reads the store.
 //
+// Wrote covers this process's writes only. Writes another process made
+// before this Run started (a previous leader's last writes, still on their
+// way to this replica's informers after a fail-over) are covered by the
+// head barrier instead: a Run reads the store's head revision when it
+// starts and holds its workers until its informers reach it, at most the
+// sync timeout (WithSyncTimeout; a Source that cannot tell its head is not
+// waited for, and on etcd the head may take until the next progress
+// notification to reach).
+//
 // Nothing is recorded, and Wrote returns at once, if rev is 0, if inf has
 // already seen rev, if inf is nil, or if ctx is not a reconcile's. inf is
 // compared by identity (an *informer.Informer is). Wrote is safe to call
