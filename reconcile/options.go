@@ -160,7 +160,11 @@ func WithCancelOnChange() Option {
 
 // WithSyncTimeout bounds how long Run waits for every watched informer's
 // first list before it returns an error naming the informers that did not
-// sync. d must be positive. Default: DefaultSyncTimeout (2 minutes).
+// sync. It also bounds, separately, the head barrier that follows: the
+// wait for those informers to reach the store's head revision read when
+// the caches synced (writes another replica made before this Run), after
+// which the workers start anyway with a warning. d must be positive.
+// Default: DefaultSyncTimeout (2 minutes).
 func WithSyncTimeout(d time.Duration) Option {
 	return func(s *settings) error {
 		if d <= 0 {
