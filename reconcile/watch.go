@@ -11,12 +11,26 @@ import (
 )
 
 // Cache is the part of an informer that controllers and the Manager use
-// without knowing its types: *informer.Informer[K, V] implements it.
+// without knowing its types: *informer.Informer[K, V] implements it, and
+// every method has the contract of the Informer method of that name.
+//
+// A controller starts its workers once WaitForCache returns for every
+// informer it watches, so that they reconcile the first listed keys while
+// its handlers still queue the rest; the Manager's readiness uses
+// HasSynced. An implementation whose cache cannot be read before its
+// handlers have been given the first list can implement WaitForCache as
+// WaitForSync: workers then start later, never wrongly.
 type Cache interface {
 	Name() string
 	Run(ctx context.Context) error
 	HasSynced() bool
+	// WaitForSync blocks until HasSynced is true (nil), ctx is done or
+	// Run has returned without syncing (an error).
 	WaitForSync(ctx context.Context) error
+	// WaitForCache blocks until the cache holds the first full list, which
+	// reads (Get, List) then see, even if handlers have not been given it
+	// yet (nil); or until ctx is done or Run has returned first (an error).
+	WaitForCache(ctx context.Context) error
 }
 
 // ChangeKind says what happened to a watched key.
