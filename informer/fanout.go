@@ -89,7 +89,7 @@ func (inf *Informer[K, V]) resyncAll() {
 	defer inf.mu.RUnlock()
 	for _, l := range inf.listeners {
 		for k, it := range inf.cache.items {
-			l.resync(k, it.value)
+			l.resync(k, it.value, it.rev)
 		}
 	}
 	inf.stats.resyncs.Add(1)

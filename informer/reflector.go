@@ -147,10 +147,10 @@ func (inf *Informer[K, V]) fill(entries []Entry[K, V], rev Revision, initialList
 				inf.panicked(err, e.Key, rev, "entry not cached")
 				continue
 			}
-			c := change[V]{kind: kindAdd, cur: v, initialList: initialList}
+			c := change[V]{kind: kindAdd, cur: v, initialList: initialList, rev: rev}
 			if existed {
 				// A source listed the key twice: the later value wins.
-				c = change[V]{kind: kindUpdate, old: old, cur: v}
+				c = change[V]{kind: kindUpdate, old: old, cur: v, rev: rev}
 			}
 			for i, l := range inf.listeners {
 				if bulk[i] {
@@ -185,9 +185,9 @@ func (inf *Informer[K, V]) relist(entries []Entry[K, V], rev Revision) {
 			inf.cache.setRev(e.Key, rev)
 			inf.panicked(err, e.Key, rev, "entry skipped: the cache keeps the key's last value, if any")
 		case existed:
-			inf.notifyLocked(e.Key, change[V]{kind: kindUpdate, old: old, cur: v, resync: true})
+			inf.notifyLocked(e.Key, change[V]{kind: kindUpdate, old: old, cur: v, resync: true, rev: rev})
 		default:
-			inf.notifyLocked(e.Key, change[V]{kind: kindAdd, cur: v})
+			inf.notifyLocked(e.Key, change[V]{kind: kindAdd, cur: v, rev: rev})
 		}
 	}
 	// A revision mark instead of the listed set would save a map, but a
@@ -199,7 +199,7 @@ func (inf *Informer[K, V]) relist(entries []Entry[K, V], rev Revision) {
 			if err != nil {
 				inf.panicked(err, k, rev, "deleted anyway, and removed from every index by a scan")
 			}
-			inf.notifyLocked(k, change[V]{kind: kindDelete, old: last, cur: last})
+			inf.notifyLocked(k, change[V]{kind: kindDelete, old: last, cur: last, rev: rev})
 		}
 	}
 }
@@ -280,9 +280,9 @@ func (inf *Informer[K, V]) apply(ev Event[K, V], after Revision) (advanced bool,
 			return advanced, ""
 		}
 		if existed {
-			inf.notifyLocked(ev.Key, change[V]{kind: kindUpdate, old: old, cur: v})
+			inf.notifyLocked(ev.Key, change[V]{kind: kindUpdate, old: old, cur: v, rev: ev.Revision})
 		} else {
-			inf.notifyLocked(ev.Key, change[V]{kind: kindAdd, cur: v})
+			inf.notifyLocked(ev.Key, change[V]{kind: kindAdd, cur: v, rev: ev.Revision})
 		}
 	case Delete:
 		switch {
@@ -299,7 +299,7 @@ func (inf *Informer[K, V]) apply(ev Event[K, V], after Revision) (advanced bool,
 		if err != nil {
 			inf.panicked(err, ev.Key, ev.Revision, "deleted anyway, and removed from every index by a scan")
 		}
-		inf.notifyLocked(ev.Key, change[V]{kind: kindDelete, old: last, cur: last})
+		inf.notifyLocked(ev.Key, change[V]{kind: kindDelete, old: last, cur: last, rev: ev.Revision})
 	case Bookmark:
 		// Every revision up to the bookmark's is complete. One below the
 		// last seen (etcd can send those) says nothing of the last.
