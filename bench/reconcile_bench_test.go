@@ -327,9 +327,13 @@ var recImpls = []recImpl{
 // metrics, the default rate limiter and logger).
 type convergeRec struct {
 	o     *informerObjects
-	t     *recTracker
-	store *memstore.Store[string, *benchObj]
-	inf   *informer.Informer[string, *benchObj]
+	t   *recTracker
+	src informer.Source[string, *benchObj]
+	// pushFn writes an update to src; srcCheck reports a fault of src's
+	// (nil: none to check).
+	pushFn   func(u *benchObj)
+	srcCheck func() error
+	inf      *informer.Informer[string, *benchObj]
 	// The controller stops first, then the informer, as a Manager does.
 	stopCtl, stopInf context.CancelFunc
 	ctlDone, infDone chan struct{}
@@ -341,11 +345,11 @@ func newConvergeRec(o *informerObjects, t *recTracker, _ int) recPipeline {
 	for i, k := range o.keys {
 		s.Put(k, o.objs[i])
 	}
-	return &convergeRec{o: o, t: t, store: s}
+	return &convergeRec{o: o, t: t, src: s, pushFn: func(u *benchObj) { s.Put(o.keys[u.idx], u) }}
 }
 
 func (p *convergeRec) start(workers int) {
-	p.inf = informer.New("bench", informer.Source[string, *benchObj](p.store))
+	p.inf = informer.New("bench", p.src)
 	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
 		v, ok := p.inf.Get(key)
 		p.t.reconciled(v, ok)
@@ -369,7 +373,7 @@ func (p *convergeRec) start(workers int) {
 	}()
 }
 
-func (p *convergeRec) push(u *benchObj) { p.store.Put(p.o.keys[u.idx], u) }
+func (p *convergeRec) push(u *benchObj) { p.pushFn(u) }
 
 func (p *convergeRec) stop() {
 	p.stopCtl()
@@ -381,6 +385,11 @@ func (p *convergeRec) stop() {
 func (p *convergeRec) check() error {
 	if p.runErr != nil {
 		return fmt.Errorf("controller: %w", p.runErr)
+	}
+	if p.srcCheck != nil {
+		if err := p.srcCheck(); err != nil {
+			return err
+		}
 	}
 	return listedOnce(p.inf.Stats())
 }
