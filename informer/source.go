@@ -103,6 +103,11 @@ type Source[K comparable, V any] interface {
 // it); the informer does not keep it. A source should hand over what it
 // already has, never wait for more to fill a batch: a change waiting in a
 // half-full batch is a change late.
+//
+// A Source that wraps another by embedding it (to filter, gate or inject
+// faults into its Watch) and embeds a BatchWatcher must override
+// WatchBatch as well, or hide it: the informer would otherwise call the
+// promoted WatchBatch and go around the wrapper's Watch.
 type BatchWatcher[K comparable, V any] interface {
 	WatchBatch(ctx context.Context, after Revision, emit func([]Event[K, V]) error) error
 }
