@@ -322,11 +322,12 @@ var recImpls = []recImpl{
 	{name: "client-go", newPipeline: newClientGoRec},
 }
 
-// convergeRec: memstore.Store → informer.Informer (default options) →
+// convergeRec: a Source (memstore.Store; chanSource in the burst) →
+// informer.Informer (default options) →
 // reconcile.Controller (For, WithWorkers; default options otherwise: no
 // metrics, the default rate limiter and logger).
 type convergeRec struct {
-	o     *informerObjects
+	o   *informerObjects
 	t   *recTracker
 	src informer.Source[string, *benchObj]
 	// pushFn writes an update to src; srcCheck reports a fault of src's

@@ -52,7 +52,9 @@ var burstImpls = []recImpl{
 }
 
 // perEvent hides a Source's other methods (BatchWatcher).
-type perEvent struct{ informer.Source[string, *benchObj] }
+type perEvent struct {
+	informer.Source[string, *benchObj]
+}
 
 // BenchmarkReconcileBurst runs the update burst; see burstKeys.
 func BenchmarkReconcileBurst(b *testing.B) {
@@ -78,7 +80,7 @@ func BenchmarkReconcileBurst(b *testing.B) {
 
 // burstOnce runs the burst once on a fresh pipeline: the drain time, the
 // push time and the number of reconciles the updates caused.
-func burstOnce(b *testing.B, im recImpl, o *informerObjects, ups []*benchObj) (drain, push time.Duration, recs int64) {
+func burstOnce(b testing.TB, im recImpl, o *informerObjects, ups []*benchObj) (drain, push time.Duration, recs int64) {
 	t := newRecTracker(o, ups)
 	p := im.newPipeline(o, t, burstChan)
 	p.start(burstWorkers)
@@ -195,4 +197,20 @@ func newConvergeChanRec(o *informerObjects, t *recTracker, size int) recPipeline
 		}
 		return nil
 	}}
+}
+
+// TestReconcileBurstPipelines runs the burst's code on a small store for
+// every pipeline: every key's final version reconciled, no reconcile
+// without an object, no restarted watch, no goroutine left behind.
+func TestReconcileBurstPipelines(t *testing.T) {
+	o := newInformerObjects(500, 0)
+	ups := newLatencyUpdates(o, 5000)
+	for _, im := range burstImpls {
+		t.Run(im.name, func(t *testing.T) {
+			_, _, recs := burstOnce(t, im, o, ups)
+			if recs < int64(o.n) || recs > int64(len(ups)) {
+				t.Errorf("%d reconciles for %d updates of %d keys", recs, len(ups), o.n)
+			}
+		})
+	}
 }
