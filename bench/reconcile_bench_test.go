@@ -89,6 +89,28 @@ func BenchmarkReconcileThroughput(b *testing.B) {
 	}
 }
 
+// BenchmarkReconcileThroughput1M is ReconcileThroughput with 1M objects
+// and 4 workers, converge and client-go only (issue 16, target 3):
+//
+//	go -C bench test -run '^$' -bench BenchmarkReconcileThroughput1M -benchtime 1x -count 3 .
+func BenchmarkReconcileThroughput1M(b *testing.B) {
+	for _, im := range recImpls {
+		if im.name != "converge" && im.name != "client-go" {
+			continue
+		}
+		b.Run(im.name, func(b *testing.B) {
+			b.StopTimer()
+			o := cachedInformerObjects(1_000_000)
+			var total time.Duration
+			for range b.N {
+				total += recThroughputOnce(b, im, o, 4)
+			}
+			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
+			b.ReportMetric(float64(b.N*o.n)/total.Seconds(), "objects/s")
+		})
+	}
+}
+
 // BenchmarkReconcileLatency: the store holds 10k objects, all reconciled
 // once (not timed); then one writer updates existing keys at a steady 10k
 // writes/s for 2 s (20k writes, two per key one second apart, each a new
