@@ -89,6 +89,28 @@ func BenchmarkReconcileThroughput(b *testing.B) {
 	}
 }
 
+// BenchmarkReconcileThroughput1M is ReconcileThroughput with 1M objects
+// and 4 workers, converge and client-go only (issue 16, target 3):
+//
+//	go -C bench test -run '^$' -bench BenchmarkReconcileThroughput1M -benchtime 1x -count 3 .
+func BenchmarkReconcileThroughput1M(b *testing.B) {
+	for _, im := range recImpls {
+		if im.name != "converge" && im.name != "client-go" {
+			continue
+		}
+		b.Run(im.name, func(b *testing.B) {
+			b.StopTimer()
+			o := cachedInformerObjects(1_000_000)
+			var total time.Duration
+			for range b.N {
+				total += recThroughputOnce(b, im, o, 4)
+			}
+			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
+			b.ReportMetric(float64(b.N*o.n)/total.Seconds(), "objects/s")
+		})
+	}
+}
+
 // BenchmarkReconcileLatency: the store holds 10k objects, all reconciled
 // once (not timed); then one writer updates existing keys at a steady 10k
 // writes/s for 2 s (20k writes, two per key one second apart, each a new
@@ -322,14 +344,19 @@ var recImpls = []recImpl{
 	{name: "client-go", newPipeline: newClientGoRec},
 }
 
-// convergeRec: memstore.Store → informer.Informer (default options) →
+// convergeRec: a Source (memstore.Store; chanSource in the burst) →
+// informer.Informer (default options) →
 // reconcile.Controller (For, WithWorkers; default options otherwise: no
 // metrics, the default rate limiter and logger).
 type convergeRec struct {
-	o     *informerObjects
-	t     *recTracker
-	store *memstore.Store[string, *benchObj]
-	inf   *informer.Informer[string, *benchObj]
+	o   *informerObjects
+	t   *recTracker
+	src informer.Source[string, *benchObj]
+	// pushFn writes an update to src; srcCheck reports a fault of src's
+	// (nil: none to check).
+	pushFn   func(u *benchObj)
+	srcCheck func() error
+	inf      *informer.Informer[string, *benchObj]
 	// The controller stops first, then the informer, as a Manager does.
 	stopCtl, stopInf context.CancelFunc
 	ctlDone, infDone chan struct{}
@@ -341,11 +368,11 @@ func newConvergeRec(o *informerObjects, t *recTracker, _ int) recPipeline {
 	for i, k := range o.keys {
 		s.Put(k, o.objs[i])
 	}
-	return &convergeRec{o: o, t: t, store: s}
+	return &convergeRec{o: o, t: t, src: s, pushFn: func(u *benchObj) { s.Put(o.keys[u.idx], u) }}
 }
 
 func (p *convergeRec) start(workers int) {
-	p.inf = informer.New("bench", informer.Source[string, *benchObj](p.store))
+	p.inf = informer.New("bench", p.src)
 	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
 		v, ok := p.inf.Get(key)
 		p.t.reconciled(v, ok)
@@ -369,7 +396,7 @@ func (p *convergeRec) start(workers int) {
 	}()
 }
 
-func (p *convergeRec) push(u *benchObj) { p.store.Put(p.o.keys[u.idx], u) }
+func (p *convergeRec) push(u *benchObj) { p.pushFn(u) }
 
 func (p *convergeRec) stop() {
 	p.stopCtl()
@@ -381,6 +408,11 @@ func (p *convergeRec) stop() {
 func (p *convergeRec) check() error {
 	if p.runErr != nil {
 		return fmt.Errorf("controller: %w", p.runErr)
+	}
+	if p.srcCheck != nil {
+		if err := p.srcCheck(); err != nil {
+			return err
+		}
 	}
 	return listedOnce(p.inf.Stats())
 }

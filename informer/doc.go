@@ -82,7 +82,11 @@
 // entry per (value, key) and nothing per entry otherwise, since old values'
 // index values are recomputed. Every change is pushed to every handler's
 // buffer under the informer's lock: a map update and, unless the key is
-// already pending, an append. A handler added to a filled cache holds the
+// already pending, an append. A Source that implements [BatchWatcher]
+// hands over changes in batches, which the informer applies under one hold
+// of its lock (and of each handler's buffer) per batch of up to 256, so a
+// burst costs a fraction of the locking and wake-ups; changes to one key
+// within a batch reach a handler coalesced. A handler added to a filled cache holds the
 // lock only while the cache's map is cloned; its replay is built from the
 // clone without the lock.
 package informer

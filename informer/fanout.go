@@ -67,6 +67,14 @@ func (inf *Informer[K, V]) notifyLocked(key K, c change[V]) {
 	}
 }
 
+// pushAllLocked pushes a change to every listener. mu must be held for
+// writing, and every listener's mu too; the caller wakes them.
+func (inf *Informer[K, V]) pushAllLocked(key K, c change[V]) {
+	for _, l := range inf.listeners {
+		l.pushLocked(key, c)
+	}
+}
+
 // resyncLoop re-delivers the cache every resync period until ctx is done.
 func (inf *Informer[K, V]) resyncLoop(ctx context.Context) {
 	defer inf.wg.Done()
@@ -89,7 +97,7 @@ func (inf *Informer[K, V]) resyncAll() {
 	defer inf.mu.RUnlock()
 	for _, l := range inf.listeners {
 		for k, it := range inf.cache.items {
-			l.resync(k, it.value)
+			l.resync(k, it.value, it.rev)
 		}
 	}
 	inf.stats.resyncs.Add(1)

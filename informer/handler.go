@@ -44,6 +44,29 @@ type Handler[K comparable, V any] interface {
 	OnDelete(key K, last V)
 }
 
+// RevisionHandler is implemented by a Handler that wants the store revision
+// of each change it is given, to say in a log line or a trace which write
+// it acts on. AddHandler checks for it once; a handler that implements it
+// has ChangeRevision called on its delivery goroutine right before each
+// OnAdd, OnUpdate and OnDelete, with the revision of the change that call
+// delivers:
+//
+//   - a watch event: the event's own revision, not the informer's
+//     LastRevision, which may be higher by the time the change is
+//     delivered;
+//   - several changes to the key coalesced into one call: the latest's;
+//   - a list or a relist (initial adds, a relist's updates, and deletes of
+//     keys it found gone): the list's revision;
+//   - a resync (WithResync) or the replay of the cache to a handler added
+//     late: the revision at which the cache got the value delivered.
+//
+// A panic in ChangeRevision is recovered and counted as one in the method
+// it precedes, which is then not called; the change counts as delivered
+// (see Handler).
+type RevisionHandler interface {
+	ChangeRevision(rev Revision)
+}
+
 // HandlerFuncs adapts functions to a Handler. A nil field ignores that kind
 // of change.
 type HandlerFuncs[K comparable, V any] struct {

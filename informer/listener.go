@@ -30,6 +30,9 @@ type change[V any] struct {
 	// resync is set on a kindUpdate that no watch event went into: a
 	// resync or a relist re-delivered the key (Handler.OnUpdate).
 	resync bool
+	// rev is the store revision of the change, of the latest one when
+	// several were coalesced (RevisionHandler).
+	rev Revision
 }
 
 // merge coalesces next, a change the cache made after p, into p, such that
@@ -49,25 +52,27 @@ type change[V any] struct {
 // must notice re-creation can compare identities in old and new. Other
 // combinations cannot come from a consistent cache; they are merged the
 // same way by the kind of the pending change.
+//
+// The result carries next's revision: the latest change's.
 func merge[V any](p, next change[V]) change[V] {
 	switch p.kind {
 	case kindNone:
 		if next.kind == kindDelete {
-			return p
+			return change[V]{kind: kindNone, rev: next.rev}
 		}
-		return change[V]{kind: kindAdd, cur: next.cur, initialList: next.kind == kindAdd && next.initialList}
+		return change[V]{kind: kindAdd, cur: next.cur, initialList: next.kind == kindAdd && next.initialList, rev: next.rev}
 	case kindAdd:
 		if next.kind == kindDelete {
-			return change[V]{kind: kindNone}
+			return change[V]{kind: kindNone, rev: next.rev}
 		}
-		return change[V]{kind: kindAdd, cur: next.cur, initialList: p.initialList && next.kind == kindAdd && next.initialList}
+		return change[V]{kind: kindAdd, cur: next.cur, initialList: p.initialList && next.kind == kindAdd && next.initialList, rev: next.rev}
 	default: // kindUpdate, kindDelete: the handler has the key, with p.old
 		if next.kind == kindDelete {
-			return change[V]{kind: kindDelete, old: p.old, cur: next.cur}
+			return change[V]{kind: kindDelete, old: p.old, cur: next.cur, rev: next.rev}
 		}
 		// A delete then an add is a change, whatever delivered the add.
 		resync := p.kind == kindUpdate && p.resync && next.resync
-		return change[V]{kind: kindUpdate, old: p.old, cur: next.cur, resync: resync}
+		return change[V]{kind: kindUpdate, old: p.old, cur: next.cur, resync: resync, rev: next.rev}
 	}
 }
 
@@ -77,6 +82,8 @@ func merge[V any](p, next change[V]) change[V] {
 // handler never holds up the informer.
 type listener[K comparable, V any] struct {
 	h Handler[K, V]
+	// rh is h if it is a RevisionHandler, else nil.
+	rh RevisionHandler
 	// panicked reports a panic recovered from h's method for key.
 	panicked func(key K, err error)
 
@@ -140,8 +147,10 @@ type listener[K comparable, V any] struct {
 }
 
 func newListener[K comparable, V any](h Handler[K, V], panicked func(K, error)) *listener[K, V] {
+	rh, _ := h.(RevisionHandler)
 	return &listener[K, V]{
 		h:        h,
+		rh:       rh,
 		panicked: panicked,
 		signal:   make(chan struct{}, 1),
 		stop:     make(chan struct{}),
@@ -217,9 +226,10 @@ func (l *listener[K, V]) wake() {
 	}
 }
 
-// resync pushes an update with old == new unless key is already pending:
-// then the handler will be given the latest value anyway.
-func (l *listener[K, V]) resync(key K, v V) {
+// resync pushes an update with old == new, v being the value cached at
+// rev, unless key is already pending: then the handler will be given the
+// latest value anyway.
+func (l *listener[K, V]) resync(key K, v V, rev Revision) {
 	l.mu.Lock()
 	_, ok := l.pending[key]
 	l.mu.Unlock()
@@ -227,7 +237,7 @@ func (l *listener[K, V]) resync(key K, v V) {
 		// The informer holds its lock (for reading: a replay may hold it
 		// too, but it makes nothing pending), so nothing can make key
 		// pending between the check and the push.
-		l.push(key, change[V]{kind: kindUpdate, old: v, cur: v, resync: true})
+		l.push(key, change[V]{kind: kindUpdate, old: v, cur: v, resync: true, rev: rev})
 	}
 }
 
@@ -296,13 +306,22 @@ func (l *listener[K, V]) run() {
 func (l *listener[K, V]) call(key K, c change[V]) error {
 	switch c.kind {
 	case kindAdd:
-		return protect("OnAdd", func() { l.h.OnAdd(key, c.cur, c.initialList) })
+		return protect("OnAdd", func() { l.tellRev(c.rev); l.h.OnAdd(key, c.cur, c.initialList) })
 	case kindUpdate:
-		return protect("OnUpdate", func() { l.h.OnUpdate(key, c.old, c.cur, c.resync) })
+		return protect("OnUpdate", func() { l.tellRev(c.rev); l.h.OnUpdate(key, c.old, c.cur, c.resync) })
 	case kindDelete:
-		return protect("OnDelete", func() { l.h.OnDelete(key, c.cur) })
+		return protect("OnDelete", func() { l.tellRev(c.rev); l.h.OnDelete(key, c.cur) })
 	}
 	return nil
+}
+
+// tellRev tells a RevisionHandler the revision of the change it is about
+// to be given. It runs inside the method's protect, so that a panic in it
+// is one of that method.
+func (l *listener[K, V]) tellRev(rev Revision) {
+	if l.rh != nil {
+		l.rh.ChangeRevision(rev)
+	}
 }
 
 // next waits for the oldest pending key and takes it, or reports false

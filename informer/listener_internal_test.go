@@ -70,8 +70,8 @@ func TestListenerKeepsOneEntryPerKeyInFirstChangeOrder(t *testing.T) {
 func TestListenerResyncSkipsKeysAlreadyPending(t *testing.T) {
 	l := newListener[string, int](HandlerFuncs[string, int]{}, nil)
 	l.push("a", update(1, 2))
-	l.resync("a", 2)
-	l.resync("b", 5)
+	l.resync("a", 2, 0)
+	l.resync("b", 5, 0)
 	assert.Equal(t, update(1, 2), l.pending["a"])
 	assert.Equal(t, resync(5), l.pending["b"])
 }
@@ -176,8 +176,8 @@ func TestAReplayShouldGiveEachKeyItsAddBeforeItsChanges(t *testing.T) {
 		l.push("c", add(3, false))
 		l.mu.Lock()
 		l.replayed = map[string]struct{}{}
-		l.replayLocked("a", 2) // pending: told through its change
-		l.replayLocked("b", 1)
+		l.replayLocked("a", item[int]{value: 2}) // pending: told through its change
+		l.replayLocked("b", item[int]{value: 1})
 		l.mu.Unlock()
 		l.wake() // as replay does after each chunk
 		synctest.Wait()
@@ -188,8 +188,8 @@ func TestAReplayShouldGiveEachKeyItsAddBeforeItsChanges(t *testing.T) {
 		l.push("b", del(5))
 		l.push("b", add(6, false)) // created again: the replay may meet it twice
 		l.mu.Lock()
-		l.replayLocked("b", 6)
-		l.replayLocked("e", 7)
+		l.replayLocked("b", item[int]{value: 6})
+		l.replayLocked("e", item[int]{value: 7})
 		l.mu.Unlock()
 		l.wake()
 		synctest.Wait()

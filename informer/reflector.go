@@ -147,10 +147,10 @@ func (inf *Informer[K, V]) fill(entries []Entry[K, V], rev Revision, initialList
 				inf.panicked(err, e.Key, rev, "entry not cached")
 				continue
 			}
-			c := change[V]{kind: kindAdd, cur: v, initialList: initialList}
+			c := change[V]{kind: kindAdd, cur: v, initialList: initialList, rev: rev}
 			if existed {
 				// A source listed the key twice: the later value wins.
-				c = change[V]{kind: kindUpdate, old: old, cur: v}
+				c = change[V]{kind: kindUpdate, old: old, cur: v, rev: rev}
 			}
 			for i, l := range inf.listeners {
 				if bulk[i] {
@@ -185,9 +185,9 @@ func (inf *Informer[K, V]) relist(entries []Entry[K, V], rev Revision) {
 			inf.cache.setRev(e.Key, rev)
 			inf.panicked(err, e.Key, rev, "entry skipped: the cache keeps the key's last value, if any")
 		case existed:
-			inf.notifyLocked(e.Key, change[V]{kind: kindUpdate, old: old, cur: v, resync: true})
+			inf.notifyLocked(e.Key, change[V]{kind: kindUpdate, old: old, cur: v, resync: true, rev: rev})
 		default:
-			inf.notifyLocked(e.Key, change[V]{kind: kindAdd, cur: v})
+			inf.notifyLocked(e.Key, change[V]{kind: kindAdd, cur: v, rev: rev})
 		}
 	}
 	// A revision mark instead of the listed set would save a map, but a
@@ -199,7 +199,7 @@ func (inf *Informer[K, V]) relist(entries []Entry[K, V], rev Revision) {
 			if err != nil {
 				inf.panicked(err, k, rev, "deleted anyway, and removed from every index by a scan")
 			}
-			inf.notifyLocked(k, change[V]{kind: kindDelete, old: last, cur: last})
+			inf.notifyLocked(k, change[V]{kind: kindDelete, old: last, cur: last, rev: rev})
 		}
 	}
 }
@@ -214,60 +214,127 @@ func (inf *Informer[K, V]) watch(ctx context.Context) (progressed bool, err erro
 	after := inf.resumeRev
 	inf.mu.RUnlock()
 	start := inf.clock.Now()
-	var violations uint64
-	err = inf.src.Watch(ctx, after, func(ev Event[K, V]) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		advanced, violation := inf.apply(ev, after)
-		progressed = progressed || advanced
-		if advanced {
-			inf.eventApplied()
-		}
-		if violation != "" {
-			inf.stats.violations.Add(1)
-			if violations == 0 { // one line per watch: a broken source can send many
-				inf.log.Warn("source broke the revision contract; event skipped", "violation", violation,
-					"type", ev.Type, "key", ev.Key, "revision", ev.Revision, "watch_after", after)
+	w := watchRun[K, V]{after: after}
+	if bw, ok := inf.src.(BatchWatcher[K, V]); ok {
+		err = bw.WatchBatch(ctx, after, func(evs []Event[K, V]) error {
+			for len(evs) > 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				n := min(len(evs), applyBatch)
+				inf.applyAll(evs[:n], &w)
+				evs = evs[n:]
 			}
-			violations++
-		}
-		return nil
-	})
-	if violations > 1 {
-		inf.log.Warn("source broke the revision contract; events skipped", "count", violations, "watch_after", after)
+			return nil
+		})
+	} else {
+		var one [1]Event[K, V]
+		err = inf.src.Watch(ctx, after, func(ev Event[K, V]) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			one[0] = ev
+			inf.applyAll(one[:], &w)
+			one[0] = Event[K, V]{} // let the value go while the source waits
+			return nil
+		})
+	}
+	if w.violations > 1 {
+		inf.log.Warn("source broke the revision contract; events skipped", "count", w.violations, "watch_after", after)
 	}
 	if err == nil {
 		err = errWatchEnded
 	}
-	return progressed || inf.clock.Since(start) >= backoffResetAfter,
+	return w.progressed || inf.clock.Since(start) >= backoffResetAfter,
 		fmt.Errorf("informer %q: watch after revision %d: %w", inf.name, after, err)
 }
 
-// apply applies one event of a watch that started after after to the
-// cache and tells the handlers. It reports whether the event moved the
-// last revision seen forward, and why it broke the Source contract, if it
-// did (see Stats.Violations).
-func (inf *Informer[K, V]) apply(ev Event[K, V], after Revision) (advanced bool, violation string) {
+// applyBatch is the most watch events applied per hold of the informer's
+// lock: about 50 µs of work, which readers (Get, List) may wait for.
+const applyBatch = 256
+
+// watchRun is what one watch has done so far.
+type watchRun[K comparable, V any] struct {
+	// after is the revision the watch started after.
+	after Revision
+	// progressed: an event moved the last revision seen forward.
+	progressed bool
+	// violations counts events that broke the Source contract; the first
+	// is logged on its own.
+	violations uint64
+}
+
+// applyAll applies events of watch w, in order, to the cache and the
+// handlers' buffers, under one hold of the informer's lock and of each
+// listener's: a listener's dispatcher takes none of them until all are
+// pushed, so changes to one key within them coalesce. Waiters for the
+// revisions reached are woken once all are applied and pushed.
+func (inf *Informer[K, V]) applyAll(evs []Event[K, V], w *watchRun[K, V]) {
+	var violation string
+	var bad Event[K, V]
 	inf.mu.Lock()
-	defer inf.mu.Unlock()
+	for _, l := range inf.listeners {
+		l.mu.Lock()
+	}
+	advanced, applied, violations := false, uint64(0), uint64(0)
+	for _, ev := range evs {
+		adv, ok, v := inf.applyLocked(ev, w.after)
+		advanced = advanced || adv
+		if ok {
+			applied++
+		}
+		if v != "" {
+			if w.violations == 0 && violation == "" {
+				violation, bad = v, ev
+			}
+			violations++
+		}
+	}
+	for _, l := range inf.listeners {
+		l.mu.Unlock()
+		l.wake()
+	}
+	if advanced {
+		// With mu still held, and every listener's lock released:
+		// a Registration.AfterRevision waiter takes its listener's.
+		inf.wakeWaitersLocked()
+	}
+	inf.mu.Unlock()
+	inf.stats.events.Add(applied)
+	if violations > 0 {
+		inf.stats.violations.Add(violations)
+		w.violations += violations
+	}
+	if advanced {
+		w.progressed = true
+		inf.eventApplied()
+	}
+	if violation != "" { // the watch's first; one line per watch, as a broken source can send many
+		inf.log.Warn("source broke the revision contract; event skipped", "violation", violation,
+			"type", bad.Type, "key", bad.Key, "revision", bad.Revision, "watch_after", w.after)
+	}
+}
+
+// applyLocked applies one event of a watch that started after after to the
+// cache and pushes it to the handlers' buffers. inf.mu and every
+// listener's mu must be held. It reports whether the event moved the last
+// revision seen forward, whether it changed the cache, and why it broke the
+// Source contract, if it did (see Stats.Violations).
+func (inf *Informer[K, V]) applyLocked(ev Event[K, V], after Revision) (advanced, changed bool, violation string) {
 	if ev.Revision > inf.lastRev {
 		inf.resumeRev, inf.lastRev = inf.lastRev, ev.Revision
 		advanced = true
-		// On return, with mu still held: once the event is cached and
-		// pushed to the handlers (or skipped), whatever the path out.
-		defer inf.wakeWaitersLocked()
 	}
 	it, ok := inf.cache.get(ev.Key)
 	switch ev.Type {
 	case Put:
 		switch {
 		case ok && ev.Revision == it.rev:
-			return advanced, "" // a duplicate, which the contract allows
+			return advanced, false, "" // a duplicate, which the contract allows
 		case ok && ev.Revision < it.rev:
-			return advanced, fmt.Sprintf("a Put older than the key's cached revision %d", it.rev)
+			return advanced, false, fmt.Sprintf("a Put older than the key's cached revision %d", it.rev)
 		case ev.Revision <= after:
-			return advanced, "a Put at or below the revision the watch started after"
+			return advanced, false, "a Put at or below the revision the watch started after"
 		}
 		v, err := inf.ingest(ev.Value)
 		var old V
@@ -277,40 +344,39 @@ func (inf *Informer[K, V]) apply(ev Event[K, V], after Revision) (advanced bool,
 		}
 		if err != nil {
 			inf.panicked(err, ev.Key, ev.Revision, "event skipped: the cache keeps the key's last value, if any")
-			return advanced, ""
+			return advanced, false, ""
 		}
 		if existed {
-			inf.notifyLocked(ev.Key, change[V]{kind: kindUpdate, old: old, cur: v})
+			inf.pushAllLocked(ev.Key, change[V]{kind: kindUpdate, old: old, cur: v, rev: ev.Revision})
 		} else {
-			inf.notifyLocked(ev.Key, change[V]{kind: kindAdd, cur: v})
+			inf.pushAllLocked(ev.Key, change[V]{kind: kindAdd, cur: v, rev: ev.Revision})
 		}
 	case Delete:
 		switch {
 		case ok && ev.Revision <= it.rev:
-			return advanced, fmt.Sprintf("a Delete at or below the key's cached revision %d", it.rev)
+			return advanced, false, fmt.Sprintf("a Delete at or below the key's cached revision %d", it.rev)
 		case !ok && ev.Revision == after:
-			return advanced, "" // gone already: a re-sent delete
+			return advanced, false, "" // gone already: a re-sent delete
 		case ev.Revision <= after:
-			return advanced, "a Delete at or below the revision the watch started after"
+			return advanced, false, "a Delete at or below the revision the watch started after"
 		case !ok:
-			return advanced, "" // gone already: a duplicate
+			return advanced, false, "" // gone already: a duplicate
 		}
 		last, _, err := inf.cache.remove(ev.Key)
 		if err != nil {
 			inf.panicked(err, ev.Key, ev.Revision, "deleted anyway, and removed from every index by a scan")
 		}
-		inf.notifyLocked(ev.Key, change[V]{kind: kindDelete, old: last, cur: last})
+		inf.pushAllLocked(ev.Key, change[V]{kind: kindDelete, old: last, cur: last, rev: ev.Revision})
 	case Bookmark:
 		// Every revision up to the bookmark's is complete. One below the
 		// last seen (etcd can send those) says nothing of the last.
 		inf.resumeRev = max(inf.resumeRev, ev.Revision)
-		return advanced, ""
+		return advanced, false, ""
 	default:
 		inf.log.Warn("ignoring watch event of unknown type", "type", ev.Type, "revision", ev.Revision)
-		return advanced, ""
+		return advanced, false, ""
 	}
-	inf.stats.events.Add(1)
-	return advanced, ""
+	return advanced, true, ""
 }
 
 // ingest applies the transform, if any, and returns a panic in it as an

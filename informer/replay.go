@@ -41,7 +41,7 @@ func (inf *Informer[K, V]) replay(l *listener[K, V], sizeHint int) {
 		if l.stopped {
 			break
 		}
-		l.replayLocked(k, it.value)
+		l.replayLocked(k, it)
 		if n++; n%replayChunk == 0 {
 			l.mu.Unlock()
 			l.wake() // deliver the chunk while the next one is built
@@ -59,7 +59,7 @@ func (inf *Informer[K, V]) replay(l *listener[K, V], sizeHint int) {
 // replayLocked replays one cached entry, unless it was replayed already or
 // a change to it is pending (which tells the handler of it; see
 // pushLocked).
-func (l *listener[K, V]) replayLocked(key K, v V) {
+func (l *listener[K, V]) replayLocked(key K, it item[V]) {
 	if len(l.pending) > 0 {
 		if _, ok := l.pending[key]; ok {
 			return
@@ -69,7 +69,7 @@ func (l *listener[K, V]) replayLocked(key K, v V) {
 	if l.replayed[key] = struct{}{}; len(l.replayed) == n {
 		return // replayed already: one map operation instead of two
 	}
-	l.bulk = append(l.bulk, keyed[K, V]{key, change[V]{kind: kindAdd, cur: v, initialList: true}})
+	l.bulk = append(l.bulk, keyed[K, V]{key, change[V]{kind: kindAdd, cur: it.value, initialList: true, rev: it.rev}})
 	l.pushed++
 	l.syncAt++ // nothing else was pushed to bulk: it was empty, and fill skips a replaying listener
 }
@@ -93,9 +93,9 @@ func (l *listener[K, V]) endReplayLocked() {
 func unseen[V any](c change[V]) change[V] {
 	switch c.kind {
 	case kindUpdate:
-		return change[V]{kind: kindAdd, cur: c.cur}
+		return change[V]{kind: kindAdd, cur: c.cur, rev: c.rev}
 	case kindDelete:
-		return change[V]{kind: kindNone}
+		return change[V]{kind: kindNone, rev: c.rev}
 	}
 	return c
 }

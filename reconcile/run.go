@@ -162,12 +162,6 @@ func (r *run[K]) serve(ctx context.Context) (err error) {
 	return err
 }
 
-// cacheWaiter is a Cache that can tell when its first list is stored,
-// before its handlers have been given it (informer.Informer.WaitForCache).
-type cacheWaiter interface {
-	WaitForCache(ctx context.Context) error
-}
-
 // waitForSync waits for every watched informer's first list to be in its
 // cache, at most the sync timeout: the workers then start while the
 // handlers still queue the listed keys (at low priority, behind fresh
@@ -181,11 +175,7 @@ func (r *run[K]) waitForSync(ctx context.Context) error {
 	defer t.Stop()
 	var failed []string
 	for _, cache := range caches {
-		wait := cache.WaitForSync
-		if c, ok := cache.(cacheWaiter); ok {
-			wait = c.WaitForCache
-		}
-		if err := wait(sctx); err != nil && ctx.Err() == nil {
+		if err := cache.WaitForCache(sctx); err != nil && ctx.Err() == nil {
 			failed = append(failed, fmt.Sprintf("%q (%v)", cache.Name(), err))
 		}
 	}

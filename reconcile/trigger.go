@@ -61,9 +61,11 @@ type Trigger struct {
 	// Change is the change's kind, for changes, initial lists and
 	// resyncs.
 	Change ChangeKind `json:",omitempty"`
-	// Rev is the highest revision the watched informer had reached when it
-	// delivered one of the merged changes: at or after the change's own
-	// revision. Zero when unknown (initial lists, sources, requeues).
+	// Rev is the highest store revision of the merged changes, each the
+	// revision of the change itself (see informer.RevisionHandler): a watch
+	// event's own revision, a relist's for a key it found, the revision of
+	// the cached value for a resync. Zero when unknown (initial lists,
+	// sources, requeues).
 	Rev informer.Revision `json:",omitempty"`
 	// First is when the first of the merged adds happened; zero unless the
 	// controller notes times (WithMetrics, or debug pages on).
@@ -108,8 +110,7 @@ func (t Trigger) String() string {
 // handed to the worker with the key, and shown in the reconcile's log
 // lines (a "trigger" attribute), its span (converge.triggers) and the
 // debug pages. It costs no allocation, but about 100 bytes per queued key,
-// an index lookup per add and a read of the informer's revision per
-// change. Default: on under a Manager with Debug.Enabled (from the next
+// an index lookup per add. Default: on under a Manager with Debug.Enabled (from the next
 // Run after AddController), off otherwise.
 func WithTriggerReasons(on bool) Option {
 	return func(s *settings) error {

@@ -11,12 +11,26 @@ import (
 )
 
 // Cache is the part of an informer that controllers and the Manager use
-// without knowing its types: *informer.Informer[K, V] implements it.
+// without knowing its types: *informer.Informer[K, V] implements it, and
+// every method has the contract of the Informer method of that name.
+//
+// A controller starts its workers once WaitForCache returns for every
+// informer it watches, so that they reconcile the first listed keys while
+// its handlers still queue the rest; the Manager's readiness uses
+// HasSynced. An implementation whose cache cannot be read before its
+// handlers have been given the first list can implement WaitForCache as
+// WaitForSync: workers then start later, never wrongly.
 type Cache interface {
 	Name() string
 	Run(ctx context.Context) error
 	HasSynced() bool
+	// WaitForSync blocks until HasSynced is true (nil), ctx is done or
+	// Run has returned without syncing (an error).
 	WaitForSync(ctx context.Context) error
+	// WaitForCache blocks until the cache holds the first full list, which
+	// reads (Get, List) then see, even if handlers have not been given it
+	// yet (nil); or until ctx is done or Run has returned first (an error).
+	WaitForCache(ctx context.Context) error
 }
 
 // ChangeKind says what happened to a watched key.
@@ -239,17 +253,7 @@ func (w *informerWatch[K, WK, WV]) describe() string {
 func (w *informerWatch[K, WK, WV]) cache() Cache { return w.inf }
 
 func (w *informerWatch[K, WK, WV]) start(r *run[K]) (func(), error) {
-	reg, err := w.inf.AddHandler(informer.HandlerFuncs[WK, WV]{
-		AddFunc: func(key WK, v WV, initial bool) {
-			w.deliver(r, Change[WK, WV]{Kind: Added, Key: key, New: v, InitialList: initial})
-		},
-		UpdateFunc: func(key WK, old, new WV, resync bool) {
-			w.deliver(r, Change[WK, WV]{Kind: Updated, Key: key, Old: old, New: new, Resync: resync})
-		},
-		DeleteFunc: func(key WK, last WV) {
-			w.deliver(r, Change[WK, WV]{Kind: Deleted, Key: key, Old: last})
-		},
-	})
+	reg, err := w.inf.AddHandler(&watchHandler[K, WK, WV]{w: w, r: r})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", w.describe(), err)
 	}
@@ -257,11 +261,37 @@ func (w *informerWatch[K, WK, WV]) start(r *run[K]) (func(), error) {
 	return reg.Remove, nil
 }
 
-// deliver turns one change into keys to reconcile. A panic in a
+// watchHandler is an informerWatch's handler for one run. It is an
+// informer.RevisionHandler, so that a trigger reason records the revision
+// of the change that queued the key.
+type watchHandler[K comparable, WK comparable, WV any] struct {
+	w *informerWatch[K, WK, WV]
+	r *run[K]
+	// rev is the revision of the change being delivered; set and read on
+	// the informer's delivery goroutine only.
+	rev informer.Revision
+}
+
+func (h *watchHandler[K, WK, WV]) ChangeRevision(rev informer.Revision) { h.rev = rev }
+
+func (h *watchHandler[K, WK, WV]) OnAdd(key WK, v WV, initial bool) {
+	h.w.deliver(h.r, Change[WK, WV]{Kind: Added, Key: key, New: v, InitialList: initial}, h.rev)
+}
+
+func (h *watchHandler[K, WK, WV]) OnUpdate(key WK, old, new WV, resync bool) {
+	h.w.deliver(h.r, Change[WK, WV]{Kind: Updated, Key: key, Old: old, New: new, Resync: resync}, h.rev)
+}
+
+func (h *watchHandler[K, WK, WV]) OnDelete(key WK, last WV) {
+	h.w.deliver(h.r, Change[WK, WV]{Kind: Deleted, Key: key, Old: last}, h.rev)
+}
+
+// deliver turns one change, made at revision rev, into keys to reconcile.
+// A panic in a
 // predicate, in toKeys, or in the queue (a key that cannot be used) is
 // recovered: the process and the other keys must not pay for one bad
 // change.
-func (w *informerWatch[K, WK, WV]) deliver(r *run[K], c Change[WK, WV]) {
+func (w *informerWatch[K, WK, WV]) deliver(r *run[K], c Change[WK, WV], rev informer.Revision) {
 	defer r.recoverWatch(w, c.Key)
 	for _, p := range w.preds {
 		if !p(c) {
@@ -282,7 +312,7 @@ func (w *informerWatch[K, WK, WV]) deliver(r *run[K], c Change[WK, WV]) {
 		}
 		ev.why = queue.Reason{What: reasonWhat(kind, c.Kind, w.index)}
 		if kind != TriggerInitialList { // a list's revision says nothing about a key
-			ev.why.Rev = uint64(w.inf.LastRevision())
+			ev.why.Rev = uint64(rev)
 		}
 	}
 	if w.same != nil {
