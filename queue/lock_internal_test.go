@@ -47,15 +47,18 @@ func TestABargingMutexShouldWakeEveryParkedLockerInTurn(t *testing.T) {
 		m.Lock()
 		const lockers = 5
 		var wg sync.WaitGroup
+		held := 0
 		for range lockers {
 			wg.Go(func() {
 				m.Lock()
+				held++
 				m.Unlock()
 			})
 		}
 		synctest.Wait() // all parked: one Unlock wakes one, whose Unlock wakes the next
 		m.Unlock()
 		wg.Wait()
+		assert.Equal(t, lockers, held)
 		assert.Equal(t, int32(unlocked), m.state.Load())
 	})
 }
