@@ -3,8 +3,10 @@ package bench
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -210,4 +212,71 @@ func bytesPerKey(b *testing.B, im impl, keys []string) float64 {
 	runtime.KeepAlive(q)
 	q.ShutDown()
 	return (float64(m1.HeapAlloc) - float64(m0.HeapAlloc)) / float64(len(keys))
+}
+
+// processCPU is the CPU time the process has used (user and system), in ns.
+func processCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkThroughputPairs is scenario 1 as issue 16 states its target:
+// converge against client-go in back-to-back pairs (the order alternating),
+// each pair a repetition, with and without metrics. It reports the
+// per-pair ratio converge/client-go as its minimum, median and maximum over
+// b.N pairs (run with -benchtime 5x for five), so that a host whose load
+// drifts moves both sides of a pair alike, and the median ratio of CPU time
+// per item (the process's, garbage collection included), which a shared
+// host disturbs less than wall time.
+func BenchmarkThroughputPairs(b *testing.B) {
+	keys := distinctKeys(throughputKeys)
+	byName := map[string]impl{}
+	for _, im := range impls {
+		byName[im.name] = im
+	}
+	for _, withMetrics := range []bool{false, true} {
+		name := "plain"
+		if withMetrics {
+			name = "metrics"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.StopTimer()
+			var ratios, cpuRatios []float64
+			for i := range b.N {
+				pair := [2]impl{byName["converge"], byName["client-go"]}
+				if i%2 == 1 {
+					pair[0], pair[1] = pair[1], pair[0]
+				}
+				rate, cpu := map[string]float64{}, map[string]float64{}
+				for _, im := range pair {
+					var reg *prometheus.Registry
+					if withMetrics {
+						reg = prometheus.NewRegistry()
+					}
+					settle()
+					cpu0 := processCPU()
+					d, ok, _ := throughputOnce(newQueueFor(im, reg), keys, func() error { return nil })
+					if !ok {
+						b.Fatalf("%s: not all %d keys processed within %v", im.name, len(keys), throughputTimeout)
+					}
+					rate[im.name] = float64(len(keys)) / d.Seconds()
+					cpu[im.name] = float64(processCPU()-cpu0) / float64(len(keys))
+				}
+				ratios = append(ratios, rate["converge"]/rate["client-go"])
+				cpuRatios = append(cpuRatios, cpu["converge"]/cpu["client-go"])
+				b.Logf("pair %d: converge %.0f items/s %.0f CPU-ns/item, client-go %.0f items/s %.0f CPU-ns/item; ratio %.2f, CPU ratio %.2f",
+					i, rate["converge"], cpu["converge"], rate["client-go"], cpu["client-go"], ratios[i], cpuRatios[i])
+			}
+			slices.Sort(ratios)
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(ratios[0], "min-ratio")
+			b.ReportMetric(ratios[len(ratios)/2], "median-ratio")
+			b.ReportMetric(ratios[len(ratios)-1], "max-ratio")
+			slices.Sort(cpuRatios)
+			b.ReportMetric(cpuRatios[len(cpuRatios)/2], "median-cpu-ratio")
+		})
+	}
 }

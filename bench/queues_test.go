@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -13,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+
+	"github.com/converge-go/converge/reconcile"
 )
 
 // Queue is the adapter every scenario drives. All three queues under test
@@ -101,6 +104,23 @@ func keyIndex(k string) int {
 }
 
 // ---- helpers ----
+
+// triggerReasonsEnv switches the controller's trigger reasons in scenarios
+// 11 and 12 (reconcile.WithTriggerReasons) for measuring their cost as
+// interleaved on/off rounds: "on" or "off"; unset or anything else keeps
+// the controller's default (off outside a Manager with debug pages).
+const triggerReasonsEnv = "CONVERGE_BENCH_TRIGGER_REASONS"
+
+// recTriggerOptions is the reconcile option triggerReasonsEnv asks for.
+func recTriggerOptions() []reconcile.Option {
+	switch os.Getenv(triggerReasonsEnv) {
+	case "on":
+		return []reconcile.Option{reconcile.WithTriggerReasons(true)}
+	case "off":
+		return []reconcile.Option{reconcile.WithTriggerReasons(false)}
+	}
+	return nil
+}
 
 // settle collects garbage left by the previous sub-benchmark so it is not
 // charged to the next one.

@@ -378,7 +378,8 @@ func (p *convergeRec) start(workers int) {
 		p.t.reconciled(v, ok)
 		return reconcile.Result{}, nil
 	})
-	c, err := reconcile.New("bench", rec, reconcile.For(p.inf), reconcile.WithWorkers(workers))
+	opts := append([]reconcile.Option{reconcile.For(p.inf), reconcile.WithWorkers(workers)}, recTriggerOptions()...)
+	c, err := reconcile.New("bench", rec, opts...)
 	if err != nil {
 		panic(err)
 	}

@@ -87,7 +87,7 @@ func (s *slab[K]) alloc(key K) int32 {
 		s.free = e.links[readyLinks].next
 		*e = entry[K]{key: key, links: unlinked}
 		if s.reasons != nil {
-			s.reasons[idx] = reasonSlot{}
+			s.reasons[idx].clear()
 		}
 		return idx
 	}

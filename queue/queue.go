@@ -81,12 +81,13 @@ type Queue[K comparable] struct {
 
 	_ cacheLinePad
 
-	// mu is a plain mutex. It was one that yielded the processor up to
-	// 1000 times before parking, which kept throughput up while woken Gets
-	// had to re-take it, and made the tail bimodal; since Gets are handed
-	// their key (handoff.go) nobody re-takes it after a wake-up, and the
-	// plain mutex is both faster and tight (docs/design/queue-lock.md).
-	mu sync.Mutex
+	// mu never hands itself to a parked goroutine (lock.go): sync.Mutex's
+	// starvation mode turned every lock operation into a goroutine switch
+	// in some runs. It once yielded the processor up to 1000 times before
+	// parking, which made the tail bimodal; since Gets are handed their
+	// key (handoff.go) nobody re-takes it after a wake-up, and it neither
+	// yields nor hands over (docs/design/queue-lock.md).
+	mu bargingMutex
 	// Everything below is guarded by mu.
 
 	// parked are the Gets waiting for a key (handoff.go). It is empty
@@ -168,6 +169,7 @@ func New[K comparable](opts ...Option) *Queue[K] {
 		checkKeys: keyCheckFor(reflect.TypeFor[K]()),
 		age:       ageState{fifo: newList()},
 	}
+	q.mu.init()
 	q.drained.L = &q.mu
 	if q.clock == nil {
 		q.clock = clock.RealClock{}
@@ -281,10 +283,8 @@ func (q *Queue[K]) AddWithOptions(o AddOptions, keys ...K) {
 			q.retries++ // as controller-runtime counts: any add with a delay
 		}
 		q.promoteAt(now)
-		q.addLocked(key, tag, prio, due, now)
-		if o.Reason.What != 0 && q.slab.reasons != nil {
-			q.noteReason(key, tag, o.Reason, now) // before unlock, which may hand the key to a parked Get
-		}
+		idx := q.addLocked(key, tag, prio, due, now)
+		q.noteReasonAt(idx, o.Reason.What, o.Reason.Rev, now) // before unlock, which may hand the key to a parked Get
 		q.unlock(now)
 	}
 }
@@ -312,10 +312,11 @@ func clampPriority(p int) int32 {
 // means parked. The caller computes tag (the index hash) and now
 // (metricsNow) before locking, to keep hashing and the clock out of the
 // critical section, and releases q.mu with unlock, which hands a key that
-// became ready to a parked Get. It returns 1 if a key became ready.
-func (q *Queue[K]) addLocked(key K, tag uint32, prio int32, due, now int64) int {
+// became ready to a parked Get. It returns the key's slab index, or none if
+// the queue is shut down and ignored the add.
+func (q *Queue[K]) addLocked(key K, tag uint32, prio int32, due, now int64) int32 {
 	if q.shuttingDown {
-		return 0
+		return none
 	}
 	idx, pos := q.index.find(q.slab.entries, key, tag)
 	if idx == none {
@@ -324,12 +325,12 @@ func (q *Queue[K]) addLocked(key K, tag uint32, prio int32, due, now int64) int 
 		if due == 0 {
 			q.adds++
 			q.makeReady(idx, prio, now)
-			return 1
+			return idx
 		}
 		e := &q.slab.entries[idx]
 		e.state, e.prio = stateWaiting, prio
 		q.wait(idx, due)
-		return 0
+		return idx
 	}
 	e := &q.slab.entries[idx]
 	switch e.state {
@@ -343,7 +344,7 @@ func (q *Queue[K]) addLocked(key K, tag uint32, prio int32, due, now int64) int 
 			q.unwait(idx)
 			q.adds++
 			q.makeReady(idx, prio, now)
-			return 1
+			return idx
 		}
 		e.prio = prio
 		q.waitEarlier(idx, due)
@@ -368,7 +369,7 @@ func (q *Queue[K]) addLocked(key K, tag uint32, prio int32, due, now int64) int 
 	case stateDirty:
 		e.prio = max(prio, e.prio)
 	}
-	return 0
+	return idx
 }
 
 // makeReady links idx into the ready set at prio; now is metricsNow.

@@ -68,6 +68,10 @@ type reasonSlot struct {
 	dropped uint32
 }
 
+// clear empties the slot. Records past n are never read, so it writes two
+// fields rather than the slot's 100 bytes.
+func (s *reasonSlot) clear() { s.n, s.dropped = 0, 0 }
+
 // merge adds one reason to the slot: same what, counted, with the highest
 // rev; a new what, appended if there is room, else dropped.
 func (s *reasonSlot) merge(what uint32, rev uint64, now int64) {
@@ -96,23 +100,21 @@ func (s *reasonSlot) merge(what uint32, rev uint64, now int64) {
 // most MaxReasons distinct reasons, counted and with the highest
 // revision), which GetWithReasons hands over and clears, and Inspect
 // shows. It costs about 100 bytes per key the queue holds and, per add
-// with a reason, one more index lookup under the lock the add holds
-// anyway. Default: off; adds' reasons are then ignored.
+// with a reason, a merge into the entry the add has found anyway, under
+// the lock the add holds. Default: off; adds' reasons are then ignored.
 func WithReasons() Option {
 	return func(c *config) { c.reasons = true }
 }
 
-// noteReason merges r into the record of key, which the caller has just
-// added under q.mu; now is the add's metricsNow.
-func (q *Queue[K]) noteReason(key K, tag uint32, r Reason, now int64) {
-	if q.shuttingDown {
+// noteReasonAt merges the reason (what, rev) into the record of the entry
+// idx that addLocked has just returned (none: the add was ignored); now is
+// the add's metricsNow. It does nothing for what 0 or without WithReasons.
+// Called with q.mu held.
+func (q *Queue[K]) noteReasonAt(idx int32, what uint32, rev uint64, now int64) {
+	if what == 0 || idx == none || q.slab.reasons == nil {
 		return
 	}
-	idx, _ := q.index.find(q.slab.entries, key, tag)
-	if idx == none {
-		return
-	}
-	q.slab.reasons[idx].merge(r.What, r.Rev, now)
+	q.slab.reasons[idx].merge(what, rev, now)
 }
 
 // GetWithReasons is Get, and also hands over why the key was queued: the
@@ -132,7 +134,7 @@ func (q *Queue[K]) takeReasons(idx int32, dst *Reasons) {
 	if dst != nil {
 		q.copyReasons(s, dst)
 	}
-	s.n, s.dropped = 0, 0
+	s.clear()
 }
 
 // copyReasons writes s to dst; the caller holds q.mu.
