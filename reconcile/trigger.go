@@ -109,8 +109,9 @@ func (t Trigger) String() string {
 // queue.MaxReasons reasons in its queue entry, merged as adds coalesce,
 // handed to the worker with the key, and shown in the reconcile's log
 // lines (a "trigger" attribute), its span (converge.triggers) and the
-// debug pages. It costs no allocation, but about 100 bytes per queued key,
-// an index lookup per add. Default: on under a Manager with Debug.Enabled (from the next
+// debug pages. It costs about 100 bytes per queued key and one allocation
+// per reconcile; the reason merges into the queue entry an add finds, so it
+// adds no index lookup. Default: on under a Manager with Debug.Enabled (from the next
 // Run after AddController), off otherwise.
 func WithTriggerReasons(on bool) Option {
 	return func(s *settings) error {
