@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/queue"
@@ -156,6 +157,13 @@ func (sh *sharding[K]) ServeBucket(stop, lease context.Context, b shard.Bucket) 
 	defer hb.cancelWork(ErrBucketLost)
 	unhook := context.AfterFunc(lease, func() { hb.cancelWork(ErrBucketLost) })
 	defer unhook()
+	// Caches that hold only their held buckets (informer.Bucketed) load
+	// b's keys before b admits any, and drop them after its last reconcile.
+	release, ok := sh.c.acquireBucket(stop, b.ID)
+	defer release()
+	if !ok {
+		return // stopped before b's keys could be loaded: nothing admitted
+	}
 	sh.mu.Lock()
 	sh.held[b.ID] = hb
 	sh.mu.Unlock()
@@ -178,6 +186,53 @@ func (sh *sharding[K]) ServeBucket(stop, lease context.Context, b shard.Bucket) 
 	}
 	<-hb.drained
 }
+
+// bucketCache is a cache that holds only the buckets it is told to
+// (*informer.Informer over informer.Bucketed; for other sources its
+// methods do nothing).
+type bucketCache interface {
+	AcquireBucket(ctx context.Context, b int) error
+	ReleaseBucket(b int)
+}
+
+// acquireBucket loads bucket's keys into every watched cache that holds
+// only its buckets, retrying a failed load every loadRetry. ok is false if
+// ctx was done first. release undoes the loads that were made, in either
+// case.
+func (c *Controller[K]) acquireBucket(ctx context.Context, bucket int) (release func(), ok bool) {
+	var loaded []bucketCache
+	release = func() {
+		for _, bc := range loaded {
+			bc.ReleaseBucket(bucket)
+		}
+	}
+	for _, w := range c.watches {
+		bc, isBC := w.cache().(bucketCache)
+		if !isBC {
+			continue
+		}
+		for {
+			err := bc.AcquireBucket(ctx, bucket)
+			if err == nil {
+				loaded = append(loaded, bc)
+				break
+			}
+			if ctx.Err() != nil {
+				return release, false
+			}
+			c.s.logger.Warn("loading a bucket's keys failed; retrying", "controller", c.name, "bucket", bucket, "error", err)
+			select {
+			case <-ctx.Done():
+				return release, false
+			case <-c.s.clock.After(loadRetry):
+			}
+		}
+	}
+	return release, true
+}
+
+// loadRetry is how long acquireBucket waits before it loads a bucket again.
+const loadRetry = 500 * time.Millisecond
 
 // requeueBucket queues, on the current run, every key of bucket that the
 // watched informers hold.
