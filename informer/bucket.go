@@ -158,8 +158,8 @@ func (s *bucketSource[K, V]) Watch(ctx context.Context, after Revision, emit fun
 }
 
 // AcquireBucket makes the informer cache bucket b's keys, and returns once
-// they are in the cache and pushed to the handlers (as additions; for a
-// controller, to be admitted once the bucket is). Calls nest: b stays
+// they are in the cache. The handlers are not told of them (see load);
+// they are told of the bucket's changes from then on. Calls nest: b stays
 // cached until ReleaseBucket has been called as often. An informer whose
 // source is not Bucketed caches every key anyway: for it this returns nil
 // at once. It returns ctx's error, or the load's (b is then not held), if
@@ -236,25 +236,20 @@ func (inf *Informer[K, V]) ReleaseBucket(b int) {
 	}
 }
 
-// load adds one bucket's snapshot, taken at rev, to the cache and tells
-// the handlers, as additions of a list.
+// load adds one bucket's snapshot, taken at rev, to the cache. The
+// handlers are not told, as ReleaseBucket does not tell them: the keys did
+// not change, this replica starts looking at them (a sharded controller
+// queues the bucket's keys itself once it admits them).
 func (inf *Informer[K, V]) load(entries []Entry[K, V], rev Revision) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	for _, e := range entries {
 		v, err := inf.ingest(e.Value)
-		var old V
-		var existed bool
 		if err == nil {
-			old, existed, err = inf.cache.set(e.Key, v, rev)
+			_, _, err = inf.cache.set(e.Key, v, rev)
 		}
-		switch {
-		case err != nil:
+		if err != nil {
 			inf.panicked(err, e.Key, rev, "entry not cached")
-		case existed:
-			inf.notifyLocked(e.Key, change[V]{kind: kindUpdate, old: old, cur: v, resync: true})
-		default:
-			inf.notifyLocked(e.Key, change[V]{kind: kindAdd, cur: v, initialList: true})
 		}
 	}
 }
