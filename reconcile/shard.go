@@ -37,9 +37,10 @@ var ErrBucketLost = errors.New("shard bucket lost")
 // keyOf gives the bytes a key is hashed by; it may be nil when K is string
 // (the key itself). K must be the controller's key type, or New fails. s
 // must not have started running: New registers the controller with it.
-// Keys from FromFunc and FromChannel are admitted by bucket like any other,
-// but are not queued again when their bucket is acquired. Default: not
-// sharded.
+// Keys from FromFunc and FromChannel are admitted by bucket like any other;
+// the controller remembers every key they delivered (so its memory grows
+// with their distinct keys) and queues those of a bucket again when it
+// acquires it. Default: not sharded.
 func WithShards[K comparable](s *shard.Sharder, keyOf func(K) string) Option {
 	return func(st *settings) error {
 		if s == nil {
@@ -68,6 +69,10 @@ type sharding[K comparable] struct {
 	// it from the start of its ServeBucket until its stop, and admits no
 	// key once removed. Guarded by mu.
 	held map[int]*heldBucket
+	// sourced are the keys FromFunc and FromChannel sources delivered, by
+	// bucket, held here or not: queued again when their bucket is
+	// acquired, as an informer's cached keys are. Guarded by mu.
+	sourced map[int]map[K]struct{}
 }
 
 // heldBucket is one held bucket's admission state.
@@ -234,8 +239,38 @@ func (c *Controller[K]) acquireBucket(ctx context.Context, bucket int) (release 
 // loadRetry is how long acquireBucket waits before it loads a bucket again.
 const loadRetry = 500 * time.Millisecond
 
+// noteSourced records key, delivered by a FromFunc or FromChannel source,
+// for requeueBucket. A no-op for a controller that is not sharded.
+func (c *Controller[K]) noteSourced(key K) {
+	sh := c.shards
+	if sh == nil {
+		return
+	}
+	b := sh.bucketOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.sourced == nil {
+		sh.sourced = make(map[int]map[K]struct{})
+	}
+	if sh.sourced[b] == nil {
+		sh.sourced[b] = make(map[K]struct{})
+	}
+	sh.sourced[b][key] = struct{}{}
+}
+
+// sourcedIn returns the keys of bucket that sources delivered.
+func (sh *sharding[K]) sourcedIn(bucket int) []K {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	keys := make([]K, 0, len(sh.sourced[bucket]))
+	for k := range sh.sourced[bucket] {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
 // requeueBucket queues, on the current run, every key of bucket that the
-// watched informers hold.
+// watched informers hold or that sources delivered.
 func (c *Controller[K]) requeueBucket(bucket int) {
 	c.mu.Lock()
 	r := c.cur
@@ -249,6 +284,10 @@ func (c *Controller[K]) requeueBucket(bucket int) {
 		}); ok {
 			rw.requeue(r, func(k K) bool { return c.shards.bucketOf(k) == bucket })
 		}
+	}
+	ev := enqueueEvent{prio: queue.PriorityLow}
+	for _, k := range c.shards.sourcedIn(bucket) {
+		r.enqueue(ev, k)
 	}
 }
 
