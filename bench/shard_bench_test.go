@@ -368,6 +368,18 @@ func (c *shardCluster) start(b *testing.B, id string) {
 		}
 		return reconcile.Result{}, nil
 	})
+	m := shardManager(b, sh, inf, rec)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &shardReplica{sh: sh, conn: conn, cancel: cancel, done: make(chan error, 1)}
+	c.mu.Lock()
+	c.reps[id] = r
+	c.mu.Unlock()
+	go func() { r.done <- m.Run(ctx) }()
+}
+
+// shardManager returns a Manager running sh, inf and a controller
+// sharded over sh with one worker that reconciles inf's keys with rec.
+func shardManager[V any](b *testing.B, sh *shard.Sharder, inf *informer.Informer[string, V], rec reconcile.Reconciler[string]) *reconcile.Manager {
 	ctrl, err := reconcile.New("keys", rec, reconcile.For(inf), reconcile.WithWorkers(1),
 		reconcile.WithShards[string](sh, nil), reconcile.WithLogger(discardLog))
 	if err != nil {
@@ -383,12 +395,7 @@ func (c *shardCluster) start(b *testing.B, id string) {
 	if err := m.AddController(ctrl); err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &shardReplica{sh: sh, conn: conn, cancel: cancel, done: make(chan error, 1)}
-	c.mu.Lock()
-	c.reps[id] = r
-	c.mu.Unlock()
-	go func() { r.done <- m.Run(ctx) }()
+	return m
 }
 
 // stop stops replica id (a graceful leave) and waits for its Manager.

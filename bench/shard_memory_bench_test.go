@@ -136,21 +136,7 @@ func shardMemOnce(b *testing.B, store *etcdstore.Buckets[pgObj], n int, bucketed
 			}
 			return reconcile.Result{}, nil
 		})
-		ctrl, err := reconcile.New("objs", rec, reconcile.For(inf), reconcile.WithWorkers(1),
-			reconcile.WithShards[string](sh, nil), reconcile.WithLogger(discardLog))
-		if err != nil {
-			b.Fatal(err)
-		}
-		m, err := reconcile.NewManager(reconcile.ManagerOptions{Shards: sh, Logger: discardLog})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := m.AddInformer(inf); err != nil {
-			b.Fatal(err)
-		}
-		if err := m.AddController(ctrl); err != nil {
-			b.Fatal(err)
-		}
+		m := shardManager(b, sh, inf, rec)
 		infs[i], shs[i] = inf, sh
 		wg.Go(func() { _ = m.Run(ctx) })
 	}
