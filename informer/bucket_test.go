@@ -11,6 +11,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/informer/sourcetest"
 )
 
 // digitBucket files "<d>/name" under bucket d.
@@ -119,4 +120,11 @@ func TestAnInformerThatIsNotBucketedCachesEveryBucket(t *testing.T) {
 	require.NoError(t, inf.AcquireBucket(ctx, 1))
 	inf.ReleaseBucket(1)
 	assert.Equal(t, []string{"1/a", "2/a"}, keysOf(inf.List()))
+}
+
+func TestABucketedInformerOverTheMemoryStoreCachesOnlyTheBucketsItHolds(t *testing.T) {
+	store := memstore.New[string, int]()
+	of := func(k string) int { return int(k[len(k)-1]-'0') % 4 }
+	sourcetest.RunBucketed(t, sourcetest.BucketSuite[int]{Source: memstore.WithBuckets(store, of), Store: store,
+		BucketOf: of, Buckets: 4, Value: func(i int) int { return i }})
 }
