@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // BucketSource is a Source whose keys fall into numbered buckets (as a
@@ -121,9 +122,16 @@ func (s *bucketSource[K, V]) List(ctx context.Context) ([]Entry[K, V], Revision,
 			h.floor = max(h.floor, rev)
 		}
 	}
+	// A bucket released meanwhile (see ReleaseBucket) is left out.
+	kept := entries[:0]
+	for _, e := range entries {
+		if s.held[s.of(e.Key)] != nil {
+			kept = append(kept, e)
+		}
+	}
 	s.stopListCtx = context.AfterFunc(ctx, s.releaseList)
 	s.mu.Unlock()
-	return entries, rev, nil
+	return kept, rev, nil
 }
 
 // Watch passes on the held buckets' changes above their floor, keeps
@@ -190,7 +198,10 @@ func (inf *Informer[K, V]) AcquireBucket(ctx context.Context, b int) error {
 		delete(s.held, b)
 		return err
 	}
-	// Under s.mu, so that Watch sends b's next change only after these.
+	// Under s.mu, so that Watch sends b's next change only after these;
+	// after dropping what a List raced past a release left (see
+	// ReleaseBucket).
+	inf.drop(s.of, b)
 	inf.load(entries, rev)
 	for _, ev := range h.pending {
 		if ev.Revision > rev {
@@ -211,8 +222,16 @@ func (inf *Informer[K, V]) ReleaseBucket(b int) {
 	if !ok {
 		return
 	}
-	_ = s.lock(context.Background()) // never fails without a deadline
-	defer s.unlock()
+	// Waiting for sem orders the release after a List that may still
+	// hold b, but a List can hang on an unreachable store, and a release
+	// must not hang a replica's hand-over: past releaseWait it goes on.
+	// A List stored after this release may then bring b's keys back,
+	// stale and unfollowed, until b is acquired again (load clears them).
+	ctx, cancel := context.WithTimeout(context.Background(), releaseWait)
+	defer cancel()
+	if s.lock(ctx) == nil {
+		defer s.unlock()
+	}
 	s.mu.Lock()
 	h := s.held[b]
 	if h == nil {
@@ -225,10 +244,18 @@ func (inf *Informer[K, V]) ReleaseBucket(b int) {
 	}
 	delete(s.held, b)
 	s.mu.Unlock()
+	inf.drop(s.of, b)
+}
+
+// releaseWait bounds how long ReleaseBucket waits for a List in progress.
+const releaseWait = time.Second
+
+// drop removes bucket b's keys from the cache, silently.
+func (inf *Informer[K, V]) drop(bucketOf func(K) int, b int) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	for k := range inf.cache.items {
-		if s.of(k) == b {
+		if bucketOf(k) == b {
 			if _, _, err := inf.cache.remove(k); err != nil {
 				inf.panicked(err, k, inf.lastRev, "removed anyway, from every index by a scan")
 			}
