@@ -34,6 +34,12 @@ var ErrBucketLost = errors.New("shard bucket lost")
 // writes fenced on the epoch, and is cancelled with ErrBucketLost the
 // moment the bucket's lease ends.
 //
+// A watched informer over informer.Bucketed caches only the held buckets:
+// a bucket's keys are loaded into it before the bucket admits any, and
+// dropped after its last reconcile (retrying a failed load every 500 ms
+// until the bucket must be given up); its bucket function must agree with
+// keyOf and s.Buckets().
+//
 // keyOf gives the bytes a key is hashed by; it may be nil when K is string
 // (the key itself). K must be the controller's key type, or New fails. s
 // must not have started running: New registers the controller with it.
