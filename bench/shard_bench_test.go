@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
@@ -12,8 +13,8 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
-	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/leader/shard"
+	"github.com/converge-go/converge/leader/shard/shardtest"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -78,13 +79,19 @@ var shardConfig = shard.Config{
 // ns/op is suppressed. The speed-ups need replicas=1 to have run first in
 // the same invocation; run with -benchtime 1x.
 func BenchmarkShardedThroughput(b *testing.B) {
+	for _, be := range shardBackends {
+		b.Run("locks="+be.name, func(b *testing.B) { shardThroughputOver(b, be.locks) })
+	}
+}
+
+func shardThroughputOver(b *testing.B, locks func(*testing.B) shard.Backend) {
 	var base, coldBase float64 // replicas=1's keys/s
 	for _, n := range shardReplicaCounts {
 		b.Run("replicas="+strconv.Itoa(n), func(b *testing.B) {
 			var cold, steady, settle, call, busiest time.Duration
 			var coldCalls int
 			for range b.N {
-				c := newShardCluster()
+				c := newShardCluster(locks(b))
 				r := c.throughputOnce(b, n)
 				c.stopAll(b)
 				cold += r.cold
@@ -119,23 +126,32 @@ func BenchmarkShardedThroughput(b *testing.B) {
 // BenchmarkShardedRebalance: a settled cluster whose every key has been
 // reconciled changes membership, one sub-benchmark per change:
 // leave/4to3 (the last replica's Manager is cancelled: a graceful leave)
-// and join/3to4 (a fourth replica's Manager starts). Reports rebalance-ms,
+// join/3to4 (a fourth replica's Manager starts) and kill/4to3 (the last
+// replica's backend is cut off, as if killed: its leases lapse; then its
+// Manager is cancelled). Reports rebalance-ms,
 // from the change until every remaining replica holds exactly the buckets
 // shard.Assign gives it with none campaigning or releasing;
 // catchup-ms, from the change until every key of every moved bucket has
 // been reconciled by its new owner; buckets-moved and keys-moved (the
 // keys of those buckets). Means over b.N changes, each on a fresh cluster.
 func BenchmarkShardedRebalance(b *testing.B) {
+	for _, be := range shardBackends {
+		b.Run("locks="+be.name, func(b *testing.B) { shardRebalanceOver(b, be.locks) })
+	}
+}
+
+func shardRebalanceOver(b *testing.B, locks func(*testing.B) shard.Backend) {
 	for _, ch := range []struct {
 		name          string
 		before, after int
-	}{{"leave/4to3", 4, 3}, {"join/3to4", 3, 4}} {
+		kill          bool
+	}{{"leave/4to3", 4, 3, false}, {"join/3to4", 3, 4, false}, {"kill/4to3", 4, 3, true}} {
 		b.Run(ch.name, func(b *testing.B) {
 			var rebalance, catchup time.Duration
 			var buckets, keys int
 			for range b.N {
-				c := newShardCluster()
-				r := c.rebalanceOnce(b, ch.before, ch.after)
+				c := newShardCluster(locks(b))
+				r := c.rebalanceOnce(b, ch.before, ch.after, ch.kill)
 				c.stopAll(b)
 				rebalance += r.rebalance
 				catchup += r.catchup
@@ -203,7 +219,7 @@ type shardMove struct {
 // rebalanceOnce starts before replicas, waits until they have settled and
 // reconciled every key, then starts or stops the last replica so that
 // after run, and measures the hand-over.
-func (c *shardCluster) rebalanceOnce(b *testing.B, before, after int) shardMove {
+func (c *shardCluster) rebalanceOnce(b *testing.B, before, after int, kill bool) shardMove {
 	ids := shardIDs(before)
 	done := c.tr.begin(1, shardKeyNames, nil)
 	start := time.Now()
@@ -241,9 +257,13 @@ func (c *shardCluster) rebalanceOnce(b *testing.B, before, after int) shardMove 
 		c.start(b, newIDs[len(newIDs)-1])
 		close(left)
 	} else {
+		last := ids[len(ids)-1]
+		if kill {
+			c.cut(last)
+		}
 		go func() {
 			defer close(left)
-			c.stop(b, ids[len(ids)-1])
+			c.stop(b, last)
 		}()
 	}
 	defer func() { <-left }()
@@ -296,7 +316,8 @@ func shardImbalance(ids []string) float64 {
 // them, and the tracker their reconciles report to.
 type shardCluster struct {
 	store *memstore.Store[string, int]
-	locks *memlock.Locks
+	locks shard.Backend
+	name  string // the Sharders' Name, fresh per cluster: backends are shared
 	tr    *shardTracker
 
 	mu   sync.Mutex
@@ -306,14 +327,15 @@ type shardCluster struct {
 // shardReplica is one running replica.
 type shardReplica struct {
 	sh     *shard.Sharder
+	conn   *shardtest.Cuttable // its view of the locks, to kill it
 	cancel context.CancelFunc
 	done   chan error // Manager.Run's result
 }
 
 // newShardCluster returns a cluster whose store holds every key at value 1.
-func newShardCluster() *shardCluster {
+func newShardCluster(locks shard.Backend) *shardCluster {
 	c := &shardCluster{
-		store: memstore.New[string, int](), locks: memlock.NewLocks(),
+		store: memstore.New[string, int](), locks: locks, name: "bench-" + strconv.FormatUint(rand.Uint64(), 36),
 		tr: &shardTracker{}, reps: make(map[string]*shardReplica),
 	}
 	for _, k := range shardKeyNames {
@@ -327,8 +349,9 @@ var discardLog = slog.New(slog.DiscardHandler)
 // start starts replica id's Manager.
 func (c *shardCluster) start(b *testing.B, id string) {
 	cfg := shardConfig
-	cfg.Identity = id
-	sh, err := shard.New(c.locks, cfg)
+	cfg.Identity, cfg.Name = id, c.name
+	conn := &shardtest.Cuttable{Backend: c.locks}
+	sh, err := shard.New(conn, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -345,6 +368,18 @@ func (c *shardCluster) start(b *testing.B, id string) {
 		}
 		return reconcile.Result{}, nil
 	})
+	m := shardManager(b, sh, inf, rec)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &shardReplica{sh: sh, conn: conn, cancel: cancel, done: make(chan error, 1)}
+	c.mu.Lock()
+	c.reps[id] = r
+	c.mu.Unlock()
+	go func() { r.done <- m.Run(ctx) }()
+}
+
+// shardManager returns a Manager running sh, inf and a controller
+// sharded over sh with one worker that reconciles inf's keys with rec.
+func shardManager[V any](b *testing.B, sh *shard.Sharder, inf *informer.Informer[string, V], rec reconcile.Reconciler[string]) *reconcile.Manager {
 	ctrl, err := reconcile.New("keys", rec, reconcile.For(inf), reconcile.WithWorkers(1),
 		reconcile.WithShards[string](sh, nil), reconcile.WithLogger(discardLog))
 	if err != nil {
@@ -360,12 +395,7 @@ func (c *shardCluster) start(b *testing.B, id string) {
 	if err := m.AddController(ctrl); err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &shardReplica{sh: sh, cancel: cancel, done: make(chan error, 1)}
-	c.mu.Lock()
-	c.reps[id] = r
-	c.mu.Unlock()
-	go func() { r.done <- m.Run(ctx) }()
+	return m
 }
 
 // stop stops replica id (a graceful leave) and waits for its Manager.
@@ -378,6 +408,13 @@ func (c *shardCluster) stop(b *testing.B, id string) {
 	if err := <-r.done; err != nil {
 		b.Errorf("replica %s: %v", id, err)
 	}
+}
+
+// cut cuts replica id off the locks, as a kill looks to the others.
+func (c *shardCluster) cut(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reps[id].conn.Cut(true)
 }
 
 // stopAll stops every replica at once.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/queue"
@@ -33,12 +34,19 @@ var ErrBucketLost = errors.New("shard bucket lost")
 // writes fenced on the epoch, and is cancelled with ErrBucketLost the
 // moment the bucket's lease ends.
 //
+// A watched informer over informer.Bucketed caches only the held buckets:
+// a bucket's keys are loaded into it before the bucket admits any, and
+// dropped after its last reconcile (retrying a failed load every 500 ms
+// until the bucket must be given up); its bucket function must agree with
+// keyOf and s.Buckets().
+//
 // keyOf gives the bytes a key is hashed by; it may be nil when K is string
 // (the key itself). K must be the controller's key type, or New fails. s
 // must not have started running: New registers the controller with it.
-// Keys from FromFunc and FromChannel are admitted by bucket like any other,
-// but are not queued again when their bucket is acquired. Default: not
-// sharded.
+// Keys from FromFunc and FromChannel are admitted by bucket like any other;
+// the controller remembers every key they delivered (so its memory grows
+// with their distinct keys) and queues those of a bucket again when it
+// acquires it. Default: not sharded.
 func WithShards[K comparable](s *shard.Sharder, keyOf func(K) string) Option {
 	return func(st *settings) error {
 		if s == nil {
@@ -67,6 +75,10 @@ type sharding[K comparable] struct {
 	// it from the start of its ServeBucket until its stop, and admits no
 	// key once removed. Guarded by mu.
 	held map[int]*heldBucket
+	// sourced are the keys FromFunc and FromChannel sources delivered, by
+	// bucket, held here or not: queued again when their bucket is
+	// acquired, as an informer's cached keys are. Guarded by mu.
+	sourced map[int]map[K]struct{}
 }
 
 // heldBucket is one held bucket's admission state.
@@ -156,6 +168,13 @@ func (sh *sharding[K]) ServeBucket(stop, lease context.Context, b shard.Bucket) 
 	defer hb.cancelWork(ErrBucketLost)
 	unhook := context.AfterFunc(lease, func() { hb.cancelWork(ErrBucketLost) })
 	defer unhook()
+	// Caches that hold only their held buckets (informer.Bucketed) load
+	// b's keys before b admits any, and drop them after its last reconcile.
+	release, ok := sh.c.acquireBucket(stop, b.ID)
+	defer release()
+	if !ok {
+		return // stopped before b's keys could be loaded: nothing admitted
+	}
 	sh.mu.Lock()
 	sh.held[b.ID] = hb
 	sh.mu.Unlock()
@@ -179,8 +198,85 @@ func (sh *sharding[K]) ServeBucket(stop, lease context.Context, b shard.Bucket) 
 	<-hb.drained
 }
 
+// bucketCache is a cache that holds only the buckets it is told to
+// (*informer.Informer over informer.Bucketed; for other sources its
+// methods do nothing).
+type bucketCache interface {
+	AcquireBucket(ctx context.Context, b int) error
+	ReleaseBucket(b int)
+}
+
+// acquireBucket loads bucket's keys into every watched cache that holds
+// only its buckets, retrying a failed load every loadRetry. ok is false if
+// ctx was done first. release undoes the loads that were made, in either
+// case.
+func (c *Controller[K]) acquireBucket(ctx context.Context, bucket int) (release func(), ok bool) {
+	var loaded []bucketCache
+	release = func() {
+		for _, bc := range loaded {
+			bc.ReleaseBucket(bucket)
+		}
+	}
+	for _, w := range c.watches {
+		bc, isBC := w.cache().(bucketCache)
+		if !isBC {
+			continue
+		}
+		for {
+			err := bc.AcquireBucket(ctx, bucket)
+			if err == nil {
+				loaded = append(loaded, bc)
+				break
+			}
+			if ctx.Err() != nil {
+				return release, false
+			}
+			c.s.logger.Warn("loading a bucket's keys failed; retrying", "controller", c.name, "bucket", bucket, "error", err)
+			select {
+			case <-ctx.Done():
+				return release, false
+			case <-c.s.clock.After(loadRetry):
+			}
+		}
+	}
+	return release, true
+}
+
+// loadRetry is how long acquireBucket waits before it loads a bucket again.
+const loadRetry = 500 * time.Millisecond
+
+// noteSourced records key, delivered by a FromFunc or FromChannel source,
+// for requeueBucket. A no-op for a controller that is not sharded.
+func (c *Controller[K]) noteSourced(key K) {
+	sh := c.shards
+	if sh == nil {
+		return
+	}
+	b := sh.bucketOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.sourced == nil {
+		sh.sourced = make(map[int]map[K]struct{})
+	}
+	if sh.sourced[b] == nil {
+		sh.sourced[b] = make(map[K]struct{})
+	}
+	sh.sourced[b][key] = struct{}{}
+}
+
+// sourcedIn returns the keys of bucket that sources delivered.
+func (sh *sharding[K]) sourcedIn(bucket int) []K {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	keys := make([]K, 0, len(sh.sourced[bucket]))
+	for k := range sh.sourced[bucket] {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
 // requeueBucket queues, on the current run, every key of bucket that the
-// watched informers hold.
+// watched informers hold or that sources delivered.
 func (c *Controller[K]) requeueBucket(bucket int) {
 	c.mu.Lock()
 	r := c.cur
@@ -194,6 +290,10 @@ func (c *Controller[K]) requeueBucket(bucket int) {
 		}); ok {
 			rw.requeue(r, func(k K) bool { return c.shards.bucketOf(k) == bucket })
 		}
+	}
+	ev := enqueueEvent{prio: queue.PriorityLow}
+	for _, k := range c.shards.sourcedIn(bucket) {
+		r.enqueue(ev, k)
 	}
 }
 

@@ -107,6 +107,7 @@ type shardedReplica struct {
 	id     string
 	s      *shard.Sharder
 	c      *reconcile.Controller[string]
+	inf    *informer.Informer[string, int]
 	m      *reconcile.Manager
 	cancel context.CancelFunc
 	done   chan error
@@ -114,10 +115,16 @@ type shardedReplica struct {
 
 func startShardedReplica(t *testing.T, id string, locks shard.Backend, store *memstore.Store[string, int], log *shardLog, hold time.Duration) *shardedReplica {
 	t.Helper()
+	return startReplicaOver(t, id, locks, log, hold, store)
+}
+
+// startReplicaOver is startShardedReplica with the informer following src.
+func startReplicaOver(t *testing.T, id string, locks shard.Backend, log *shardLog, hold time.Duration, src informer.Source[string, int]) *shardedReplica {
+	t.Helper()
 	s, err := shard.New(locks, shard.Config{Name: "ints", Identity: id, Buckets: shardBuckets,
 		LeaseDuration: bubbleLease, RenewDeadline: bubbleRenew, RetryPeriod: bubbleRetry})
 	require.NoError(t, err)
-	inf := informer.New("ints", store, informer.WithLogger(quietLogger))
+	inf := informer.New("ints", src, informer.WithLogger(quietLogger))
 	c, err := reconcile.New("ints", log.reconciler(id, hold), reconcile.For(inf), reconcile.WithShards[string](s, nil),
 		reconcile.WithWorkers(4), quiet)
 	require.NoError(t, err)
@@ -126,7 +133,7 @@ func startShardedReplica(t *testing.T, id string, locks shard.Backend, store *me
 	require.NoError(t, m.AddInformer(inf))
 	require.NoError(t, m.AddController(c))
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &shardedReplica{id: id, s: s, c: c, m: m, cancel: cancel, done: make(chan error, 1)}
+	r := &shardedReplica{id: id, s: s, c: c, inf: inf, m: m, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- m.Run(ctx) }()
 	return r
 }

@@ -387,6 +387,7 @@ func (w *funcWatch[K]) start(r *run[K]) (func(), error) {
 	}
 	enqueue := func(k K) {
 		defer r.recoverWatch(w, k)
+		r.c.noteSourced(k)
 		r.enqueue(ev, k)
 	}
 	go func() {

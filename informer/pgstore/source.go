@@ -126,6 +126,12 @@ func (s *Store[V]) resolveHead(ctx context.Context) (int64, error) {
 // began, holes below it are resolved (waiting for slow writers), and the
 // keys are read in one snapshot that still holds every change up to M.
 func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], informer.Revision, error) {
+	return s.listBy(ctx, s.q.list)
+}
+
+// listBy is List with query, which selects key, value and rev of the live
+// keys at the revision $2 of the collection $1, given args as $3 on.
+func (s *Store[V]) listBy(ctx context.Context, query string, args ...any) ([]informer.Entry[string, V], informer.Revision, error) {
 	for {
 		m, err := s.resolveHead(ctx)
 		if err != nil {
@@ -144,7 +150,7 @@ func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], infor
 				again = true
 				return nil
 			}
-			rows, err := tx.Query(ctx, s.q.list, s.coll, m)
+			rows, err := tx.Query(ctx, query, append([]any{s.coll, m}, args...)...)
 			if err != nil {
 				return err
 			}

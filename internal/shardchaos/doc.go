@@ -2,7 +2,7 @@
 // real etcd and PostgreSQL; its only code is the log's Entry. Its test builds
 // internal/shardchaos/replica (a reconcile.Manager with a Sharder over
 // etcdlock.Locks or pglock.Locks and a sharded controller whose reconciles append fenced
-// entries to a log in the same backend, see its doc), runs several of them with the
+// entries to a log in the same backend, see its doc), runs 4 to 6 of them with the
 // chaos harness (internal/chaos/candidates), joins, stops gracefully,
 // SIGKILLs and SIGSTOPs/SIGCONTs them, and checks the log: the accepted
 // reconciles of one key never overlap in time, a bucket's accepted entries

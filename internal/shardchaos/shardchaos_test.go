@@ -288,10 +288,11 @@ func runChaos(t *testing.T, w *world) {
 		report = append(report, measured{what, took, moved, buckets / max(1, len(ids())), reconciled})
 	}
 
-	r1, r2, r3 := start(), start(), start()
-	step("start 3", func() {})
-	var r4 *candidates.Proc
-	step("join", func() { r4 = start() })
+	// 4 to 6 replicas (3 live while one is stopped).
+	r1, r2, r3, r4 := start(), start(), start(), start()
+	step("start 4", func() {})
+	step("join", func() { _ = start() })
+	step("join", func() { _ = start() })
 	step("graceful leave", func() {
 		leaving[r2.ID()] = true
 		_, err := r2.Signal(syscall.SIGTERM)
@@ -309,7 +310,7 @@ func runChaos(t *testing.T, w *world) {
 		_, err := r4.Signal(syscall.SIGSTOP)
 		require.NoError(t, err)
 	})
-	time.Sleep(lease) // r1 and r5 hold everything for a while
+	time.Sleep(lease) // the others hold everything for a while
 	step("SIGCONT", func() {
 		_, err := r4.Signal(syscall.SIGCONT)
 		require.NoError(t, err)

@@ -32,6 +32,14 @@ type Backend interface {
 	List(ctx context.Context, prefix string) (map[string]leader.Record, error)
 }
 
+// Deleter is a Backend that can also delete a record, if it is still at a
+// version (leader.ErrConflict if it is not; nil if there is none). The
+// Sharder then deletes the records of members gone for ForgetAfter.
+// memlock.Locks and etcdlock.Locks implement it.
+type Deleter interface {
+	Delete(ctx context.Context, name string, version int64) error
+}
+
 // Config configures a Sharder. Name and Identity are required; every
 // other field has a default used when it is left zero.
 type Config struct {
@@ -68,6 +76,15 @@ type Config struct {
 	// LeaseDuration. Default: 2.5×RetryPeriod, capped below LeaseDuration.
 	SuspectAfter time.Duration
 
+	// ForgetAfter is how long a member's record may stay unchanged after
+	// it expired (or was released) before a replica deletes it, if the
+	// Backend can delete (a Deleter): a replica that never returns leaves
+	// no record behind. Any replica may delete, with compare-and-swap on
+	// the record's version, so a member that renews meanwhile keeps its
+	// record; one that was paused past it recreates its record when it
+	// resumes. Negative: never delete. Default: 3×LeaseDuration.
+	ForgetAfter time.Duration
+
 	// Clock is the clock for all timing. Default: the real clock.
 	Clock clock.WithTicker
 }
@@ -96,6 +113,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SuspectAfter == 0 {
 		c.SuspectAfter = min(c.RetryPeriod*5/2, (c.RenewDeadline+c.LeaseDuration)/2)
+	}
+	if c.ForgetAfter == 0 {
+		c.ForgetAfter = 3 * c.LeaseDuration
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}

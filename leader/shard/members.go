@@ -52,3 +52,15 @@ func (m *members) within(d time.Duration, now time.Time, self string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// stale returns the members other than self whose record has been
+// unchanged for d by the local clock, with the Version last seen.
+func (m *members) stale(d time.Duration, now time.Time, self string) map[string]int64 {
+	out := make(map[string]int64)
+	for id, s := range m.seen {
+		if id != self && now.Sub(s.at) >= d {
+			out[id] = s.version
+		}
+	}
+	return out
+}

@@ -96,7 +96,7 @@ func (s *Sharder) Run(ctx context.Context) error {
 	wg.Go(func() { _ = member.Run(memberCtx) })
 
 	for {
-		s.rebalance(ctx)
+		s.forget(ctx, s.rebalance(ctx))
 		if !s.sleep(ctx) {
 			break
 		}
@@ -136,10 +136,13 @@ func (s *Sharder) sleep(ctx context.Context) bool {
 // suspected: the second lets it start timing a silent member's buckets
 // before that member has expired. Safety does not depend on any of this:
 // a bucket is only ever acted on under its lease.
-func (s *Sharder) rebalance(ctx context.Context) {
+//
+// It returns the members whose records are due to be forgotten (see
+// Config.ForgetAfter), with their versions.
+func (s *Sharder) rebalance(ctx context.Context) (forget map[string]int64) {
 	recs, err := s.backend.List(ctx, s.memberPrefix())
 	if err != nil {
-		return // keep campaigning as before; the next list may work
+		return nil // keep campaigning as before; the next list may work
 	}
 	byID := make(map[string]leader.Record, len(recs))
 	for name, r := range recs {
@@ -149,6 +152,9 @@ func (s *Sharder) rebalance(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.view.observe(byID, now)
+	if s.cfg.ForgetAfter > 0 {
+		forget = s.view.stale(s.cfg.LeaseDuration+s.cfg.ForgetAfter, now, s.cfg.Identity)
+	}
 	s.live = s.view.within(s.cfg.LeaseDuration, now, s.cfg.Identity)
 	fresh := s.view.within(s.cfg.SuspectAfter, now, s.cfg.Identity)
 	s.suspects = s.suspects[:0]
@@ -172,6 +178,20 @@ func (s *Sharder) rebalance(ctx context.Context) {
 		case !want && running:
 			r.revoke()
 		}
+	}
+	return forget
+}
+
+// forget deletes the member records in recs (identity → version), if the
+// backend can. A record that changed meanwhile is kept (the delete is a
+// compare-and-swap); a failed delete is tried again at the next list.
+func (s *Sharder) forget(ctx context.Context, recs map[string]int64) {
+	d, ok := s.backend.(Deleter)
+	if !ok {
+		return
+	}
+	for id, version := range recs {
+		_ = d.Delete(ctx, s.memberName(id), version)
 	}
 }
 

@@ -22,9 +22,33 @@ import (
 // newBackend, whose record names must not collide with any earlier run's
 // (prefix them with something unique): Lock returns locks over one record
 // per name; List returns exactly the existing records under a prefix, as
-// Get reads them, taking the prefix literally (no wildcards); List on a
+// Get reads them, taking the prefix literally (no wildcards); a backend
+// that is a shard.Deleter deletes a record only at its version; List on a
 // done context fails.
 func RunBackend(t *testing.T, newBackend func(t *testing.T) shard.Backend) {
+	t.Run("DeleteShouldRemoveARecordOnlyAtItsVersion", func(t *testing.T) {
+		be := newBackend(t)
+		d, ok := be.(shard.Deleter)
+		if !ok {
+			t.Skip("SKIPPED: the backend cannot delete (not a shard.Deleter), so member records stay")
+		}
+		assert.NoError(t, d.Delete(t.Context(), "absent", 1), "nothing to delete")
+		first, err := be.Lock("m/x").Create(t.Context(), sample("a"))
+		require.NoError(t, err)
+		renewed, err := be.Lock("m/x").Update(t.Context(), first, sample("a"))
+		require.NoError(t, err)
+		assert.ErrorIs(t, d.Delete(t.Context(), "m/x", first.Version), leader.ErrConflict)
+		require.NoError(t, d.Delete(t.Context(), "m/x", renewed.Version))
+		_, err = be.Lock("m/x").Get(t.Context())
+		assert.ErrorIs(t, err, leader.ErrNotFound)
+		got, err := be.List(t.Context(), "m/")
+		require.NoError(t, err)
+		assert.Empty(t, got)
+		again, err := be.Lock("m/x").Create(t.Context(), sample("b"))
+		require.NoError(t, err, "a deleted record can be created again")
+		assert.NotEqual(t, renewed.Version, again.Version, "with a new version")
+	})
+
 	t.Run("LocksOfOneNameShouldShareOneRecord", func(t *testing.T) {
 		be := newBackend(t)
 		stored, err := be.Lock("one").Create(t.Context(), sample("a"))
