@@ -203,10 +203,14 @@ func (inf *Informer[K, V]) AcquireBucket(ctx context.Context, b int) error {
 	// ReleaseBucket).
 	inf.drop(s.of, b)
 	inf.load(entries, rev)
+	var later []Event[K, V]
 	for _, ev := range h.pending {
 		if ev.Revision > rev {
-			inf.apply(ev, rev)
+			later = append(later, ev)
 		}
+	}
+	if len(later) > 0 {
+		inf.applyAll(later, &watchRun[K, V]{after: rev})
 	}
 	h.loading, h.pending, h.floor = false, nil, rev
 	return nil
