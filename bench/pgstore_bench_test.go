@@ -175,7 +175,13 @@ func BenchmarkPgstoreInitialSync(b *testing.B) {
 func pgstoreSync(b *testing.B, pool *pgxpool.Pool, schema string) int {
 	db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
 	defer db.Close()
-	inf := informer.New[string, pgObj]("pg-sync", pgstore.New[pgObj](db, "objs"))
+	return syncInformer(b, pgstore.New[pgObj](db, "objs"))
+}
+
+// syncInformer runs an informer over src until it has synced and returns
+// how many objects its cache holds.
+func syncInformer(b *testing.B, src informer.Source[string, pgObj]) int {
+	inf := informer.New[string, pgObj]("store-sync", src)
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
 	ran := make(chan error, 1)
