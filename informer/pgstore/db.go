@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -121,8 +122,11 @@ func WithLogger(l *slog.Logger) DBOption { return func(o *dbOptions) { o.logger 
 type DB struct {
 	pool   *pgxpool.Pool
 	schema string // unquoted: also the NOTIFY channel
-	q      queries
-	opts   dbOptions
+	// id is the payload of this DB's NOTIFYs, so that its LISTEN connection
+	// can tell its own: they announce only writes its reader was told of.
+	id   string
+	q    queries
+	opts dbOptions
 
 	mu      sync.Mutex
 	closed  bool
@@ -195,6 +199,7 @@ func NewDB(pool *pgxpool.Pool, opts ...DBOption) *DB {
 		o.compactKeep = DefaultCompactKeep
 	}
 	db.schema = o.schema
+	db.id = rand.Text()
 	db.q = newQueries(quoteSchema(o.schema), o.batch)
 	return db
 }
@@ -287,7 +292,7 @@ func (db *DB) sendNotify() {
 	db.nmu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := db.pool.Exec(ctx, `SELECT pg_notify($1, '')`, db.schema); err != nil {
+	if _, err := db.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, db.schema, db.id); err != nil {
 		db.opts.logger.Debug("pgstore: NOTIFY failed; other processes see the write at their next poll",
 			"schema", db.schema, "err", err)
 	}
@@ -338,8 +343,14 @@ func (db *DB) listenOnce(ctx context.Context, gen uint64, connected func()) erro
 	connected()
 	db.kick()
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return err
+		}
+		if n.Payload == db.id {
+			// This DB's own, sent after writes that were handed off to
+			// its reader or woke it already (wrote): no read to do.
+			continue
 		}
 		if db.trace != nil {
 			db.trace.Wake(false, time.Now())

@@ -22,15 +22,18 @@ type localRow struct {
 }
 
 // committed records a commit of this process for the hand-off and wakes the
-// reader, if one runs (otherwise the next reader starts after it, or reads
-// it). Past the DB's buffer of unpassed commits it records none: the read
-// finds them.
+// reader. A commit it does not record is left to a read: one the reader
+// passed already, one made while no reader runs (the next starts after it,
+// or reads it), and one past the DB's buffer of unpassed commits (it wakes
+// the reader to read the log, as its NOTIFY, which the reader ignores as
+// its own, would have).
 func (db *DB) committed(coll, key string, op byte, value []byte, rev, xid int64) {
 	if db.trace != nil {
 		db.trace.Wake(true, time.Now())
 	}
 	db.mu.Lock()
-	if db.running && rev > db.cursor && len(db.local) < db.opts.buffer {
+	full := db.running && rev > db.cursor && len(db.local) >= db.opts.buffer
+	if db.running && rev > db.cursor && !full {
 		if db.local == nil {
 			db.local = make(map[int64]localRow)
 		}
@@ -40,9 +43,13 @@ func (db *DB) committed(coll, key string, op byte, value []byte, rev, xid int64)
 		db.local[rev] = localRow{coll: coll, row: row{rev: rev, key: key, op: op, value: value}, xid: xid}
 	}
 	db.mu.Unlock()
-	select {
-	case db.localWake <- struct{}{}:
-	default:
+	if full {
+		db.kick()
+	} else {
+		select {
+		case db.localWake <- struct{}{}:
+		default:
+		}
 	}
 	db.notifyOthers()
 }

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -15,13 +16,29 @@ import (
 
 // queryLog is a DB tracer that keeps the reader's reads of the log.
 type queryLog struct {
-	mu    sync.Mutex
-	reads [][2]int64 // (cursor, next] of each read
+	mu       sync.Mutex
+	reads    [][2]int64 // (cursor, next] of each read
+	notified int        // NOTIFYs that woke the reader
 }
 
-func (q *queryLog) Wake(bool, time.Time)  {}
+func (q *queryLog) Wake(local bool, _ time.Time) {
+	if !local {
+		q.mu.Lock()
+		q.notified++
+		q.mu.Unlock()
+	}
+}
+
+func (q *queryLog) notifies() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.notified
+}
+
 func (q *queryLog) Emit(int64, time.Time) {}
-func (q *queryLog) covered(rev int64) bool { // a read returned rev
+
+// covered says whether a read returned rev.
+func (q *queryLog) covered(rev int64) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, r := range q.reads {
@@ -107,4 +124,61 @@ func TestCommitsOfTheWatchingProcessReachItsWatchWithoutAReadOfTheLog(t *testing
 	var after int64
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT base FROM `+schema+`.meta`).Scan(&after))
 	assert.Equal(t, base, after, "the store was rebased: the anchor did not match the log")
+}
+
+func TestTheWatchingProcesssOwnNotifiesDoNotMakeItsReaderReadTheLog(t *testing.T) {
+	pool := newPool(t)
+	schema := newSchema(t, pool)
+	// LISTEN on, no poll for an hour: a read is a wake-up's.
+	db := newDB(t, pool, schema, pgstore.WithPollInterval(time.Hour))
+	reads := &queryLog{}
+	pgstore.SetTracer(db, reads)
+	coll := newColl()
+	s := pgstore.New[item](db, coll)
+	other := pgstore.New[item](newDB(t, pool, schema), coll) // another process
+	ctx := ctxFor(t, 10*time.Second)
+	_, from, err := s.List(ctx)
+	require.NoError(t, err)
+	events := watchEvents(t, s, from, 20)
+	next := func(what string) informer.Event[string, item] {
+		select {
+		case e := <-events:
+			return e
+		case <-ctx.Done():
+			t.Fatalf("%s did not reach the Watch", what)
+			return informer.Event[string, item]{}
+		}
+	}
+
+	// Another process's writes, until one arrives by its NOTIFY: LISTEN is
+	// up (until then the reader polls every 10 ms), and the wake-ups before
+	// it are spent.
+	for i := 0; reads.notifies() == 0; i++ {
+		_, err = other.Create(ctx, "remote-"+strconv.Itoa(i), item{N: i})
+		require.NoError(t, err)
+		assert.Equal(t, "remote-"+strconv.Itoa(i), next("a remote write").Key)
+	}
+	// One more, whose NOTIFY, delivered in order, comes after every earlier
+	// one: once it is in, the reads they cause are done or due (one).
+	seen := reads.notifies()
+	_, err = other.Create(ctx, "remote-sync", item{N: 1})
+	require.NoError(t, err)
+	assert.Equal(t, "remote-sync", next("a remote write").Key)
+	require.Eventually(t, func() bool { return reads.notifies() > seen }, 10*time.Second, time.Millisecond)
+	before := reads.count()
+	for i := range 10 {
+		_, err := s.Create(ctx, "local-"+strconv.Itoa(i), item{N: i})
+		require.NoError(t, err)
+		assert.Equal(t, "local-"+strconv.Itoa(i), next("a local write").Key)
+	}
+	// NOTIFYs reach a listener in commit order: once this one's event is
+	// in, every NOTIFY sent after the local writes but one (the NOTIFY of
+	// this write may come after a read that found it) has been handled.
+	_, err = other.Create(ctx, "remote-last", item{N: 2})
+	require.NoError(t, err)
+	assert.Equal(t, "remote-last", next("the last remote write").Key)
+	// At most: one due from before, the last remote write's, and its late
+	// NOTIFY's (if a read found the write first). Ten more, one a local
+	// write, if the reader's own NOTIFYs woke it.
+	assert.LessOrEqual(t, reads.count()-before, 3, "reads from the local writes to the last remote write's event")
 }
