@@ -146,6 +146,10 @@ type DB struct {
 	// one was added.
 	local     map[int64]localRow
 	localWake chan struct{}
+	// lastRead holds the transaction of every row the last read that
+	// passed rows passed, by revision (guarded by mu): a recorded commit
+	// found there was overtaken by that read, not handed out again.
+	lastRead map[int64]int64
 
 	listenGen atomic.Uint64 // the generation of the reader whose LISTEN connection is up; 0: none
 	resolved  atomic.Int64  // every revision up to it is a row or compacted (List's lower bound)

@@ -56,19 +56,22 @@ func (db *DB) committed(coll, key string, op byte, value []byte, rev, xid int64)
 
 // handOff publishes the commits of this process that follow cursor without a
 // gap, and returns the new cursor and whether the log must be read: a
-// recorded commit at or below cursor (the read overtook its reply, or the
-// store went back in time: the read's anchor check tells which, before
-// anything after it is handed off), or commits left behind a gap. It fails
-// if the reader of gen was stopped.
+// recorded commit at or below cursor that the last read did not pass as the
+// same transaction's row (the store went back in time and handed its
+// revision out again, or an older read passed it: the next read's anchor
+// check tells which, before anything after it is handed off), or commits
+// left behind a gap. It fails if the reader of gen was stopped.
 func (db *DB) handOff(gen uint64, cursor int64) (next int64, read bool, err error) {
 	db.mu.Lock()
 	var rows map[string][]row
 	var last localRow
 	next = cursor
-	for rev := range db.local {
+	for rev, r := range db.local {
 		if rev <= cursor {
 			delete(db.local, rev)
-			read = true
+			if xid, ok := db.lastRead[rev]; !ok || xid != r.xid {
+				read = true
+			}
 		}
 	}
 	if !read {

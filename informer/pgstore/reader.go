@@ -284,7 +284,8 @@ func (db *DB) read(ctx context.Context, gen uint64, cursor int64, colls []string
 	}
 	defer rows.Close()
 	next, n := cursor, 0
-	var last anchor // the row at next
+	var last anchor          // the row at next
+	var read map[int64]int64 // the writing transaction of every row passed
 	for rows.Next() {
 		var (
 			compacted, base, seq int64
@@ -318,6 +319,10 @@ func (db *DB) read(ctx context.Context, gen uint64, cursor int64, colls []string
 		}
 		next = *rev
 		last = anchor{rev: *rev, xid: *xid, coll: str(coll), key: str(key), op: str(op)}
+		if read == nil {
+			read = make(map[int64]int64)
+		}
+		read[*rev] = *xid
 		if coll == nil || *op == "f" {
 			continue
 		}
@@ -331,6 +336,11 @@ func (db *DB) read(ctx context.Context, gen uint64, cursor int64, colls []string
 	}
 	if last.rev != 0 {
 		db.setAnchor(gen, last)
+		db.mu.Lock()
+		if gen == db.gen {
+			db.lastRead = read
+		}
+		db.mu.Unlock()
 	}
 	return out, next, hole, n == db.opts.batch, nil
 }
