@@ -81,8 +81,11 @@ test: ## Start etcd and PostgreSQL (installing them and Chromium if missing), ru
 	$(if $(BENCH_PKGS),$(TEST_ENV) $(GO) -C $(BENCH_MOD) test $(TEST_FLAGS) $(BENCH_PKGS);) \
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) -p 1 $(SERVER_PKGS)
 
-bench: ## Run the benchmarks against client-go/controller-runtime, print the table, draw docs/images/bench-*.svg (BENCH_COUNT=3).
-	BENCH_COUNT=$(BENCH_COUNT) $(GO) -C $(BENCH_MOD) run ./report
+bench: ## Start etcd and PostgreSQL, run the benchmarks (client-go/controller-runtime, etcdstore, pgstore), print the table, draw docs/images/bench-*.svg (BENCH_COUNT=3).
+	trap '$(SERVERS) stop' EXIT; \
+	$(SERVERS) start; \
+	eval "$$($(SERVERS) env)"; \
+	$(TEST_ENV) BENCH_COUNT=$(BENCH_COUNT) $(GO) -C $(BENCH_MOD) run ./report
 
 lint: $(STATICCHECK) ## gofmt (must list nothing), go vet and staticcheck on all packages of both modules.
 	@echo 'gofmt -l'

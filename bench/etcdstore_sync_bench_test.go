@@ -15,7 +15,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
 	"github.com/converge-go/converge/internal/testserver"
 )
@@ -80,18 +79,7 @@ func BenchmarkEtcdInitialSync(b *testing.B) {
 // etcdstoreSync runs an informer over prefix until it has synced and
 // returns how many objects its cache holds.
 func etcdstoreSync(b *testing.B, cli *clientv3.Client, prefix string) int {
-	inf := informer.New[string, pgObj]("etcd-sync", etcdstore.New[pgObj](cli, prefix))
-	ctx, cancel := context.WithCancel(b.Context())
-	defer cancel()
-	ran := make(chan error, 1)
-	go func() { ran <- inf.Run(ctx) }()
-	if err := inf.WaitForSync(b.Context()); err != nil {
-		b.Fatal(err)
-	}
-	n := inf.Len()
-	cancel()
-	<-ran
-	return n
+	return syncInformer(b, etcdstore.New[pgObj](cli, prefix))
 }
 
 // median returns the median of v, sorting it.

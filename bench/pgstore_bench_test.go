@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
@@ -29,6 +31,7 @@ import (
 
 const (
 	pgWriters  = 8 // concurrent writers, as the issue asks
+	pgInflight = 8 // writes a writer may have in flight (createAt)
 	pgSyncObjs = 100_000
 )
 
@@ -47,7 +50,8 @@ func newPgObj(name string) pgObj {
 }
 
 // pgBenchPool connects to the test server, or skips b without one, with
-// room for the writers, the reader and the LISTEN connection.
+// room for the writers' writes in flight, the reader and the LISTEN
+// connection.
 func pgBenchPool(b *testing.B, opts ...func(*pgxpool.Config)) *pgxpool.Pool {
 	b.Helper()
 	if os.Getenv(testserver.PostgresDSNEnv) == "" && !testserver.Integration() {
@@ -59,7 +63,7 @@ func pgBenchPool(b *testing.B, opts ...func(*pgxpool.Config)) *pgxpool.Pool {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg.MaxConns = 2*pgWriters + 4
+	cfg.MaxConns = pgWriters*pgInflight + 4
 	for _, o := range opts {
 		o(cfg)
 	}
@@ -116,40 +120,97 @@ func pgLoad(b *testing.B, pool *pgxpool.Pool, schema string, n int) {
 }
 
 // BenchmarkPgstoreInitialSync measures an informer's initial sync of
-// pgSyncObjs objects through pgstore (List: hole check, one snapshot
-// of the latest row of every key, decode; cache), against the floor: one
-// SELECT of a plain table with the same bytes, decoded into maps on two
-// goroutines. One op is one sync.
+// pgSyncObjs objects of ~550 B of JSON through pgstore (List: hole check,
+// one snapshot of the latest row of every key, decode; cache), against the
+// floor (one SELECT of a plain table with the same bytes, decoded into maps
+// on two goroutines) and against etcdstore on the same objects in the
+// test etcd. One op is one sync of each, in an order that rotates so that
+// each sees the same load; reports each one's median and the medians of
+// the per-op ratios pgstore/floor and pgstore/etcdstore.
+//
+//	GOMAXPROCS=2 go -C bench test -run '^$' -bench PgstoreInitialSync -benchtime 5x .
 func BenchmarkPgstoreInitialSync(b *testing.B) {
 	pool := pgBenchPool(b)
 	schema := pgBenchSchema(b, pool)
 	pgLoad(b, pool, schema, pgSyncObjs)
-	b.Run("floor", func(b *testing.B) {
-		for b.Loop() {
-			if got := pgFloorSync(b, pool, schema); got != pgSyncObjs {
-				b.Fatalf("floor read %d objects", got)
+	cli := etcdBenchClient(b)
+	prefix := "/converge-bench/pgsync/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/"
+	etcdLoad(b, cli, prefix, pgSyncObjs)
+	b.Cleanup(func() { _, _ = cli.Delete(context.Background(), prefix, clientv3.WithPrefix()) })
+
+	syncs := []struct {
+		name string
+		run  func() int
+	}{
+		{"floor", func() int { return pgFloorSync(b, pool, schema) }},
+		{"pgstore", func() int { return pgstoreSync(b, pool, schema) }},
+		{"etcdstore", func() int { return etcdstoreSync(b, cli, prefix) }},
+	}
+	ms := make([][]float64, len(syncs))
+	var toFloor, toEtcd []float64
+	for i := 0; b.Loop(); i++ {
+		took := make([]float64, len(syncs))
+		for j := range syncs {
+			k := (i + j) % len(syncs)
+			start := time.Now()
+			if got := syncs[k].run(); got != pgSyncObjs {
+				b.Fatalf("%s synced %d objects", syncs[k].name, got)
 			}
+			took[k] = float64(time.Since(start).Microseconds()) / 1000
+			ms[k] = append(ms[k], took[k])
 		}
-	})
-	b.Run("pgstore", func(b *testing.B) {
-		for b.Loop() {
-			db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
-			inf := informer.New[string, pgObj]("pg-sync", pgstore.New[pgObj](db, "objs"))
-			ctx, cancel := context.WithCancel(b.Context())
-			ran := make(chan error, 1)
-			go func() { ran <- inf.Run(ctx) }()
-			err := inf.WaitForSync(b.Context())
-			b.StopTimer()
-			n := inf.Len()
-			cancel()
-			<-ran
-			db.Close()
-			b.StartTimer()
-			if err != nil || n != pgSyncObjs {
-				b.Fatalf("synced %d objects: %v", n, err)
-			}
-		}
-	})
+		toFloor = append(toFloor, took[1]/took[0])
+		toEtcd = append(toEtcd, took[1]/took[2])
+	}
+	b.ReportMetric(0, "ns/op")
+	for k, sc := range syncs {
+		b.ReportMetric(median(ms[k]), sc.name+"-ms")
+	}
+	b.ReportMetric(median(toFloor), "pgstore/floor")
+	b.ReportMetric(median(toEtcd), "pgstore/etcdstore")
+}
+
+// pgstoreSync runs an informer over the collection objs of schema until it
+// has synced and returns how many objects its cache holds.
+func pgstoreSync(b *testing.B, pool *pgxpool.Pool, schema string) int {
+	db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+	defer db.Close()
+	return syncInformer(b, pgstore.New[pgObj](db, "objs"))
+}
+
+// syncInformer runs an informer over src until it has synced and returns
+// how many objects its cache holds.
+func syncInformer(b *testing.B, src informer.Source[string, pgObj]) int {
+	inf := informer.New[string, pgObj]("store-sync", src)
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- inf.Run(ctx) }()
+	if err := inf.WaitForSync(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	n := inf.Len()
+	cancel()
+	<-ran
+	return n
+}
+
+// etcdBenchClient connects to the test etcd, or skips b without one (with
+// CONVERGE_INTEGRATION=1 it fails), with room for a 100k-object Get.
+func etcdBenchClient(b *testing.B) *clientv3.Client {
+	b.Helper()
+	if os.Getenv(testserver.EtcdEndpointsEnv) == "" && !testserver.Integration() {
+		b.Skipf("SKIPPED: %s is not set, so there is no etcd to measure. Start the servers and run again: "+
+			`scripts/servers.sh start; eval "$(scripts/servers.sh env)"; go -C bench test -run '^$' -bench %s .; scripts/servers.sh stop`,
+			testserver.EtcdEndpointsEnv, strings.TrimPrefix(b.Name(), "Benchmark"))
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: testserver.Etcd(b), DialTimeout: 5 * time.Second,
+		Logger: zap.NewNop(), MaxCallRecvMsgSize: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cli.Close() })
+	return cli
 }
 
 // pgFloorSync reads every row of raw with one SELECT and decodes the values
@@ -200,12 +261,16 @@ func pgFloorSync(b *testing.B, pool *pgxpool.Pool, schema string) int {
 }
 
 // BenchmarkPgstoreWrite measures write throughput from pgWriters writers,
-// each updating keys of its own among 10 000: typed, Store.Update (a
-// compare-and-swap through write(), one round trip, synchronous commit);
-// raw, a single-row INSERT … ON CONFLICT DO UPDATE of a plain table, one
-// round trip, with synchronous_commit on as well (the server's default
-// here is off; with fsync off neither waits for a disk). One op is one
-// write; writes/s is the total.
+// each updating keys of its own among 10 000, each write waited for before
+// the next: typed, Store.Update (a compare-and-swap through write(), one
+// round trip, synchronous commit); raw (the floor), a single-row INSERT …
+// ON CONFLICT DO UPDATE of a plain table, one round trip, with
+// synchronous_commit on as well (the server's default here is off; with
+// fsync off neither waits for a disk). One op is pgWriteOps writes of
+// each, in turns first; reports each one's median writes/s and the median
+// of the per-op ratios typed/raw.
+//
+//	GOMAXPROCS=2 go -C bench test -run '^$' -bench 'PgstoreWrite$' -benchtime 3x .
 func BenchmarkPgstoreWrite(b *testing.B) {
 	const keys = 10_000
 	pool := pgBenchPool(b, func(c *pgxpool.Config) { c.ConnConfig.RuntimeParams["synchronous_commit"] = "on" })
@@ -236,46 +301,71 @@ func BenchmarkPgstoreWrite(b *testing.B) {
 	if err := rows.Err(); err != nil {
 		b.Fatal(err)
 	}
-	for _, kind := range []string{"raw", "typed"} {
-		b.Run(kind, func(b *testing.B) {
-			var mu sync.Mutex // heads, between the writers of b.N runs
-
-			var wg sync.WaitGroup
-			errs := make(chan error, pgWriters)
-			start := time.Now()
-			for wr := range pgWriters {
-				wg.Go(func() {
-					for i := wr; i < b.N; i += pgWriters {
-						k := "k" + strconv.Itoa(1+(i%keys))
-						v := newPgObj(k)
-						v.Status.Ready = i
-						var err error
-						if kind == "raw" {
-							data, _ := json.Marshal(v)
-							_, err = pool.Exec(b.Context(), upsert, k, data)
-						} else {
-							mu.Lock()
-							rev := heads[k]
-							mu.Unlock()
-							if rev, err = store.Update(b.Context(), k, v, rev); err == nil {
-								mu.Lock()
-								heads[k] = rev
-								mu.Unlock()
-							}
-						}
-						if err != nil {
-							errs <- err
-							return
-						}
-					}
-				})
+	var mu sync.Mutex // heads, between the writers
+	write := map[string]func(k string, v pgObj) error{
+		"raw": func(k string, v pgObj) error {
+			data, _ := json.Marshal(v)
+			_, err := pool.Exec(b.Context(), upsert, k, data)
+			return err
+		},
+		"typed": func(k string, v pgObj) error {
+			mu.Lock()
+			rev := heads[k]
+			mu.Unlock()
+			rev, err := store.Update(b.Context(), k, v, rev)
+			if err == nil {
+				mu.Lock()
+				heads[k] = rev
+				mu.Unlock()
 			}
-			wg.Wait()
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "writes/s")
-			close(errs)
-			for err := range errs {
-				b.Fatal(err)
+			return err
+		},
+	}
+	rates := map[string][]float64{}
+	var ratios []float64
+	for i := 0; b.Loop(); i++ {
+		kinds := []string{"raw", "typed"}
+		if i%2 == 1 {
+			kinds = []string{"typed", "raw"}
+		}
+		for _, kind := range kinds {
+			rates[kind] = append(rates[kind], pgWriteRate(b, write[kind], i, keys))
+		}
+		ratios = append(ratios, rates["typed"][i]/rates["raw"][i])
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(median(rates["raw"]), "raw-writes/s")
+	b.ReportMetric(median(rates["typed"]), "typed-writes/s")
+	b.ReportMetric(median(ratios), "typed/raw")
+}
+
+// pgWriteOps is how many writes BenchmarkPgstoreWrite times per kind and op.
+const pgWriteOps = 20_000
+
+// pgWriteRate runs pgWriteOps writes from pgWriters writers, each waiting
+// for its write before the next, and returns the writes per second.
+func pgWriteRate(b *testing.B, write func(k string, v pgObj) error, op, keys int) float64 {
+	var wg sync.WaitGroup
+	errs := make(chan error, pgWriters)
+	start := time.Now()
+	for wr := range pgWriters {
+		wg.Go(func() {
+			for i := wr; i < pgWriteOps; i += pgWriters {
+				k := "k" + strconv.Itoa(1+(i%keys))
+				v := newPgObj(k)
+				v.Status.Ready = op*pgWriteOps + i
+				if err := write(k, v); err != nil {
+					errs <- err
+					return
+				}
 			}
 		})
 	}
+	wg.Wait()
+	rate := pgWriteOps / time.Since(start).Seconds()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return rate
 }

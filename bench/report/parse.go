@@ -101,10 +101,14 @@ func (res *Results) add(scenario, metric, impl string, v float64) {
 }
 
 // splitName turns "BenchmarkThroughput/client-go/metrics-2" into scenario
-// "Throughput/metrics", implementation "client-go" and GOMAXPROCS 2.
+// "Throughput/metrics", implementation "client-go" and GOMAXPROCS 2. A
+// name whose second part is not one of the implementations
+// ("BenchmarkUpdate/helper/memstore/1writers-2", "BenchmarkPgstoreWrite-2")
+// is converge's alone: the whole name is the scenario
+// ("Update/helper/memstore/1writers"), converge the implementation.
 func splitName(name string) (scenario, impl string, procs int, ok bool) {
 	name, ok = strings.CutPrefix(name, "Benchmark")
-	if !ok {
+	if !ok || name == "" {
 		return "", "", 0, false
 	}
 	if i := strings.LastIndexByte(name, '-'); i >= 0 {
@@ -113,12 +117,16 @@ func splitName(name string) (scenario, impl string, procs int, ok bool) {
 		}
 	}
 	parts := strings.Split(name, "/")
-	if len(parts) < 2 {
-		return "", "", 0, false
+	if len(parts) < 2 || !slices.Contains(implementations, parts[1]) {
+		return name, converge, procs, true
 	}
 	scenario = strings.Join(append([]string{parts[0]}, parts[2:]...), "/")
 	return scenario, parts[1], procs, true
 }
+
+// implementations are the names a benchmark's second part may have to be
+// compared in the table's columns.
+var implementations = []string{converge, clientGo, priorityQueue, controllerRuntime}
 
 // Median returns the median of vs, NaN if empty.
 func Median(vs []float64) float64 {
@@ -157,7 +165,7 @@ func (res *Results) Runs() int {
 // is empty, with an absolute value.
 type check struct {
 	other string
-	op    string // ">=", "<=", "=="
+	op    string // ">=", "<=", "==", ">", "<"
 	value float64
 }
 
@@ -181,6 +189,8 @@ func (c check) met(conv, other float64) (met, known bool) {
 		return x == c.value, true
 	case ">":
 		return x > c.value, true
+	case "<":
+		return x < c.value, true
 	}
 	panic("unknown op " + c.op)
 }

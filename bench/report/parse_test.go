@@ -77,7 +77,10 @@ func TestSplitName(t *testing.T) {
 		{"BenchmarkThroughput/client-go-16", "Throughput", "client-go", 16, true},
 		{"BenchmarkThroughput/client-go", "Throughput", "client-go", 0, true}, // GOMAXPROCS=1
 		{"BenchmarkRoundTrip/priorityqueue-2", "RoundTrip", "priorityqueue", 2, true},
-		{"BenchmarkLonely-2", "", "", 0, false},
+		{"BenchmarkLonely-2", "Lonely", "converge", 2, true},
+		{"BenchmarkUpdate/helper/memstore/1writers-2", "Update/helper/memstore/1writers", "converge", 2, true},
+		{"BenchmarkPgstoreWriteToInformer/local-2", "PgstoreWriteToInformer/local", "converge", 2, true},
+		{"Benchmark", "", "", 0, false},
 		{"Throughput/x", "", "", 0, false},
 	} {
 		s, i, p, ok := splitName(c.in)
@@ -175,4 +178,33 @@ func TestInformerRows(t *testing.T) {
 	assert.Contains(t, table, "| 9. informer fan-out of 100k updates, 10k objects | callbacks | 90000 | 100000 | — | 0.90x | — |  |  |")
 	assert.Equal(t, 5, total, "Throughput, 2 syncs, 1 memory, 1 fan-out")
 	assert.Equal(t, 3, met, "Throughput is n/a (no client-go value), the 1M sync misses its target")
+}
+
+// Lines of a make bench run (bench/out/bench.txt, 2026-11-23), whose
+// second name parts are no implementation of the table's columns.
+const convergeOnlySample = `BenchmarkUpdate/helper/memstore/1writers-2                      	       1	    166982 ns/op	         0 conflicts/op	         0 gaveup/op	    3208 B/op	       8 allocs/op
+BenchmarkUpdate/handwritten/memstore/1writers-2                 	       1	     63358 ns/op	         0 conflicts/op	         0 gaveup/op	    3208 B/op	       8 allocs/op
+BenchmarkUpdate/helper/memstore/1writers-2                      	       1	    149990 ns/op	         0 conflicts/op	         0 gaveup/op	    3208 B/op	       8 allocs/op
+BenchmarkEtcdInitialSync-2	       1	         0 ns/op	      1043 floor-ms	      1180 etcdstore-ms	         1.131 etcdstore/floor
+BenchmarkPgstoreInitialSync-2	       1	         0 ns/op	      2100 floor-ms	      2400 pgstore-ms	         1.143 pgstore/floor	      0.8000 pgstore/etcdstore
+BenchmarkPgstoreWriteToInformer/local-2         	       1	         0.9640 p50-commit-ms	         3.120 p50-ms	        28.50 p99-commit-ms	        34.60 p99-ms
+`
+
+func TestRowsOfBenchmarksNamingNoImplementationAreConvergesAlone(t *testing.T) {
+	res, err := Parse(strings.NewReader(convergeOnlySample))
+	require.NoError(t, err)
+	assert.Equal(t, []float64{166982, 149990}, res.Samples["Update/helper/memstore/1writers"]["ns/op"][converge])
+	assert.Equal(t, 63358.0, res.Value(Key{"Update/handwritten/memstore/1writers", "ns/op"}, converge))
+	assert.Equal(t, 1180.0, res.Value(Key{"EtcdInitialSync", "etcdstore-ms"}, converge), "a name without a second part is kept")
+	for _, k := range res.Order {
+		assert.Len(t, res.Samples[k.Scenario][k.Metric], 1, "%v: only converge's column", k)
+	}
+
+	table, met, total := res.Table()
+	assert.Contains(t, table, "| Update/helper/memstore/1writers | ns/op | 158486 | — | — | — | — |  |  |")
+	assert.Contains(t, table, "| 13. initial sync of 100k objects (~550 B): one SELECT + decode (floor), pgstore, etcdstore, alternating | pgstore/floor | 1.14 | — | — | — | — | ≤ 1.3 | yes |")
+	assert.Contains(t, table, "| pgstore/etcdstore | 0.8 | — | — | — | — | < 1 (faster than etcd) | yes |")
+	assert.Contains(t, table, "writers in the informer's process | p99-ms | 34.60 | — | — | — | — | ≤ 5 ms | no |")
+	assert.Equal(t, 3, total)
+	assert.Equal(t, 2, met)
 }

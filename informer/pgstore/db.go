@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -121,8 +122,11 @@ func WithLogger(l *slog.Logger) DBOption { return func(o *dbOptions) { o.logger 
 type DB struct {
 	pool   *pgxpool.Pool
 	schema string // unquoted: also the NOTIFY channel
-	q      queries
-	opts   dbOptions
+	// id is the payload of this DB's NOTIFYs, so that its LISTEN connection
+	// can tell its own: they announce only writes its reader was told of.
+	id   string
+	q    queries
+	opts dbOptions
 
 	mu      sync.Mutex
 	closed  bool
@@ -131,10 +135,21 @@ type DB struct {
 	running bool               // a reader runs (generation gen)
 	cursor  int64              // every revision up to it is resolved and published
 	stop    context.CancelFunc // of the running reader
-	wake    chan struct{}      // cap 1: poll now
+	wake    chan struct{}      // cap 1: read the log now
 	colls   map[string]int     // collections watched, with their Watch counts
 	anchor  anchor             // the last row the reader read (anchor.go); zero: none
 	wg      sync.WaitGroup     // reader and listener goroutines
+
+	// local holds this process's commits the reader has not passed, by
+	// revision, for the hand-off (local.go); guarded by mu. Every key was
+	// above cursor when added; at most buffer of them. localWake (cap 1):
+	// one was added.
+	local     map[int64]localRow
+	localWake chan struct{}
+	// lastRead holds the transaction of every row the last read that
+	// passed rows passed, by revision (guarded by mu): a recorded commit
+	// found there was overtaken by that read, not handed out again.
+	lastRead map[int64]int64
 
 	listenGen atomic.Uint64 // the generation of the reader whose LISTEN connection is up; 0: none
 	resolved  atomic.Int64  // every revision up to it is a row or compacted (List's lower bound)
@@ -144,12 +159,14 @@ type DB struct {
 	nclosed  bool // Close was called: schedule no more
 	lastSent time.Time
 	nwg      sync.WaitGroup // NOTIFYs in flight
+
+	trace tracer // nil but in the stage benchmark; set before the first Watch
 }
 
 // NewDB returns the DB of the schema (WithSchema) in pool's database. It
 // does not touch the database: call Setup first, once.
 func NewDB(pool *pgxpool.Pool, opts ...DBOption) *DB {
-	db := &DB{pool: pool, subs: make(map[*sub]struct{}), wake: make(chan struct{}, 1), colls: make(map[string]int)}
+	db := &DB{pool: pool, subs: make(map[*sub]struct{}), wake: make(chan struct{}, 1), localWake: make(chan struct{}, 1), colls: make(map[string]int)}
 	for _, o := range opts {
 		o(&db.opts)
 	}
@@ -186,6 +203,7 @@ func NewDB(pool *pgxpool.Pool, opts ...DBOption) *DB {
 		o.compactKeep = DefaultCompactKeep
 	}
 	db.schema = o.schema
+	db.id = rand.Text()
 	db.q = newQueries(quoteSchema(o.schema), o.batch)
 	return db
 }
@@ -241,13 +259,22 @@ func (db *DB) kick() {
 	}
 }
 
-// wrote is called after a write of this process committed: it wakes the
-// local reader, and schedules one NOTIFY for the other processes at most
-// every notify interval. The NOTIFY is a statement of its own, not part of
-// the write's transaction, because PostgreSQL serialises the commits of
-// notifying transactions on one lock (docs/design/pgstore.md §8.6).
+// wrote is called after a write of this process committed that is not
+// handed off to the reader (committed, local.go): it wakes the local
+// reader to read the log, and schedules a NOTIFY for the other processes.
 func (db *DB) wrote() {
+	if db.trace != nil {
+		db.trace.Wake(true, time.Now())
+	}
 	db.kick()
+	db.notifyOthers()
+}
+
+// notifyOthers schedules one NOTIFY for the other processes at most every
+// notify interval. The NOTIFY is a statement of its own, not part of the
+// write's transaction, because PostgreSQL serialises the commits of
+// notifying transactions on one lock (docs/design/pgstore.md §8.6).
+func (db *DB) notifyOthers() {
 	if db.opts.notifyOff {
 		return
 	}
@@ -269,7 +296,7 @@ func (db *DB) sendNotify() {
 	db.nmu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := db.pool.Exec(ctx, `SELECT pg_notify($1, '')`, db.schema); err != nil {
+	if _, err := db.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, db.schema, db.id); err != nil {
 		db.opts.logger.Debug("pgstore: NOTIFY failed; other processes see the write at their next poll",
 			"schema", db.schema, "err", err)
 	}
@@ -320,8 +347,17 @@ func (db *DB) listenOnce(ctx context.Context, gen uint64, connected func()) erro
 	connected()
 	db.kick()
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return err
+		}
+		if n.Payload == db.id {
+			// This DB's own, sent after writes that were handed off to
+			// its reader or woke it already (wrote): no read to do.
+			continue
+		}
+		if db.trace != nil {
+			db.trace.Wake(false, time.Now())
 		}
 		db.kick()
 	}

@@ -29,7 +29,7 @@ type item struct {
 
 // newPool connects to the test server (skipped without one, failed with
 // CONVERGE_INTEGRATION=1) and closes the pool when t ends.
-func newPool(t *testing.T) *pgxpool.Pool {
+func newPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	pool, err := pgxpool.New(t.Context(), testserver.Postgres(t))
 	require.NoError(t, err)
@@ -39,7 +39,7 @@ func newPool(t *testing.T) *pgxpool.Pool {
 
 // newSchema sets up a schema unique to t and this run (the server is
 // shared across tests, packages and runs) and drops it when t ends.
-func newSchema(t *testing.T, pool *pgxpool.Pool) string {
+func newSchema(t testing.TB, pool *pgxpool.Pool) string {
 	t.Helper()
 	name := fmt.Sprintf("cvt_%s_%d", strings.ToLower(strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())), time.Now().UnixNano())
 	if len(name) > 63 {
@@ -59,7 +59,7 @@ var collections atomic.Int64
 func newColl() string { return fmt.Sprintf("c%d", collections.Add(1)) }
 
 // newDB returns a DB of schema on pool with opts, closed when t ends.
-func newDB(t *testing.T, pool *pgxpool.Pool, schema string, opts ...pgstore.DBOption) *pgstore.DB {
+func newDB(t testing.TB, pool *pgxpool.Pool, schema string, opts ...pgstore.DBOption) *pgstore.DB {
 	t.Helper()
 	db := pgstore.NewDB(pool, append([]pgstore.DBOption{pgstore.WithSchema(schema)}, opts...)...)
 	t.Cleanup(db.Close)

@@ -112,21 +112,41 @@ func (db *DB) take(s *sub) (rows []row, pos int64, live bool, err error) {
 
 // run is the reader: it polls the log after cursor, resolves holes, and
 // publishes every change to the live Watches of its collection, until ctx
-// is done or a query fails (then the live Watches end with the error).
+// is done or a query fails (then the live Watches end with the error). A
+// commit of this process that follows cursor is handed off without a read
+// (local.go).
 func (db *DB) run(ctx context.Context, gen uint64, cursor int64) {
 	defer db.wg.Done()
 	// holeAt is the hole being waited for (the revision of the row after
 	// it), seen first at holeSince.
 	var holeAt int64
 	var holeSince time.Time
+	read := true // the next turn reads the log
 	for {
+		next, more, err := db.handOff(gen, cursor)
+		if err != nil {
+			return // stopped
+		}
+		cursor, read = next, read || more
+		if !read {
+			// Only local commits woke the reader and they are all passed:
+			// nothing is known to be in the log after cursor.
+			if read, err = db.idle(ctx, gen); err != nil {
+				return
+			}
+			continue
+		}
 		db.mu.Lock()
 		colls := make([]string, 0, len(db.colls))
 		for c := range db.colls {
 			colls = append(colls, c)
 		}
 		db.mu.Unlock()
+		start := time.Now()
 		rows, next, hole, full, err := db.read(ctx, gen, cursor, colls)
+		if db.trace != nil && err == nil {
+			db.trace.Query(start, time.Now(), cursor, next, hole)
+		}
 		if err == nil {
 			err = db.publish(gen, rows, colls, next)
 			cursor = next
@@ -142,14 +162,18 @@ func (db *DB) run(ctx context.Context, gen uint64, cursor int64) {
 			// again as soon as a write commits (most likely the one the
 			// hole is waiting for: with concurrent writers, holes are the
 			// rule, and sleeping out FillAfter on each put the reader tens
-			// of milliseconds behind).
-			err = db.waitWake(ctx, db.opts.fillAfter-time.Since(holeSince)) // a commit may close the hole
+			// of milliseconds behind). The read after it is due whatever
+			// woke it: the log holds rows after the hole.
+			_, err = db.waitWake(ctx, db.opts.fillAfter-time.Since(holeSince))
+			read = true
 		case hole > 0:
 			// Waits for a writer still in flight, then fills what it left.
 			_, err = db.pool.Exec(ctx, db.q.fill, cursor+1, hole-1)
+			read = true
 		case full:
+			read = true
 		default:
-			err = db.idle(ctx, gen)
+			read, err = db.idle(ctx, gen)
 		}
 		if err != nil {
 			if ctx.Err() == nil {
@@ -160,29 +184,34 @@ func (db *DB) run(ctx context.Context, gen uint64, cursor int64) {
 	}
 }
 
-// waitWake waits up to d for a wake-up (a local commit, a NOTIFY, a
-// (re)connect of the LISTEN connection).
-func (db *DB) waitWake(ctx context.Context, d time.Duration) error {
+// waitWake waits up to d for a wake-up: a local commit (local true), a
+// NOTIFY or a (re)connect of the LISTEN connection, or the time (both
+// false: the log must be read).
+func (db *DB) waitWake(ctx context.Context, d time.Duration) (local bool, err error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	case <-db.wake:
+	case <-db.localWake:
+		return true, nil
 	case <-t.C:
 	}
-	return nil
+	return false, nil
 }
 
-// idle waits for a wake-up (a local write, a NOTIFY, a (re)connect of the
+// idle waits for a wake-up (a local commit, a NOTIFY, a (re)connect of the
 // LISTEN connection) or the poll interval: the long one while LISTEN is up,
-// the fast one without it.
-func (db *DB) idle(ctx context.Context, gen uint64) error {
+// the fast one without it. read says whether the log must be read: not
+// after a local commit (handOff says whether it must).
+func (db *DB) idle(ctx context.Context, gen uint64) (read bool, err error) {
 	d := db.opts.fastPoll
 	if db.listenGen.Load() == gen {
 		d = db.opts.poll
 	}
-	return db.waitWake(ctx, d)
+	local, err := db.waitWake(ctx, d)
+	return !local, err
 }
 
 // publish appends rows to the buffers of the live Watches of their
@@ -255,7 +284,8 @@ func (db *DB) read(ctx context.Context, gen uint64, cursor int64, colls []string
 	}
 	defer rows.Close()
 	next, n := cursor, 0
-	var last anchor // the row at next
+	var last anchor          // the row at next
+	var read map[int64]int64 // the writing transaction of every row passed
 	for rows.Next() {
 		var (
 			compacted, base, seq int64
@@ -289,6 +319,10 @@ func (db *DB) read(ctx context.Context, gen uint64, cursor int64, colls []string
 		}
 		next = *rev
 		last = anchor{rev: *rev, xid: *xid, coll: str(coll), key: str(key), op: str(op)}
+		if read == nil {
+			read = make(map[int64]int64)
+		}
+		read[*rev] = *xid
 		if coll == nil || *op == "f" {
 			continue
 		}
@@ -302,6 +336,11 @@ func (db *DB) read(ctx context.Context, gen uint64, cursor int64, colls []string
 	}
 	if last.rev != 0 {
 		db.setAnchor(gen, last)
+		db.mu.Lock()
+		if gen == db.gen {
+			db.lastRead = read
+		}
+		db.mu.Unlock()
 	}
 	return out, next, hole, n == db.opts.batch, nil
 }

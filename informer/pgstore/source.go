@@ -12,7 +12,7 @@ import (
 
 // queries are the statements of a Store, built once from the quoted schema.
 type queries struct {
-	get, write, head, gaps, fill, list, read, catchUp, bounds, anchored, compact string
+	get, write, writeXid, head, gaps, fill, list, read, catchUp, bounds, anchored, compact string
 }
 
 // The reader's statements run on every wake-up, so their plans must be
@@ -35,6 +35,11 @@ func newQueries(s string, batch int) queries {
 	return queries{
 		get:   `SELECT l.rev, l.value FROM ` + s + `.head h JOIN ` + s + `.log l ON l.rev = h.rev WHERE h.coll = $1 AND h.key = $2`,
 		write: `SELECT ` + s + `.write($1, $2, $3::"char", $4, $5)`,
+		// The same, and the writing transaction (NULL if none: nothing
+		// written), for the local hand-off. OFFSET 0 keeps write() in a
+		// subquery evaluated before the outer select list.
+		writeXid: `SELECT w.r, pg_current_xact_id_if_assigned()::text::bigint FROM (SELECT ` + s +
+			`.write($1, $2, $3::"char", $4, $5) AS r OFFSET 0) w`,
 		// The revision a List is at: every change committed before it, and
 		// never below the compaction revision (an empty log).
 		head: `SELECT greatest((SELECT max(rev) FROM ` + s + `.log), compact_rev), compact_rev FROM ` + s + `.meta`,
@@ -218,6 +223,9 @@ func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func
 				return &DecodeError{Collection: s.coll, Key: r.key, Revision: e.Revision, Err: derr}
 			} else {
 				e.Value = v
+			}
+			if s.db.trace != nil {
+				s.db.trace.Emit(r.rev, time.Now())
 			}
 			if err := emit(e); err != nil {
 				return err

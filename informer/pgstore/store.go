@@ -143,13 +143,20 @@ func (s *Store[V]) Delete(ctx context.Context, key string, rev informer.Revision
 // primary key means a reader's fill took the revision first: nothing was
 // written, so it tries again.
 func (s *Store[V]) write(ctx context.Context, op string, code byte, key string, data []byte, rev informer.Revision) (informer.Revision, error) {
-	query, args := s.q.write, []any{s.coll, key, string(rune(code)), int64(rev), data}
+	query, args := s.q.writeXid, []any{s.coll, key, string(rune(code)), int64(rev), data}
 	if s.fence != nil {
 		query, args = s.fence.write, append(args, s.fence.name, s.fence.term)
 	}
 	for {
-		var r int64
-		err := s.pool.QueryRow(ctx, query, args...).Scan(&r)
+		var (
+			r   int64
+			xid *int64 // nil: fenced writes do not return it
+		)
+		dest := []any{&r}
+		if s.fence == nil {
+			dest = append(dest, &xid)
+		}
+		err := s.pool.QueryRow(ctx, query, args...).Scan(dest...)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "log_pkey" {
 			continue
@@ -163,7 +170,11 @@ func (s *Store[V]) write(ctx context.Context, op string, code byte, key string, 
 		if r < 0 {
 			return 0, fmt.Errorf("pgstore collection %q: %s %q at revision %d: %w", s.coll, op, key, rev, informer.ErrConflict)
 		}
-		if r > 0 {
+		switch {
+		case r > 0 && xid != nil:
+			// A log row's xmin is the 32-bit xid; this is the full one.
+			s.db.committed(s.coll, key, code, data, r, *xid&(1<<32-1))
+		case r > 0:
 			s.db.wrote()
 		}
 		return informer.Revision(r), nil

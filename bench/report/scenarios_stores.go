@@ -1,0 +1,29 @@
+package main
+
+// The backend rows (scenarios 13-17, issue 12): PostgreSQL (informer/pgstore)
+// beside its floors and beside etcd (informer/etcdstore), each row
+// converge's alone (the benchmarks name no other implementation: parse.go's
+// splitName). Declared in a file named after scenarios_reconcile.go, so that
+// its init runs after that one's and the rows follow the controller rows.
+func init() {
+	for _, sc := range []struct{ name, title string }{
+		{"PgstoreInitialSync", "13. initial sync of 100k objects (~550 B): one SELECT + decode (floor), pgstore, etcdstore, alternating"},
+		{"PgstoreWrite", "14. CAS writes, 8 writers: pgstore's Store.Update vs a raw single-row INSERT … ON CONFLICT (floor), alternating"},
+		{"PgstoreWriteToInformer/local", "15. write → informer handler at 1k writes/s, 8 writers, pgstore, writers in the informer's process"},
+		{"PgstoreWriteToInformer/notify", "15. write → informer handler at 1k writes/s, 8 writers, pgstore, writers in another process (NOTIFY)"},
+		{"EtcdWriteToInformer", "15. write → informer handler at 1k writes/s, 8 writers, etcdstore"},
+		{"PgstoreWriteToInformer10k/local", "16. write → informer handler at 10k writes/s asked, 8 writers, pgstore, writers in the informer's process"},
+		{"PgstoreWriteToInformer10k/notify", "16. write → informer handler at 10k writes/s asked, 8 writers, pgstore, writers in another process (NOTIFY)"},
+		{"EtcdWriteToInformer10k", "16. write → informer handler at 10k writes/s asked, 8 writers, etcdstore"},
+		{"PgstoreHoleStall/commit", "17. pgstore: a transaction holding a revision open 1 s, then committing, under 1k writes/s"},
+		{"PgstoreHoleStall/rollback", "17. pgstore: a transaction holding a revision open 1 s, then rolling back, under 1k writes/s"},
+	} {
+		Scenarios = append(Scenarios, struct{ Name, Title string }{sc.name, sc.title})
+	}
+	Targets[Key{"PgstoreInitialSync", "pgstore/floor"}] = Target{"≤ 1.3", []check{{"", "<=", 1.3}}}
+	Targets[Key{"PgstoreInitialSync", "pgstore/etcdstore"}] = Target{"< 1 (faster than etcd)", []check{{"", "<", 1}}}
+	Targets[Key{"PgstoreWrite", "typed/raw"}] = Target{"≥ 0.5", []check{{"", ">=", 0.5}}}
+	for _, path := range []string{"local", "notify"} {
+		Targets[Key{"PgstoreWriteToInformer/" + path, "p99-ms"}] = Target{"≤ 5 ms", []check{{"", "<=", 5}}}
+	}
+}

@@ -1,0 +1,267 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/informer/pgstore"
+)
+
+// BenchmarkStages splits write → informer handler latency into its stages,
+// at 1000 writes per second from 8 writers, each write a Create of a new key
+// with a ~550 B value, 5000 writes per op (use -benchtime 1x). local: the
+// writers use the informer's DB (a commit wakes the reader in process);
+// notify: a DB of their own (another process), whose NOTIFY wakes it.
+//
+// Per write, in order (ms, p50 and p99 over the writes, and tail-*: the
+// mean of each stage over the writes at or above the total's p99, which
+// says what carries the tail):
+//
+//	commit   the Create, from its start to its return (the commit)
+//	wake     commit → the NOTIFY reaching the reader (notify only)
+//	toquery  commit or wake → the start of the first read of the log after it
+//	hole     that read → the read that returned the write (a hole before
+//	         it, a batch, or the Create's reply overtaken: 0)
+//	query    the read that returned the write (from the commit if it began before)
+//	emit     the read's end → the Watch handing the decoded event to the
+//	         informer (a write handed off without a read, local.go: from
+//	         the commit, and toquery, hole and query are 0)
+//	handler  → the informer's handler (its queue and dispatch)
+//
+// The benchmark lives in the package's tests because the stage times come
+// from an unexported tracer (trace.go).
+//
+//	CONVERGE_INTEGRATION=1 GOMAXPROCS=2 go test -run '^$' -bench Stages -benchtime 1x -count 3 ./informer/pgstore/
+func BenchmarkStages(b *testing.B) {
+	for _, path := range []string{"local", "notify"} {
+		b.Run(path, func(b *testing.B) {
+			var all []stageTimes
+			for range b.N {
+				all = append(all, runStages(b, path == "notify")...)
+			}
+			reportStages(b, all)
+		})
+	}
+}
+
+const (
+	stageWriters = 8
+	stageWrites  = 5000
+	stageRate    = 1000
+)
+
+// stageRecorder is the DB's tracer and the informer's handler.
+type stageRecorder struct {
+	mu      sync.Mutex
+	wakes   []time.Time // NOTIFY arrivals, in order
+	queries []stageQuery
+	emits   map[int64]time.Time
+	seen    map[string]time.Time // handler, by key
+	want    int
+	done    chan struct{}
+}
+
+type stageQuery struct {
+	start, end   time.Time
+	cursor, next int64
+}
+
+func (r *stageRecorder) Wake(local bool, at time.Time) {
+	if local {
+		return // the commit's own kick, at the Create's return
+	}
+	r.mu.Lock()
+	r.wakes = append(r.wakes, at)
+	r.mu.Unlock()
+}
+
+func (r *stageRecorder) Query(start, end time.Time, cursor, next, _ int64) {
+	r.mu.Lock()
+	r.queries = append(r.queries, stageQuery{start, end, cursor, next})
+	r.mu.Unlock()
+}
+
+func (r *stageRecorder) Emit(rev int64, at time.Time) {
+	r.mu.Lock()
+	r.emits[rev] = at
+	r.mu.Unlock()
+}
+
+// stageTimes is one write's stages; total is from the Create's start to the handler.
+type stageTimes struct {
+	commit, wake, toQuery, hole, query, emit, handler, total time.Duration
+}
+
+// stageNames are the stages in order, as reported.
+var stageNames = []string{"commit", "wake", "toquery", "hole", "query", "emit", "handler", "total"}
+
+func (s stageTimes) get(i int) time.Duration {
+	return [...]time.Duration{s.commit, s.wake, s.toQuery, s.hole, s.query, s.emit, s.handler, s.total}[i]
+}
+
+type stageWrite struct {
+	rev        int64
+	start, end time.Time
+}
+
+func runStages(b *testing.B, notify bool) []stageTimes {
+	pool := newPool(b)
+	schema := newSchema(b, pool)
+	rec := &stageRecorder{emits: make(map[int64]time.Time), seen: make(map[string]time.Time), want: -1, done: make(chan struct{})}
+	db := newDB(b, pool, schema)
+	pgstore.SetTracer(db, rec)
+	wdb := db
+	if notify {
+		wdb = newDB(b, pool, schema)
+	}
+	inf := informer.New[string, stageValue]("stages", pgstore.New[stageValue](db, "objs"))
+	_, err := inf.AddHandler(informer.HandlerFuncs[string, stageValue]{AddFunc: func(k string, _ stageValue, _ bool) {
+		now := time.Now()
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if rec.seen[k] = now; len(rec.seen) == rec.want {
+			close(rec.done)
+		}
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(b.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- inf.Run(ctx) }()
+	defer func() { cancel(); <-ran }()
+	if err := inf.WaitForSync(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+
+	w := pgstore.New[stageValue](wdb, "objs")
+	writes := make(map[string]stageWrite, stageWrites)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, stageWriters)
+	for wr := range stageWriters {
+		wg.Go(func() {
+			t := time.NewTicker(time.Second * stageWriters / stageRate)
+			defer t.Stop()
+			for i := wr; i < stageWrites; i += stageWriters {
+				<-t.C
+				k := fmt.Sprintf("w%d-%d", wr, i)
+				start := time.Now()
+				rev, err := w.Create(b.Context(), k, newStageValue(k))
+				end := time.Now()
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				writes[k] = stageWrite{int64(rev), start, end}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	rec.mu.Lock()
+	if rec.want = stageWrites; len(rec.seen) == rec.want {
+		close(rec.done)
+	}
+	rec.mu.Unlock()
+	select {
+	case <-rec.done:
+	case <-time.After(30 * time.Second):
+		b.Fatal("the informer did not see every write in 30 s")
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	out := make([]stageTimes, 0, len(writes))
+	for k, wr := range writes {
+		out = append(out, rec.stages(wr, rec.seen[k], notify))
+	}
+	return out
+}
+
+// stages places one write on the reader's timeline.
+func (r *stageRecorder) stages(wr stageWrite, handled time.Time, notify bool) stageTimes {
+	s := stageTimes{commit: wr.end.Sub(wr.start), total: handled.Sub(wr.start)}
+	from := wr.end // when the reader could first have seen it
+	if notify {
+		if i := sort.Search(len(r.wakes), func(i int) bool { return !r.wakes[i].Before(wr.end) }); i < len(r.wakes) {
+			s.wake = r.wakes[i].Sub(wr.end)
+			from = r.wakes[i]
+		}
+	}
+	// The read that returned it (queries are in order, their cursors
+	// rising), if any: a commit of the watching process may be handed off
+	// without one.
+	qi := sort.Search(len(r.queries), func(i int) bool { return r.queries[i].next >= wr.rev })
+	if qi == len(r.queries) || r.queries[qi].cursor >= wr.rev {
+		s.emit = max(0, r.emits[wr.rev].Sub(from))
+		s.handler = handled.Sub(r.emits[wr.rev])
+		return s
+	}
+	q := r.queries[qi]
+	// The first read after the commit (or the wake-up).
+	fi := sort.Search(len(r.queries), func(i int) bool { return !r.queries[i].start.Before(from) })
+	switch {
+	case q.start.Before(from): // the read overtook the Create's reply
+		s.query = max(0, q.end.Sub(from))
+	case fi < len(r.queries):
+		f := r.queries[fi]
+		s.toQuery = f.start.Sub(from)
+		s.hole = q.start.Sub(f.start)
+		s.query = q.end.Sub(q.start)
+	}
+	emitted := r.emits[wr.rev]
+	readEnd := q.end
+	if readEnd.Before(from) {
+		readEnd = from
+	}
+	s.emit = max(0, emitted.Sub(readEnd))
+	s.handler = handled.Sub(emitted)
+	return s
+}
+
+// reportStages reports each stage's p50 and p99 and its mean over the
+// writes in the total's tail (at or above its p99), in milliseconds.
+func reportStages(b *testing.B, all []stageTimes) {
+	slices.SortFunc(all, func(a, b stageTimes) int { return int(a.total - b.total) })
+	tail := all[len(all)*99/100:]
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	for i, name := range stageNames {
+		v := make([]time.Duration, len(all))
+		for j, s := range all {
+			v[j] = s.get(i)
+		}
+		slices.Sort(v)
+		b.ReportMetric(ms(v[len(v)/2]), "p50-"+name+"-ms")
+		b.ReportMetric(ms(v[len(v)*99/100]), "p99-"+name+"-ms")
+		var sum time.Duration
+		for _, s := range tail {
+			sum += s.get(i)
+		}
+		b.ReportMetric(ms(sum/time.Duration(len(tail))), "tail-"+name+"-ms")
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// stageValue is a value of about 550 B of JSON.
+type stageValue struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels"`
+	Spec   string            `json:"spec"`
+}
+
+func newStageValue(name string) stageValue {
+	return stageValue{Name: name, Labels: map[string]string{"app": "web", "tier": "frontend", "team": "payments"},
+		Spec: strings.Repeat("x", 450)}
+}
