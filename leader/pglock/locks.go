@@ -22,6 +22,9 @@ type Locks struct {
 	// mode and EnsureSchema.
 	proto *Lock
 	list  string
+	// del deletes a row at a version and counts the row left of that
+	// name (0: deleted or absent), in one statement.
+	del string
 }
 
 // NewLocks returns the set of locks in pool's database with opts
@@ -35,6 +38,8 @@ func NewLocks(pool *pgxpool.Pool, opts ...Option) *Locks {
 		// starts_with takes the prefix literally, where LIKE would need
 		// its % and _ escaped.
 		list: `SELECT name, ` + recordColumns + ` FROM ` + t + ` WHERE starts_with(name, $1)`,
+		del: `WITH d AS (DELETE FROM ` + t + ` WHERE name = $1 AND version = $2 RETURNING name)
+SELECT count(*) FROM ` + t + ` WHERE name = $1 AND NOT EXISTS (SELECT FROM d)`,
 	}
 }
 

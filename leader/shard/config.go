@@ -18,8 +18,9 @@ import (
 // little.
 const DefaultBuckets = 64
 
-// Backend stores the Sharder's records: one leader.Lock per name, and a
-// listing of the records under a name prefix. memlock.Locks,
+// Backend stores the Sharder's records: one leader.Lock per name, a
+// listing of the records under a name prefix, and a compare-and-swap
+// delete for the records of departed members. memlock.Locks,
 // etcdlock.Locks and pglock.Locks implement it.
 type Backend interface {
 	// Lock returns the lock of the record called name, which need not
@@ -30,13 +31,11 @@ type Backend interface {
 	// by name. Each record must be read atomically; the listing as a
 	// whole need not be a snapshot.
 	List(ctx context.Context, prefix string) (map[string]leader.Record, error)
-}
-
-// Deleter is a Backend that can also delete a record, if it is still at a
-// version (leader.ErrConflict if it is not; nil if there is none). The
-// Sharder then deletes the records of members gone for ForgetAfter.
-// memlock.Locks and etcdlock.Locks implement it.
-type Deleter interface {
+	// Delete removes the record called name if it is still at version:
+	// leader.ErrConflict if it is not, nil if there is no record. The
+	// Sharder deletes only member records (gone for ForgetAfter), never a
+	// bucket's, whose terms are fencing tokens; so a backend whose
+	// re-created records restart their versions (pglock) is safe here.
 	Delete(ctx context.Context, name string, version int64) error
 }
 
@@ -77,8 +76,8 @@ type Config struct {
 	SuspectAfter time.Duration
 
 	// ForgetAfter is how long a member's record may stay unchanged after
-	// it expired (or was released) before a replica deletes it, if the
-	// Backend can delete (a Deleter): a replica that never returns leaves
+	// it expired (or was released) before a replica deletes it: a
+	// replica that never returns leaves
 	// no record behind. Any replica may delete, with compare-and-swap on
 	// the record's version, so a member that renews meanwhile keeps its
 	// record; one that was paused past it recreates its record when it

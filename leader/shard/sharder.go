@@ -182,16 +182,12 @@ func (s *Sharder) rebalance(ctx context.Context) (forget map[string]int64) {
 	return forget
 }
 
-// forget deletes the member records in recs (identity → version), if the
-// backend can. A record that changed meanwhile is kept (the delete is a
-// compare-and-swap); a failed delete is tried again at the next list.
+// forget deletes the member records in recs (identity → version). A
+// record that changed meanwhile is kept (the delete is a compare-and-swap);
+// a failed delete is tried again at the next list.
 func (s *Sharder) forget(ctx context.Context, recs map[string]int64) {
-	d, ok := s.backend.(Deleter)
-	if !ok {
-		return
-	}
 	for id, version := range recs {
-		_ = d.Delete(ctx, s.memberName(id), version)
+		_ = s.backend.Delete(ctx, s.memberName(id), version)
 	}
 }
 

@@ -38,6 +38,15 @@ func (c *Cuttable) List(ctx context.Context, prefix string) (map[string]leader.R
 	return c.Backend.List(ctx, prefix)
 }
 
+// Delete deletes the shared record called name at version, failing while
+// cut.
+func (c *Cuttable) Delete(ctx context.Context, name string, version int64) error {
+	if c.cut.Load() {
+		return ErrCut
+	}
+	return c.Backend.Delete(ctx, name, version)
+}
+
 type cuttableLock struct {
 	leader.Lock
 	cut *atomic.Bool
