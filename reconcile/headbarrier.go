@@ -18,7 +18,7 @@ import (
 // Optimistic concurrency refuses the stale writes, but the reconcile is
 // still wasted and its side effects outside the store are not guarded.
 //
-// So before its workers start, each Run reads the store's head revision
+// So, with WithHeadBarrier, before its workers start each Run reads the store's head revision
 // through every watched informer that can tell it (informer.Informer.Head:
 // memstore, etcdstore and pgstore can), and waits until each cache has
 // reached the head it read. The wait shares the sync timeout's bound
@@ -41,6 +41,24 @@ import (
 //   - Writes that commit after the head is read are not waited for: they
 //     are ordinary changes, which the watch delivers like any other.
 
+// WithHeadBarrier sets whether each Run (a Manager's start, every
+// leadership gained) holds its workers until every watched informer has
+// reached its store's head revision, as described above. Turn it on for a
+// controller whose reconciles act outside the store on what they read
+// (create a cloud resource per child counted in the cache), so that a new
+// leader does not act on a cache that misses its predecessor's last
+// writes. On etcd, give the server a short
+// --experimental-watch-progress-notify-interval (or a prefix that is
+// written often), or the first reconcile may wait for the sync timeout.
+// Default: off (a Run's workers start once the caches hold their first
+// list).
+func WithHeadBarrier(on bool) Option {
+	return func(s *settings) error {
+		s.headBarrier = on
+		return nil
+	}
+}
+
 // headWaiter is a cache that can tell its store's head revision and wait
 // for a revision: *informer.Informer is one.
 type headWaiter interface {
@@ -55,6 +73,9 @@ type headWaiter interface {
 // see above. It returns when ctx is done, without error: the caller checks
 // ctx.
 func (r *run[K]) waitForHead(ctx context.Context) {
+	if !r.c.s.headBarrier {
+		return
+	}
 	type target struct {
 		cache headWaiter
 		head  informer.Revision

@@ -46,7 +46,7 @@ func TestOnEtcdTheFirstReconcileReadsACacheAtTheClustersHeadRevision(t *testing.
 		}
 		return reconcile.Result{}, nil
 	})
-	c, err := reconcile.New("c", rec, reconcile.For(inf), reconcile.WithShutdownGrace(0), quiet)
+	c, err := reconcile.New("c", rec, reconcile.For(inf), reconcile.WithHeadBarrier(true), reconcile.WithShutdownGrace(0), quiet)
 	require.NoError(t, err)
 	infCtx, stopInf := context.WithCancel(ctx)
 	infDone := make(chan error, 1)

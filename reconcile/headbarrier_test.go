@@ -109,7 +109,7 @@ func staleStart(t *testing.T, src informer.Source[string, int], held *heldSource
 func TestWorkersWaitUntilTheCacheHoldsTheStoresHeadWhenARunStarts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := &heldSource{Store: memstore.New[string, int]()}
-		seen, stop := staleStart(t, src, src)
+		seen, stop := staleStart(t, src, src, reconcile.WithHeadBarrier(true))
 		defer stop()
 		synctest.Wait()
 		assert.Empty(t, seen(), "no reconcile while the cache lags the store's head")
@@ -125,7 +125,7 @@ func TestWorkersStartAfterTheSyncTimeoutIfTheCacheNeverReachesTheHead(t *testing
 	synctest.Test(t, func(t *testing.T) {
 		var logs bytes.Buffer
 		src := &heldSource{Store: memstore.New[string, int]()}
-		seen, stop := staleStart(t, src, src, reconcile.WithSyncTimeout(time.Minute),
+		seen, stop := staleStart(t, src, src, reconcile.WithHeadBarrier(true), reconcile.WithSyncTimeout(time.Minute),
 			reconcile.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		defer func() {
 			src.unhold()
@@ -146,12 +146,25 @@ func TestWorkersStartAfterTheSyncTimeoutIfTheCacheNeverReachesTheHead(t *testing
 func TestWorkersStartAtOnceWhenTheSourceCannotTellItsHead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := &heldSource{Store: memstore.New[string, int]()}
-		seen, stop := staleStart(t, headless{src}, src)
+		seen, stop := staleStart(t, headless{src}, src, reconcile.WithHeadBarrier(true))
 		defer func() {
 			src.unhold()
 			stop()
 		}()
 		synctest.Wait()
 		assert.Equal(t, []int{1}, seen(), "nothing to wait for: the documented gap")
+	})
+}
+
+func TestWorkersDoNotWaitForTheStoresHeadUnlessTheBarrierIsOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &heldSource{Store: memstore.New[string, int]()}
+		seen, stop := staleStart(t, src, src)
+		defer func() {
+			src.unhold()
+			stop()
+		}()
+		synctest.Wait()
+		assert.Equal(t, []int{1}, seen(), "off by default: the first reconcile reads the lagging cache")
 	})
 }

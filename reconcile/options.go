@@ -40,6 +40,7 @@ type Option func(*settings) error
 type settings struct {
 	workers        int
 	syncTimeout    time.Duration
+	headBarrier    bool // WithHeadBarrier
 	grace          time.Duration
 	timeout        time.Duration // per reconcile; 0: none
 	jitter         float64
@@ -160,8 +161,8 @@ func WithCancelOnChange() Option {
 
 // WithSyncTimeout bounds how long Run waits for every watched informer's
 // first list before it returns an error naming the informers that did not
-// sync. It also bounds, separately, the head barrier that follows: the
-// wait for those informers to reach the store's head revision read when
+// sync. With WithHeadBarrier it also bounds, separately, the wait that
+// follows for those informers to reach the store's head revision read when
 // the caches synced (writes another replica made before this Run), after
 // which the workers start anyway with a warning. d must be positive.
 // Default: DefaultSyncTimeout (2 minutes).
