@@ -94,6 +94,10 @@ type Queue[K comparable] struct {
 	// whenever a key is ready, except inside a critical section: every
 	// one that makes a key ready ends with unlock, which hands it over.
 	parked []*waiter[K]
+	// handed are waiters that were handed a key and whose Gets may not
+	// have collected it yet (state waiterHanded); collected ones linger
+	// until the next hand-off or steal prunes them (handoff.go).
+	handed []*waiter[K]
 
 	// index holds every key the queue knows: ready, waiting, processing or
 	// dirty. A key absent from it has no state anywhere.

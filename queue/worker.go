@@ -17,22 +17,39 @@ func (q *Queue[K]) Get() (key K, shutdown bool) { return q.get(nil) }
 func (q *Queue[K]) get(dst *Reasons) (key K, shutdown bool) {
 	now := q.metricsNow()
 	q.mu.Lock()
-	q.promoteIfDue()
-	if q.ready.n > 0 {
-		key = q.takeNext(now, dst)
-		q.unlock(now) // promoteIfDue may have readied more than this one
-		return key, false
-	}
-	if q.shuttingDown {
+	for {
+		q.promoteIfDue()
+		if q.ready.n > 0 {
+			key = q.takeNext(now, dst)
+			q.unlock(now) // promoteIfDue may have readied more than this one
+			return key, false
+		}
+		if len(q.handed) > 0 {
+			if key, ok := q.steal(dst); ok {
+				q.mu.Unlock()
+				return key, false
+			}
+		}
+		if q.shuttingDown {
+			q.mu.Unlock()
+			return key, true
+		}
+		w := q.park(dst)
 		q.mu.Unlock()
-		return key, true
+		<-w.ready
+		key, shutdown, ok := w.collect()
+		if ok {
+			if shutdown {
+				q.waiters.put(w)
+			}
+			return key, shutdown
+		}
+		// Stolen: w is ours again once the thief's critical section
+		// ends, which taking the lock waits for. Look for another key.
+		now = q.metricsNow()
+		q.mu.Lock()
+		q.waiters.put(w)
 	}
-	w := q.park(dst)
-	q.mu.Unlock()
-	<-w.ready
-	key, shutdown = w.key, w.shutdown
-	q.waiters.put(w)
-	return key, shutdown
 }
 
 // takeNext takes the key Get hands out next, marks it processing, moves its
