@@ -141,7 +141,7 @@ func (q *Queue[K]) steal(dst *Reasons) (key K, ok bool) {
 		}
 		// Its Get owns w again from here: it leaves q.handed for good.
 		q.handed = append(q.handed[:i], q.handed[i+1:]...)
-		q.handed[len(q.handed):len(q.handed)+1][0] = nil
+		q.handed[len(q.handed) : len(q.handed)+1][0] = nil
 		return key, true
 	}
 	return key, false
