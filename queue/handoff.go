@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -140,8 +141,7 @@ func (q *Queue[K]) steal(dst *Reasons) (key K, ok bool) {
 			*dst = *w.dst
 		}
 		// Its Get owns w again from here: it leaves q.handed for good.
-		q.handed = append(q.handed[:i], q.handed[i+1:]...)
-		q.handed[len(q.handed) : len(q.handed)+1][0] = nil
+		q.handed = slices.Delete(q.handed, i, i+1)
 		return key, true
 	}
 	return key, false
