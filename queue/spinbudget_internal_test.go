@@ -64,20 +64,11 @@ func spinThroughput(keys []string) float64 {
 			}
 		})
 	}
-	for range 8 {
-		wg.Go(func() {
-			for {
-				k, shut := q.Get()
-				if shut {
-					return
-				}
-				q.Done(k)
-				if done.Add(1) == int64(len(keys)) {
-					close(finished)
-				}
-			}
-		})
-	}
+	spinWorkers(q, 8, &wg, func(string) {
+		if done.Add(1) == int64(len(keys)) {
+			close(finished)
+		}
+	})
 	<-finished
 	elapsed := time.Since(start)
 	q.ShutDown()
@@ -103,22 +94,13 @@ func spinSteady(keys []string, rate int) []int64 {
 	finished := make(chan struct{})
 	var wg sync.WaitGroup
 	base := time.Now()
-	for range 4 {
-		wg.Go(func() {
-			for {
-				k, shut := q.Get()
-				if shut {
-					return
-				}
-				i := index[k]
-				lat[i] = int64(time.Since(base)) - added[i]
-				q.Done(k)
-				if got.Add(1) == int64(len(keys)) {
-					close(finished)
-				}
-			}
-		})
-	}
+	spinWorkers(q, 4, &wg, func(k string) {
+		i := index[k]
+		lat[i] = int64(time.Since(base)) - added[i]
+		if got.Add(1) == int64(len(keys)) {
+			close(finished)
+		}
+	})
 	interval := int64(time.Second) / int64(rate)
 	for i, k := range keys {
 		for int64(time.Since(base)) < int64(i)*interval {
@@ -132,4 +114,21 @@ func spinSteady(keys []string, rate int) []int64 {
 	wg.Wait()
 	slices.Sort(lat)
 	return lat
+}
+
+// spinWorkers starts n workers on wg that Get a key, call each with it (the
+// key is still processing) and Done it, until q shuts down.
+func spinWorkers(q *Queue[string], n int, wg *sync.WaitGroup, each func(string)) {
+	for range n {
+		wg.Go(func() {
+			for {
+				k, shut := q.Get()
+				if shut {
+					return
+				}
+				each(k)
+				q.Done(k)
+			}
+		})
+	}
 }
