@@ -37,7 +37,7 @@ func (inf *Informer[K, V]) replay(l *listener[K, V], sizeHint int) {
 	l.mu.Lock()
 	l.replayed, l.bulk = replayed, bulk
 	n := 0
-	for k, it := range inf.cache.items {
+	for k, it := range inf.cache.all() {
 		if l.stopped {
 			break
 		}
