@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,6 +71,12 @@ func BenchmarkInformerSync(b *testing.B) {
 // handler exist before the first reading, so only what the informer
 // allocated and still holds is counted: its cache, its handler's buffer,
 // and, for client-go, the keys it computes. Reports B/object.
+//
+// With INFORMER_HEAP_PROFILE set to a directory, every run also writes
+// heap profiles of every allocation (runtime.MemProfileRate 1) taken at
+// the two readings, <impl>-<N>-before.pprof and -after.pprof, so that
+// `go tool pprof -sample_index=inuse_space -base before after` accounts
+// for every byte the informer holds (docs/design/informer-memory.md).
 func BenchmarkInformerMemory(b *testing.B) {
 	forEachInformer(b, func(b *testing.B, im infImpl, o *informerObjects) {
 		var sum float64
@@ -138,6 +147,7 @@ func syncOnce(b *testing.B, im infImpl, o *informerObjects, measureHeap bool) (t
 	var m0, m1 runtime.MemStats
 	if measureHeap {
 		runtime.ReadMemStats(&m0)
+		writeHeapProfile(b, im.name, o.n, "before")
 	}
 	start := time.Now()
 	p.start(h)
@@ -154,6 +164,7 @@ func syncOnce(b *testing.B, im infImpl, o *informerObjects, measureHeap bool) (t
 	if measureHeap {
 		settle()
 		runtime.ReadMemStats(&m1)
+		writeHeapProfile(b, im.name, o.n, "after")
 		perObject = (float64(m1.HeapAlloc) - float64(m0.HeapAlloc)) / float64(o.n)
 	}
 	p.stop()
@@ -165,6 +176,37 @@ func syncOnce(b *testing.B, im infImpl, o *informerObjects, measureHeap bool) (t
 	}
 	runtime.KeepAlive(h)
 	return elapsed, perObject
+}
+
+// heapProfileEnv names the directory BenchmarkInformerMemory writes heap
+// profiles to; unset, it writes none.
+const heapProfileEnv = "INFORMER_HEAP_PROFILE"
+
+func init() {
+	if os.Getenv(heapProfileEnv) != "" {
+		// Before the objects are built, so that every allocation is
+		// sampled: the profiles are then exact, not estimates.
+		runtime.MemProfileRate = 1
+	}
+}
+
+// writeHeapProfile writes the heap profile named for impl, n and when to
+// the directory INFORMER_HEAP_PROFILE names, if it is set. The heap has
+// just been collected twice (settle): the profile is that of the last
+// cycle, so it shows exactly what ReadMemStats counted.
+func writeHeapProfile(b *testing.B, impl string, n int, when string) {
+	dir := os.Getenv(heapProfileEnv)
+	if dir == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%s-%s.pprof", impl, sizeName(n), when)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // fanoutOnce runs scenario 9 once on a fresh source and informer, and

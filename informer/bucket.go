@@ -258,7 +258,7 @@ const releaseWait = time.Second
 func (inf *Informer[K, V]) drop(bucketOf func(K) int, b int) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
-	for k := range inf.cache.items {
+	for k := range inf.cache.all() {
 		if bucketOf(k) == b {
 			if _, _, err := inf.cache.remove(k); err != nil {
 				inf.panicked(err, k, inf.lastRev, "removed anyway, from every index by a scan")

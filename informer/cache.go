@@ -2,6 +2,7 @@ package informer
 
 import (
 	"fmt"
+	"iter"
 	"runtime/debug"
 )
 
@@ -22,15 +23,6 @@ import (
 // value's index values would then be recomputed from the new state, and the
 // entry would stay filed under values it no longer has.
 type IndexFunc[K comparable, V any] func(key K, v V) []string
-
-// item is a cached value and the revision of the change that set it.
-type item[V any] struct {
-	value V
-	// rev is the revision of the last Put applied to the key, or of the
-	// list that last set it. Events for the key at or below it are
-	// duplicates and are skipped.
-	rev Revision
-}
 
 // index is one secondary index.
 type index[K comparable, V any] struct {
@@ -55,7 +47,7 @@ type filed struct {
 // cache is the informer's indexed map. It is not safe for concurrent use:
 // the Informer guards it with its mutex.
 type cache[K comparable, V any] struct {
-	items map[K]item[V]
+	items itemMap[K, V]
 	// indexes are in the order they were added: WithIndex's at New, then
 	// AddIndex's.
 	indexes []index[K, V]
@@ -65,7 +57,7 @@ type cache[K comparable, V any] struct {
 }
 
 func newCache[K comparable, V any]() *cache[K, V] {
-	return &cache[K, V]{items: make(map[K]item[V]), byName: make(map[string]int)}
+	return &cache[K, V]{items: newItemMap[K, V](0), byName: make(map[string]int)}
 }
 
 // addIndex adds an index and files every cached entry in it. If fn panics
@@ -83,13 +75,13 @@ func (c *cache[K, V]) addIndex(name string, fn IndexFunc[K, V]) error {
 
 // fill files every item in ix, recovering a panic of its IndexFunc as an
 // error.
-func (ix *index[K, V]) fill(items map[K]item[V]) (err error) {
+func (ix *index[K, V]) fill(items itemMap[K, V]) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &recovered{what: fmt.Sprintf("IndexFunc %q", ix.name), value: r, stack: debug.Stack()}
 		}
 	}()
-	for k, it := range items {
+	for k, it := range items.all() {
 		for _, val := range ix.fn(k, it.value) {
 			keys := ix.keys[val]
 			if keys == nil {
@@ -109,24 +101,29 @@ func (c *cache[K, V]) hasIndex(name string) bool {
 }
 
 // grow makes room for n more items in an empty cache, so that filling it
-// does not rehash as it grows.
+// does not rehash as it grows, and sizes it so that n items fill its
+// memory (see itemMap).
 func (c *cache[K, V]) grow(n int) {
-	if len(c.items) == 0 {
-		c.items = make(map[K]item[V], n)
+	if c.items.len() == 0 {
+		c.items = newItemMap[K, V](n)
 	}
 }
 
+// len returns the number of cached items.
+func (c *cache[K, V]) len() int { return c.items.len() }
+
 // get returns the cached item for key.
-func (c *cache[K, V]) get(key K) (item[V], bool) {
-	it, ok := c.items[key]
-	return it, ok
-}
+func (c *cache[K, V]) get(key K) (item[V], bool) { return c.items.get(key) }
+
+// all yields every cached item; see itemMap.all.
+func (c *cache[K, V]) all() iter.Seq2[K, item[V]] { return c.items.all() }
 
 // set stores v for key at rev and returns the value it replaced, if any.
 // It calls the IndexFuncs before it changes anything, so that if one
 // panics it returns the panic as an error and the cache is as it was.
 func (c *cache[K, V]) set(key K, v V, rev Revision) (old V, existed bool, err error) {
-	prev, existed := c.items[key]
+	items := c.items.shard(key)
+	prev, existed := items[key]
 	if len(c.indexes) > 0 {
 		if err := c.file(key, v, &c.newVals); err != nil {
 			return old, existed, err
@@ -139,16 +136,17 @@ func (c *cache[K, V]) set(key K, v V, rev Revision) (old V, existed bool, err er
 		}
 		c.index(key, &c.newVals)
 	}
-	c.items[key] = item[V]{value: v, rev: rev}
+	items[key] = item[V]{value: v, rev: rev}
 	return prev.value, existed, nil
 }
 
 // setRev records that key's cached value is current as of rev; for a
 // relist whose value for key could not be taken (see Informer.relist).
 func (c *cache[K, V]) setRev(key K, rev Revision) {
-	if it, ok := c.items[key]; ok {
+	items := c.items.shard(key)
+	if it, ok := items[key]; ok {
 		it.rev = rev
-		c.items[key] = it
+		items[key] = it
 	}
 }
 
@@ -157,7 +155,8 @@ func (c *cache[K, V]) setRev(key K, rev Revision) {
 // removes key, from every index by a scan, and returns the panic as an
 // error too.
 func (c *cache[K, V]) remove(key K) (last V, existed bool, err error) {
-	prev, existed := c.items[key]
+	items := c.items.shard(key)
+	prev, existed := items[key]
 	if !existed {
 		return last, false, nil
 	}
@@ -168,7 +167,7 @@ func (c *cache[K, V]) remove(key K) (last V, existed bool, err error) {
 			c.unindex(key, &c.oldVals)
 		}
 	}
-	delete(c.items, key)
+	delete(items, key)
 	return prev.value, true, err
 }
 
@@ -246,15 +245,16 @@ func (c *cache[K, V]) byIndex(name, value string) []Entry[K, V] {
 	keys := c.indexes[i].keys[value]
 	out := make([]Entry[K, V], 0, len(keys))
 	for k := range keys {
-		out = append(out, Entry[K, V]{Key: k, Value: c.items[k].value})
+		it, _ := c.items.get(k)
+		out = append(out, Entry[K, V]{Key: k, Value: it.value})
 	}
 	return out
 }
 
 // entries returns every cached entry, in no particular order.
 func (c *cache[K, V]) entries() []Entry[K, V] {
-	out := make([]Entry[K, V], 0, len(c.items))
-	for k, it := range c.items {
+	out := make([]Entry[K, V], 0, c.items.len())
+	for k, it := range c.items.all() {
 		out = append(out, Entry[K, V]{Key: k, Value: it.value})
 	}
 	return out

@@ -28,7 +28,7 @@ func (inf *Informer[K, V]) AddHandler(h Handler[K, V]) (*Registration[K, V], err
 		inf.mu.Unlock()
 		return nil, fmt.Errorf("informer %q: AddHandler: %w", inf.name, ErrStopped)
 	}
-	n := len(inf.cache.items)
+	n := inf.cache.len()
 	if n > 0 {
 		l.replaying = true // l is not shared yet
 	} else if inf.isCached {
@@ -96,7 +96,7 @@ func (inf *Informer[K, V]) resyncAll() {
 	inf.mu.RLock()
 	defer inf.mu.RUnlock()
 	for _, l := range inf.listeners {
-		for k, it := range inf.cache.items {
+		for k, it := range inf.cache.all() {
 			l.resync(k, it.value, it.rev)
 		}
 	}

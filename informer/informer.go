@@ -327,7 +327,7 @@ func (inf *Informer[K, V]) HasIndex(name string) bool {
 func (inf *Informer[K, V]) Len() int {
 	inf.mu.RLock()
 	defer inf.mu.RUnlock()
-	return len(inf.cache.items)
+	return inf.cache.len()
 }
 
 // LastRevision returns the highest revision the informer has seen: the

@@ -96,7 +96,7 @@ func (inf *Informer[K, V]) replace(entries []Entry[K, V], rev Revision) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	first := !inf.isCached
-	if len(inf.cache.items) == 0 {
+	if inf.cache.len() == 0 {
 		inf.fill(entries, rev, first)
 	} else {
 		inf.relist(entries, rev)
@@ -193,7 +193,7 @@ func (inf *Informer[K, V]) relist(entries []Entry[K, V], rev Revision) {
 	// A revision mark instead of the listed set would save a map, but a
 	// store that restarted can hand out a revision again, and a vanished
 	// key that happened to carry it would then survive.
-	for k := range inf.cache.items {
+	for k := range inf.cache.all() {
 		if _, ok := listed[k]; !ok {
 			last, _, err := inf.cache.remove(k)
 			if err != nil {

@@ -2,7 +2,7 @@ package informer
 
 // Replaying the cache to a handler added late.
 //
-// The replay walks the cache's map in chunks, under the informer's read
+// The replay walks the cache's maps in chunks, under the informer's read
 // lock, which it releases between chunks: readers (Get, List) are never
 // held up for more than a chunk, and neither is the watch, whose changes
 // go on being pushed to every listener, this one included, in between.
@@ -37,7 +37,7 @@ func (inf *Informer[K, V]) replay(l *listener[K, V], sizeHint int) {
 	l.mu.Lock()
 	l.replayed, l.bulk = replayed, bulk
 	n := 0
-	for k, it := range inf.cache.items {
+	for k, it := range inf.cache.all() {
 		if l.stopped {
 			break
 		}
