@@ -160,22 +160,26 @@ func (s *Store[V]) listBy(ctx context.Context, query string, args ...any) ([]inf
 				return err
 			}
 			defer rows.Close()
+			// The values decode on other goroutines while rows arrive.
+			dec := s.newListDecoder()
 			for rows.Next() {
 				var (
 					key  string
-					data []byte
+					data []byte // a copy of the row's bytes (pgx): the decoders may keep it
 					rev  int64
 				)
 				if err := rows.Scan(&key, &data, &rev); err != nil {
+					_, _ = dec.finish()
 					return err
 				}
-				v, err := s.opts.codec.Unmarshal(data)
-				if err != nil {
-					return &DecodeError{Collection: s.coll, Key: key, Revision: informer.Revision(rev), Err: err}
-				}
-				entries = append(entries, informer.Entry[string, V]{Key: key, Value: v})
+				dec.add(key, rev, data)
 			}
-			return rows.Err()
+			if err := rows.Err(); err != nil {
+				_, _ = dec.finish()
+				return err
+			}
+			entries, err = dec.finish()
+			return err
 		})
 		if err != nil {
 			return nil, 0, s.wrap("list", "", err)
