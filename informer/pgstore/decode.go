@@ -28,7 +28,8 @@ type listDecoder[V any] struct {
 	work   chan *decodeBatch[V] // filled chunks, in order; closed by finish
 	chunks []*decodeBatch[V]    // every chunk, in order
 	cur    *decodeBatch[V]      // the chunk being filled (not yet sent)
-	bad    atomic.Int64         // the index of the first chunk that failed, or max int64
+	bad    atomic.Int64         // the index of the first chunk that failed, or max int64; written under badMu
+	badMu  sync.Mutex
 	wg     sync.WaitGroup
 }
 
@@ -81,7 +82,7 @@ func (d *listDecoder[V]) decode() {
 			v, err := d.s.opts.codec.Unmarshal(data)
 			if err != nil {
 				c.err = &DecodeError{Collection: d.s.coll, Key: c.keys[j], Revision: informer.Revision(c.revs[j]), Err: err}
-				lowerTo(&d.bad, c.i)
+				d.failed(c.i)
 				break
 			}
 			c.entries[j] = informer.Entry[string, V]{Key: c.keys[j], Value: v}
@@ -114,12 +115,11 @@ func (d *listDecoder[V]) finish() ([]informer.Entry[string, V], error) {
 	return entries, nil
 }
 
-// lowerTo sets a to v if v is lower.
-func lowerTo(a *atomic.Int64, v int64) {
-	for {
-		cur := a.Load()
-		if v >= cur || a.CompareAndSwap(cur, v) {
-			return
-		}
+// failed lowers bad to chunk i.
+func (d *listDecoder[V]) failed(i int64) {
+	d.badMu.Lock()
+	defer d.badMu.Unlock()
+	if i < d.bad.Load() {
+		d.bad.Store(i)
 	}
 }
