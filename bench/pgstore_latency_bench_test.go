@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
@@ -30,7 +32,10 @@ import (
 // what a program that writes and waits for its informer sees); the
 // -commit-ms figures start when the Create returned, the commit done
 // (delivery alone; an event that overtakes the Create's reply counts as 0).
-// writes/s is the rate the writers reached (createAt: open loop).
+// writes/s is the rate the writers reached (createAt: open loop). raw,
+// first, is the floor: the same writers at the same rate, each write a
+// plain INSERT and no informer (pgRawWrites); its percentiles are the
+// writes alone.
 //
 //	GOMAXPROCS=2 go -C bench test -run '^$' -bench 'WriteToInformer$' -benchtime 1x -count 3 .
 //
@@ -43,6 +48,7 @@ func BenchmarkPgstoreWriteToInformer(b *testing.B) { pgWriteToInformer(b, 1000, 
 func BenchmarkPgstoreWriteToInformer10k(b *testing.B) { pgWriteToInformer(b, 10_000, 20_000) }
 
 func pgWriteToInformer(b *testing.B, rate, n int) {
+	b.Run("raw", func(b *testing.B) { pgRawWrites(b, rate, n) })
 	for _, path := range []string{"local", "notify"} {
 		b.Run(path, func(b *testing.B) {
 			var run latencyRun
@@ -65,6 +71,45 @@ func pgWriteToInformer(b *testing.B, rate, n int) {
 	}
 }
 
+// pgRawWrites is the floor of the write → informer benchmarks: the same
+// open-loop writers at the same rate on the same kind of pool, each write a
+// plain single-row INSERT of the same bytes into a table with only a
+// primary key, committed synchronously as write() commits, and no
+// informer. Its p50/p99/p999-ms are the writes alone (start → return):
+// what the machine gives one statement at that rate, which no store on
+// it can beat from the write's start.
+func pgRawWrites(b *testing.B, rate, n int) {
+	var run latencyRun
+	for i := range b.N {
+		pool := pgBenchPool(b)
+		schema := pgBenchSchema(b, pool)
+		w := rawCreator{pool: pool, insert: `INSERT INTO ` + pgx.Identifier{schema}.Sanitize() + `.raw (key, value)
+			SELECT $1, $2 FROM (SELECT set_config('synchronous_commit', 'on', true)) s`}
+		run.measure(b, nil, w, fmt.Sprintf("r%d-", i), n, rate)
+	}
+	run.report(b)
+}
+
+// rawCreator creates a key with a plain INSERT (pgRawWrites).
+type rawCreator struct {
+	pool   *pgxpool.Pool
+	insert string
+}
+
+func (r rawCreator) Create(ctx context.Context, key string, v pgObj) (informer.Revision, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return 0, err
+	}
+	_, err = r.pool.Exec(ctx, r.insert, key, data)
+	return 0, err
+}
+
+// creator is what createAt writes through: a Store, or rawCreator.
+type creator interface {
+	Create(ctx context.Context, key string, v pgObj) (informer.Revision, error)
+}
+
 // latencyRun gathers the write → handler latencies of several runs.
 type latencyRun struct {
 	fromWrite, fromCommit []time.Duration
@@ -82,13 +127,19 @@ const warmUp = time.Second
 
 // measure writes at rate for warmUp, then creates n keys (named with
 // prefix) through w at rate, and waits for rec's handler to have seen
-// them all; only the n count.
-func (l *latencyRun) measure(b *testing.B, rec *addRecorder, w informer.Store[string, pgObj], prefix string, n, rate int) {
+// them all; only the n count. With rec nil it times the writes alone.
+func (l *latencyRun) measure(b *testing.B, rec *addRecorder, w creator, prefix string, n, rate int) {
 	warm := int(warmUp) * rate / int(time.Second)
 	createAt(b, w, prefix+"warm-", warm, rate)
 	start := time.Now()
 	writes := createAt(b, w, prefix, n, rate)
 	l.rates = append(l.rates, float64(n)/time.Since(start).Seconds())
+	if rec == nil {
+		for _, wr := range writes {
+			l.fromWrite = append(l.fromWrite, wr.end.Sub(wr.start))
+		}
+		return
+	}
 	seen := rec.wait(b, warm+n)
 	for k, wr := range writes {
 		l.fromWrite = append(l.fromWrite, seen[k].Sub(wr.start))
@@ -99,7 +150,9 @@ func (l *latencyRun) measure(b *testing.B, rec *addRecorder, w informer.Store[st
 // report reports the percentiles over every run and the median rate.
 func (l *latencyRun) report(b *testing.B) {
 	reportLatency(b, l.fromWrite, "")
-	reportLatency(b, l.fromCommit, "-commit")
+	if len(l.fromCommit) > 0 {
+		reportLatency(b, l.fromCommit, "-commit")
+	}
 	b.ReportMetric(median(l.rates), "writes/s")
 }
 
@@ -166,7 +219,7 @@ type timedWrite struct{ start, end time.Time }
 // writes on its own ticks, with up to pgInflight of them in flight, so a slow
 // write does not hold back the next ones (its latency is counted, not
 // hidden); past pgInflight a writer waits, and the rate falls short.
-func createAt(b *testing.B, w informer.Store[string, pgObj], prefix string, n, rate int) map[string]timedWrite {
+func createAt(b *testing.B, w creator, prefix string, n, rate int) map[string]timedWrite {
 	ctx := b.Context()
 	var (
 		mu     sync.Mutex

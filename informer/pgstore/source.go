@@ -44,8 +44,13 @@ func newQueries(s string, batch int) queries {
 		// never below the compaction revision (an empty log).
 		head: `SELECT greatest((SELECT max(rev) FROM ` + s + `.log), compact_rev), compact_rev FROM ` + s + `.meta`,
 		// The holes between $1 (resolved) and $2 (a log row's revision).
+		// The count first (a one-time filter: PostgreSQL skips the window
+		// scan when it is false): with no hole there are exactly $2 - $1
+		// rows, and counting them is ~10x cheaper than sorting them into
+		// pairs (16 vs 207 ms for a List's first 100k revisions, §8.21).
 		gaps: `SELECT r + 1, n - 1 FROM (SELECT r, lead(r) OVER (ORDER BY r) AS n FROM
-	(SELECT $1::bigint AS r UNION ALL SELECT rev FROM ` + s + `.log WHERE rev > $1 AND rev <= $2) x) y WHERE n > r + 1`,
+	(SELECT $1::bigint AS r UNION ALL SELECT rev FROM ` + s + `.log WHERE rev > $1 AND rev <= $2) x) y WHERE n > r + 1
+	AND (SELECT count(*) FROM ` + s + `.log WHERE rev > $1 AND rev <= $2) < $2::bigint - $1::bigint`,
 		// ON CONFLICT DO NOTHING waits for an in-flight writer of the same
 		// revision, then yields to its row or, if it aborted, fills.
 		fill: `SELECT ` + s + `.fill($1, $2)`,
@@ -160,22 +165,26 @@ func (s *Store[V]) listBy(ctx context.Context, query string, args ...any) ([]inf
 				return err
 			}
 			defer rows.Close()
+			// The values decode on other goroutines while rows arrive.
+			dec := s.newListDecoder()
 			for rows.Next() {
 				var (
 					key  string
-					data []byte
+					data []byte // a copy of the row's bytes (pgx): the decoders may keep it
 					rev  int64
 				)
 				if err := rows.Scan(&key, &data, &rev); err != nil {
+					_, _ = dec.finish()
 					return err
 				}
-				v, err := s.opts.codec.Unmarshal(data)
-				if err != nil {
-					return &DecodeError{Collection: s.coll, Key: key, Revision: informer.Revision(rev), Err: err}
-				}
-				entries = append(entries, informer.Entry[string, V]{Key: key, Value: v})
+				dec.add(key, rev, data)
 			}
-			return rows.Err()
+			if err := rows.Err(); err != nil {
+				_, _ = dec.finish()
+				return err
+			}
+			entries, err = dec.finish()
+			return err
 		})
 		if err != nil {
 			return nil, 0, s.wrap("list", "", err)

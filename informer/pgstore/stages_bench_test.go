@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/testserver"
 )
 
 // BenchmarkStages splits write → informer handler latency into its stages,
@@ -52,9 +55,11 @@ func BenchmarkStages(b *testing.B) {
 }
 
 const (
-	stageWriters = 8
-	stageWrites  = 5000
-	stageRate    = 1000
+	stageWriters  = 8
+	stageInflight = 8 // writes a writer may have in flight
+	stageWrites   = 5000
+	stageRate     = 1000
+	stageWarmUp   = time.Second
 )
 
 // stageRecorder is the DB's tracer and the informer's handler.
@@ -97,6 +102,7 @@ func (r *stageRecorder) Emit(rev int64, at time.Time) {
 // stageTimes is one write's stages; total is from the Create's start to the handler.
 type stageTimes struct {
 	commit, wake, toQuery, hole, query, emit, handler, total time.Duration
+	at                                                       time.Duration // the write's start, from its run's first
 }
 
 // stageNames are the stages in order, as reported.
@@ -111,8 +117,60 @@ type stageWrite struct {
 	start, end time.Time
 }
 
+// stageWriteAt creates n keys (named with prefix) through w at stageRate
+// from stageWriters writers, open loop as the bench module's createAt:
+// each writer starts a write on each of its ticks, with up to
+// stageInflight in flight, so a slow write does not delay the next one's
+// start (its latency is counted, not hidden). It returns every write.
+func stageWriteAt(b *testing.B, w *pgstore.Store[stageValue], prefix string, n int) map[string]stageWrite {
+	writes := make(map[string]stageWrite, n)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for wr := range stageWriters {
+		wg.Go(func() {
+			slots := make(chan struct{}, stageInflight)
+			t := time.NewTicker(time.Second * stageWriters / stageRate)
+			defer t.Stop()
+			for i := wr; i < n; i += stageWriters {
+				<-t.C
+				slots <- struct{}{}
+				wg.Go(func() {
+					defer func() { <-slots }()
+					k := fmt.Sprintf("%sw%d-%d", prefix, wr, i)
+					start := time.Now()
+					rev, err := w.Create(b.Context(), k, newStageValue(k))
+					end := time.Now()
+					if err != nil {
+						errs <- err
+						return
+					}
+					mu.Lock()
+					writes[k] = stageWrite{int64(rev), start, end}
+					mu.Unlock()
+				})
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return writes
+}
+
 func runStages(b *testing.B, notify bool) []stageTimes {
-	pool := newPool(b)
+	cfg, err := pgxpool.ParseConfig(testserver.Postgres(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = stageWriters*stageInflight + 4 // the writes in flight, the reader, LISTEN, NOTIFY
+	pool, err := pgxpool.NewWithConfig(b.Context(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close) // after the schema's drop and the DBs' Close
 	schema := newSchema(b, pool)
 	rec := &stageRecorder{emits: make(map[int64]time.Time), seen: make(map[string]time.Time), want: -1, done: make(chan struct{})}
 	db := newDB(b, pool, schema)
@@ -122,7 +180,7 @@ func runStages(b *testing.B, notify bool) []stageTimes {
 		wdb = newDB(b, pool, schema)
 	}
 	inf := informer.New[string, stageValue]("stages", pgstore.New[stageValue](db, "objs"))
-	_, err := inf.AddHandler(informer.HandlerFuncs[string, stageValue]{AddFunc: func(k string, _ stageValue, _ bool) {
+	_, err = inf.AddHandler(informer.HandlerFuncs[string, stageValue]{AddFunc: func(k string, _ stageValue, _ bool) {
 		now := time.Now()
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
@@ -142,37 +200,13 @@ func runStages(b *testing.B, notify bool) []stageTimes {
 	}
 
 	w := pgstore.New[stageValue](wdb, "objs")
-	writes := make(map[string]stageWrite, stageWrites)
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	errs := make(chan error, stageWriters)
-	for wr := range stageWriters {
-		wg.Go(func() {
-			t := time.NewTicker(time.Second * stageWriters / stageRate)
-			defer t.Stop()
-			for i := wr; i < stageWrites; i += stageWriters {
-				<-t.C
-				k := fmt.Sprintf("w%d-%d", wr, i)
-				start := time.Now()
-				rev, err := w.Create(b.Context(), k, newStageValue(k))
-				end := time.Now()
-				if err != nil {
-					errs <- err
-					return
-				}
-				mu.Lock()
-				writes[k] = stageWrite{int64(rev), start, end}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+	// Warm up at the same rate, uncounted: a new pool dials its
+	// connections and their backends warm up in the first 0.5-0.7 s
+	// (bench/pgstore_latency_bench_test.go, warmUp).
+	stageWriteAt(b, w, "warm-", stageRate*int(stageWarmUp/time.Second))
+	writes := stageWriteAt(b, w, "", stageWrites)
 	rec.mu.Lock()
-	if rec.want = stageWrites; len(rec.seen) == rec.want {
+	if rec.want = len(writes) + stageRate*int(stageWarmUp/time.Second); len(rec.seen) == rec.want {
 		close(rec.done)
 	}
 	rec.mu.Unlock()
@@ -184,8 +218,17 @@ func runStages(b *testing.B, notify bool) []stageTimes {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	out := make([]stageTimes, 0, len(writes))
+	var first time.Time
+	for _, wr := range writes {
+		if first.IsZero() || wr.start.Before(first) {
+			first = wr.start
+		}
+	}
+	b.Logf("the run's first counted write started at %s", first.Format("15:04:05.000"))
 	for k, wr := range writes {
-		out = append(out, rec.stages(wr, rec.seen[k], notify))
+		st := rec.stages(wr, rec.seen[k], notify)
+		st.at = wr.start.Sub(first)
+		out = append(out, st)
 	}
 	return out
 }
@@ -237,6 +280,15 @@ func reportStages(b *testing.B, all []stageTimes) {
 	slices.SortFunc(all, func(a, b stageTimes) int { return int(a.total - b.total) })
 	tail := all[len(all)*99/100:]
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	// When the tail's writes started, from the first write of their run
+	// (-v): clustered, one event stalled everything (a GC, a checkpoint,
+	// autovacuum); spread out, it is each write's own luck.
+	when := make([]string, len(tail))
+	for i, s := range tail {
+		when[i] = fmt.Sprintf("%.0f:%.1f", ms(s.at), ms(s.total))
+	}
+	slices.Sort(when)
+	b.Logf("tail writes, start ms from their run's first write : total ms: %s", strings.Join(when, " "))
 	for i, name := range stageNames {
 		v := make([]time.Duration, len(all))
 		for j, s := range all {
