@@ -9,6 +9,7 @@ func init() {
 	for _, sc := range []struct{ name, title string }{
 		{"PgstoreInitialSync", "13. initial sync of 100k objects (~550 B): one SELECT + decode (floor), pgstore, etcdstore, alternating"},
 		{"PgstoreWrite", "14. CAS writes, 8 writers: pgstore's Store.Update vs a raw single-row INSERT … ON CONFLICT (floor), alternating"},
+		{"PgstoreWriteToInformer/raw", "15. the write alone: a raw single-row INSERT at 1k writes/s, 8 writers, no informer (the floor)"},
 		{"PgstoreWriteToInformer/local", "15. write → informer handler at 1k writes/s, 8 writers, pgstore, writers in the informer's process"},
 		{"PgstoreWriteToInformer/notify", "15. write → informer handler at 1k writes/s, 8 writers, pgstore, writers in another process (NOTIFY)"},
 		{"EtcdWriteToInformer", "15. write → informer handler at 1k writes/s, 8 writers, etcdstore"},
