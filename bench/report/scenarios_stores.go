@@ -21,10 +21,10 @@ func init() {
 	} {
 		Scenarios = append(Scenarios, struct{ Name, Title string }{sc.name, sc.title})
 	}
-	Targets[Key{"PgstoreInitialSync", "pgstore/floor"}] = Target{"≤ 1.3", []check{{"", "<=", 1.3, false, 0}}}
-	Targets[Key{"PgstoreInitialSync", "pgstore/etcdstore"}] = Target{"< 1 (faster than etcd)", []check{{"", "<", 1, false, 0}}}
-	Targets[Key{"PgstoreWrite", "typed/raw"}] = Target{"≥ 0.5", []check{{"", ">=", 0.5, false, 0}}}
+	Targets[Key{"PgstoreInitialSync", "pgstore/floor"}] = Target{"≤ 1.3", []check{vs("", "<=", 1.3)}}
+	Targets[Key{"PgstoreInitialSync", "pgstore/etcdstore"}] = Target{"< 1 (faster than etcd)", []check{vs("", "<", 1)}}
+	Targets[Key{"PgstoreWrite", "typed/raw"}] = Target{"≥ 0.5", []check{vs("", ">=", 0.5)}}
 	for _, path := range []string{"local", "notify"} {
-		Targets[Key{"PgstoreWriteToInformer/" + path, "p99-ms"}] = Target{"≤ 5 ms", []check{{"", "<=", 5, false, 0}}}
+		Targets[Key{"PgstoreWriteToInformer/" + path, "p99-ms"}] = Target{"≤ 5 ms", []check{vs("", "<=", 5)}}
 	}
 }

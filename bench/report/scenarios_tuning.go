@@ -16,8 +16,8 @@ func init() {
 		Scenarios = append(Scenarios, struct{ Name, Title string }{sc.name, sc.title})
 	}
 	for _, v := range []string{"plain", "metrics"} {
-		Targets[Key{"ThroughputPairs/" + v, "median-ratio"}] = Target{"≥ 2 in every rep", []check{{"", ">=", 2, true, 0}}}
+		Targets[Key{"ThroughputPairs/" + v, "median-ratio"}] = Target{"≥ 2 in every rep", []check{vs("", ">=", 2).inEveryRep()}}
 	}
-	Targets[Key{"EtcdInitialSync", "etcdstore/floor"}] = Target{"≤ 1.1", []check{{"", "<=", 1.1, false, 0}}}
-	Targets[Key{"ReconcileBurst", "drain-ms"}] = Target{"≤ 0.5x client-go (drain ≥ 2x faster)", []check{{clientGo, "<=", 0.5, false, 0}}}
+	Targets[Key{"EtcdInitialSync", "etcdstore/floor"}] = Target{"≤ 1.1", []check{vs("", "<=", 1.1)}}
+	Targets[Key{"ReconcileBurst", "drain-ms"}] = Target{"≤ 0.5x client-go (drain ≥ 2x faster)", []check{vs(clientGo, "<=", 0.5)}}
 }
