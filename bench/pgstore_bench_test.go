@@ -268,9 +268,10 @@ func pgFloorSync(b *testing.B, pool *pgxpool.Pool, schema string) int {
 // round trip, synchronous commit); raw (the floor), a single-row INSERT …
 // ON CONFLICT DO UPDATE of a plain table, one round trip, with
 // synchronous_commit on as well (the server's default here is off; with
-// fsync off neither waits for a disk). One op is pgWriteOps writes of
-// each, in turns first; reports each one's median writes/s and the median
-// of the per-op ratios typed/raw.
+// fsync off neither waits for a disk); typed-silent, typed through a DB
+// that sends no NOTIFY (WithNotifyInterval(-1)), to price the notifier. One
+// op is pgWriteOps writes of each, in turns first; reports each one's
+// median writes/s and the median of the per-op ratios typed/raw.
 //
 //	GOMAXPROCS=2 go -C bench test -run '^$' -bench 'PgstoreWrite$' -benchtime 3x .
 func BenchmarkPgstoreWrite(b *testing.B) {
@@ -281,6 +282,11 @@ func BenchmarkPgstoreWrite(b *testing.B) {
 	db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
 	defer db.Close()
 	store := pgstore.New[pgObj](db, "objs")
+	// The same writes from a DB that sends no NOTIFY: what the notifier
+	// costs the writes (docs/design/pgstore.md §8.22).
+	quietDB := pgstore.NewDB(pool, pgstore.WithSchema(schema), pgstore.WithNotifyInterval(-1))
+	defer quietDB.Close()
+	quiet := pgstore.New[pgObj](quietDB, "objs")
 	upsert := `INSERT INTO ` + pgx.Identifier{schema}.Sanitize() + `.raw (key, value) VALUES ($1, $2)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`
 	// Every key's revision, so that a typed write is one Update (a writer
@@ -310,25 +316,15 @@ func BenchmarkPgstoreWrite(b *testing.B) {
 			_, err := pool.Exec(b.Context(), upsert, k, data)
 			return err
 		},
-		"typed": func(k string, v pgObj) error {
-			mu.Lock()
-			rev := heads[k]
-			mu.Unlock()
-			rev, err := store.Update(b.Context(), k, v, rev)
-			if err == nil {
-				mu.Lock()
-				heads[k] = rev
-				mu.Unlock()
-			}
-			return err
-		},
+		"typed":        typedUpdate(b, store, &mu, heads),
+		"typed-silent": typedUpdate(b, quiet, &mu, heads),
 	}
 	rates := map[string][]float64{}
 	var ratios []float64
 	for i := 0; b.Loop(); i++ {
-		kinds := []string{"raw", "typed"}
+		kinds := []string{"raw", "typed", "typed-silent"}
 		if i%2 == 1 {
-			kinds = []string{"typed", "raw"}
+			kinds = []string{"typed-silent", "typed", "raw"}
 		}
 		for _, kind := range kinds {
 			rates[kind] = append(rates[kind], pgWriteRate(b, write[kind], i, keys))
@@ -338,7 +334,25 @@ func BenchmarkPgstoreWrite(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(median(rates["raw"]), "raw-writes/s")
 	b.ReportMetric(median(rates["typed"]), "typed-writes/s")
+	b.ReportMetric(median(rates["typed-silent"]), "silent-writes/s")
 	b.ReportMetric(median(ratios), "typed/raw")
+}
+
+// typedUpdate returns a write of BenchmarkPgstoreWrite through store: one
+// Update at the key's revision in heads (guarded by mu), which it advances.
+func typedUpdate(b *testing.B, store *pgstore.Store[pgObj], mu *sync.Mutex, heads map[string]informer.Revision) func(k string, v pgObj) error {
+	return func(k string, v pgObj) error {
+		mu.Lock()
+		rev := heads[k]
+		mu.Unlock()
+		rev, err := store.Update(b.Context(), k, v, rev)
+		if err == nil {
+			mu.Lock()
+			heads[k] = rev
+			mu.Unlock()
+		}
+		return err
+	}
 }
 
 // pgWriteOps is how many writes BenchmarkPgstoreWrite times per kind and op.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,7 +80,10 @@ func WithPollOnly() DBOption { return func(o *dbOptions) { o.pollOnly = true } }
 // WithNotifyInterval sets the least time between two NOTIFYs sent after this
 // process's writes (a write that comes sooner rides on the next one); d < 0
 // sends none (no other process then hears of this one's writes before it
-// polls). Default: DefaultNotifyInterval.
+// polls). A NOTIFY is sent only while some DB's LISTEN connection on the
+// schema is up (one of this process counts too); a DB that LISTENs after a
+// write reads the log before it waits for NOTIFYs. Default:
+// DefaultNotifyInterval.
 func WithNotifyInterval(d time.Duration) DBOption {
 	return func(o *dbOptions) {
 		if d < 0 {
@@ -288,6 +292,23 @@ func (db *DB) notifyOthers() {
 	time.AfterFunc(max(0, db.opts.notify-time.Since(db.lastSent)), db.sendNotify)
 }
 
+// listenersLock is the first key of the advisory lock that marks the
+// sessions LISTENing on a schema: every DB's LISTEN connection holds it
+// shared, on (listenersLock, hashtext(schema)), for as long as it is up.
+// (The two-int4 keys are apart from the one-bigint keys of Setup's lock.)
+const listenersLock = 0x63766c6e // "cvln"
+
+// notifyIfListened is the NOTIFY after writes, sent only if a session
+// holds the listeners' lock: an exclusive try of it fails exactly then (or
+// while another notifier's try holds it, which sends a NOTIFY too many).
+// With no listener anywhere, the statement is a lock try that commits
+// nothing, not a notifying commit (docs/design/pgstore.md §8.22). No wake-up
+// is lost to a listener that comes after the try: it takes the lock and
+// LISTENs before its reader reads the log, and this write committed before
+// the try.
+var notifyIfListened = `SELECT pg_notify($1, $2) WHERE NOT pg_try_advisory_xact_lock(` +
+	strconv.Itoa(listenersLock) + `, hashtext($1))`
+
 func (db *DB) sendNotify() {
 	defer db.nwg.Done()
 	db.nmu.Lock()
@@ -296,7 +317,7 @@ func (db *DB) sendNotify() {
 	db.nmu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := db.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, db.schema, db.id); err != nil {
+	if _, err := db.pool.Exec(ctx, notifyIfListened, db.schema, db.id); err != nil {
 		db.opts.logger.Debug("pgstore: NOTIFY failed; other processes see the write at their next poll",
 			"schema", db.schema, "err", err)
 	}
@@ -340,6 +361,11 @@ func (db *DB) listenOnce(ctx context.Context, gen uint64, connected func()) erro
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
+	// The lock first, then LISTEN (the session's last query stays the
+	// LISTEN, which is how tests find it); both before the reader's read.
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock_shared(`+strconv.Itoa(listenersLock)+`, hashtext($1))`, db.schema); err != nil {
+		return err
+	}
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{db.schema}.Sanitize()); err != nil {
 		return err
 	}

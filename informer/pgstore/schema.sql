@@ -55,55 +55,97 @@ CREATE TABLE IF NOT EXISTS {{.Schema}}.head (
     PRIMARY KEY (coll, key)
 );
 
+-- take_rev gives a head row the next revision when write() sets its rev to
+-- 0. A BEFORE ROW trigger runs after the row's lock is held and after READ
+-- COMMITTED has re-checked the UPDATE's WHERE on the row's latest version
+-- (EvalPlanQual), so it takes one value per row actually updated: an
+-- UPDATE that waits for a concurrent writer, or whose compare-and-swap then
+-- fails, wastes none (`SET rev = nextval(...)` would waste one per wait,
+-- a hole; docs/design/pgstore.md §8.2). Only write() sets rev to 0.
+CREATE OR REPLACE FUNCTION {{.Schema}}.take_rev() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.rev := nextval('{{.Schema}}.rev');
+    RETURN NEW;
+END $$;
+CREATE OR REPLACE TRIGGER take_rev BEFORE UPDATE OF rev ON {{.Schema}}.head
+    FOR EACH ROW WHEN (NEW.rev = 0) EXECUTE FUNCTION {{.Schema}}.take_rev();
+
 -- write is the typed client's only write, one round trip:
 --   op 'c': create key if absent; 'u': update if at expect; 'd': delete if
 --   at expect (expect 0: whatever its revision).
 -- Returns the change's revision; 0 for 'd' at 0 of an absent key; -1 if the
 -- key was not as required (nothing written).
+-- Update and delete are one statement each (lock, compare, revision, log
+-- row, head), a create two: every statement costs an executor start-up,
+-- which was a third of the server's CPU per write (§8.22).
 CREATE OR REPLACE FUNCTION {{.Schema}}.write(
     p_coll text, p_key text, p_op "char", p_expect bigint, p_value bytea)
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
-    cur bigint;
-    r   bigint;
+    r bigint;
+    t tid;
+    was text;
 BEGIN
     -- A revision a reader has passed must survive a crash: with
     -- synchronous_commit off a crash can lose this commit and hand its
     -- revision out again to another change, which no watcher would see.
-    PERFORM set_config('synchronous_commit', 'on', true);
+    -- Every other setting flushes the commit locally. (An IF, not a
+    -- PERFORM: plpgsql evaluates it without starting an executor.)
+    IF current_setting('synchronous_commit') = 'off' THEN
+        was := set_config('synchronous_commit', 'on', true);
+    END IF;
+    -- In each statement below the revision is taken with the key locked
+    -- (the UPDATE's or DELETE's row lock, or the new head row's index
+    -- entry) and inserted into log by the same statement, so that a
+    -- reader's fill can hardly come first (if it does, this fails with a
+    -- unique violation on log_pkey and the client retries: nothing was
+    -- written).
+    IF p_op = 'd' THEN
+        WITH h AS (
+            DELETE FROM {{.Schema}}.head h
+            WHERE h.coll = p_coll AND h.key = p_key AND (p_expect = 0 OR h.rev = p_expect)
+            RETURNING 1)
+        INSERT INTO {{.Schema}}.log (rev, coll, key, op)
+            SELECT nextval('{{.Schema}}.rev'), p_coll, p_key, 'd' FROM h
+            RETURNING rev INTO r;
+        IF NOT FOUND THEN
+            -- Absent, or (expect above 0) at another revision.
+            RETURN CASE WHEN p_expect = 0 THEN 0 ELSE -1 END;
+        END IF;
+        RETURN r;
+    END IF;
     IF p_op = 'c' THEN
         -- A concurrent creator or deleter of the key holds its index entry:
         -- this waits for it to end, then inserts (absent) or does nothing.
         INSERT INTO {{.Schema}}.head (coll, key, rev) VALUES (p_coll, p_key, 0)
-            ON CONFLICT DO NOTHING;
+            ON CONFLICT DO NOTHING RETURNING ctid INTO t;
         IF NOT FOUND THEN
             RETURN -1;
         END IF;
-    ELSE
-        -- Under READ COMMITTED, FOR UPDATE waits for a concurrent writer
-        -- and then reads the key's latest committed revision.
-        SELECT h.rev INTO cur FROM {{.Schema}}.head h
-            WHERE h.coll = p_coll AND h.key = p_key FOR UPDATE;
-        IF NOT FOUND THEN
-            RETURN CASE WHEN p_op = 'd' AND p_expect = 0 THEN 0 ELSE -1 END;
+        -- take_rev gives the new row its revision.
+        WITH h AS (
+            UPDATE {{.Schema}}.head h SET rev = 0 WHERE h.ctid = t RETURNING h.rev)
+        INSERT INTO {{.Schema}}.log (rev, coll, key, op, value)
+            SELECT h.rev, p_coll, p_key, 'p', p_value FROM h
+            RETURNING rev INTO r;
+        IF NOT FOUND THEN -- the row this transaction inserted and holds
+            RAISE EXCEPTION 'pgstore write(): the new head row of %/% is gone', p_coll, p_key;
         END IF;
-        IF p_expect <> 0 AND cur <> p_expect THEN
-            RETURN -1;
-        END IF;
+        RETURN r;
     END IF;
-    -- The revision is taken only now, with the key locked, and inserted in
-    -- the same statement, so that a reader's fill can hardly come first (if
-    -- it does, this fails with a unique violation on log_pkey and the
-    -- client retries: nothing was written).
+    -- Under READ COMMITTED the UPDATE waits for a concurrent writer of the
+    -- key, then re-checks the compare-and-swap on its latest committed
+    -- revision; take_rev gives the row its new revision.
+    WITH h AS (
+        UPDATE {{.Schema}}.head h SET rev = 0
+        WHERE h.coll = p_coll AND h.key = p_key AND (p_expect = 0 OR h.rev = p_expect)
+        RETURNING h.rev)
     INSERT INTO {{.Schema}}.log (rev, coll, key, op, value)
-        VALUES (nextval('{{.Schema}}.rev'), p_coll, p_key,
-                CASE WHEN p_op = 'd' THEN 'd' ELSE 'p' END,
-                CASE WHEN p_op = 'd' THEN NULL ELSE p_value END)
+        SELECT h.rev, p_coll, p_key, 'p', p_value FROM h
         RETURNING rev INTO r;
-    IF p_op = 'd' THEN
-        DELETE FROM {{.Schema}}.head WHERE coll = p_coll AND key = p_key;
-    ELSE
-        UPDATE {{.Schema}}.head SET rev = r WHERE coll = p_coll AND key = p_key;
+    IF NOT FOUND THEN
+        RETURN -1; -- absent, or at another revision
     END IF;
     -- No NOTIFY here: PostgreSQL serialises the commits of notifying
     -- transactions, which halves write throughput (docs/design/pgstore.md).
