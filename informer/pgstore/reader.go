@@ -229,23 +229,41 @@ func (db *DB) warnHole(ctx context.Context, done <-chan struct{}, pid uint32, lo
 		return false
 	case <-t.C:
 	}
-	qctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
+	// The fill may not wait on its lock yet: ask again briefly until it does.
 	var sessions []string
-	rows, err := db.pool.Query(qctx, `SELECT format('pid %s (%s, %s, %s for %s): %s', pid, usename,
-		application_name, state, date_trunc('second', now() - xact_start), left(query, 200))
-	FROM pg_stat_activity WHERE pid = ANY(pg_blocking_pids($1)) ORDER BY pid`, pid)
-	if err == nil {
-		sessions, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	}
-	if err != nil {
-		sessions = []string{"unknown: " + err.Error()}
+	for try := 0; len(sessions) == 0 && try < 100; try++ {
+		if try > 0 && sleep(ctx, 10*time.Millisecond) != nil {
+			return false
+		}
+		select {
+		case <-done:
+			return false
+		default:
+		}
+		sessions = db.blockers(ctx, pid)
 	}
 	db.opts.logger.Warn("pgstore: a transaction that wrote the log is still open; every Watch of the schema waits for it "+
 		"(end it, or set idle_in_transaction_session_timeout)",
 		"schema", db.schema, "revision", lo, "through", hi, "open_for", time.Since(since).Round(time.Millisecond),
 		"sessions", sessions)
 	return true
+}
+
+// blockers describes the sessions that the session pid waits for.
+func (db *DB) blockers(ctx context.Context, pid uint32) []string {
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	rows, err := db.pool.Query(qctx, `SELECT format('pid %s (%s, %s, %s for %s): %s', pid, usename,
+		application_name, state, date_trunc('second', now() - xact_start), left(query, 200))
+	FROM pg_stat_activity WHERE pid = ANY(pg_blocking_pids($1)) ORDER BY pid`, pid)
+	var sessions []string
+	if err == nil {
+		sessions, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil {
+		return []string{"unknown: " + err.Error()}
+	}
+	return sessions
 }
 
 // waitWake waits up to d for a wake-up: a local commit (local true), a
