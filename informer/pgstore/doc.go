@@ -23,6 +23,18 @@
 // transaction (Store.Fenced, Fence.Do), so a deposed leader's write is
 // refused with ErrFenced.
 //
+// Holes are waited for, never skipped: a transaction that took a revision
+// (a typed write, or a write of a followed table) and stays open holds up
+// every Watch of the schema until it commits or rolls back, since the
+// reader cannot tell a slow writer from a lost change otherwise. A DB whose
+// reader waits longer than a second for one logs a warning (WithLogger)
+// with the revision, how long it has been open and the session holding it
+// (pid, user, application, state), and an info record when it ends. The
+// remedy for sessions left idle in a transaction by an application is
+// PostgreSQL's idle_in_transaction_session_timeout on the roles that write
+// (ALTER ROLE … SET idle_in_transaction_session_timeout = '10s'), which
+// ends such a session and rolls its transaction back.
+//
 // A DB compacts the log in the background while it watches (WithCompaction:
 // every 5 minutes, keeping 10 000 revisions, by default). A schema dropped
 // and set up again is a new store whose revisions start above every old

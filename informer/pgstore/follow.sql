@@ -57,7 +57,8 @@ END $$;
 -- writer of the same key has committed or is waiting for this transaction,
 -- so the revision taken here keeps one key's changes in commit order.
 -- An UPDATE that changes the primary key is two changes: a delete of the
--- old key, then a put of the new one, at consecutive revisions.
+-- old key, then a put of the new one at a higher revision (concurrent
+-- writers may take revisions in between).
 -- It is the price of every write of a followed table, hence written for
 -- speed (§8.11 of the design): a one-column key is read inline rather than
 -- through follow_key, and the put is inserted here rather than through
@@ -170,6 +171,10 @@ BEGIN
         RAISE EXCEPTION 'pgstore: the primary key of table % is DEFERRABLE', p_table
             USING ERRCODE = '55000';
     END IF;
+    -- A table dropped while followed leaves its row: forget it, so that
+    -- its collection can follow a new table.
+    DELETE FROM {{.Schema}}.follows f
+     WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = f.relid);
     IF EXISTS (SELECT 1 FROM {{.Schema}}.follows
                 WHERE (relid = p_table) <> (coll = p_coll)) THEN
         RAISE EXCEPTION 'pgstore: table % or collection % is already followed with another',
@@ -195,6 +200,17 @@ BEGIN
     EXECUTE format('CREATE OR REPLACE TRIGGER converge_follow_truncate
         AFTER TRUNCATE ON %s
         FOR EACH STATEMENT EXECUTE FUNCTION {{.Schema}}.follow_truncate(%L)', p_table, p_coll);
+
+    -- Fire also under session_replication_role = replica (a logical
+    -- replication subscriber's apply worker, a restore that sets it):
+    -- otherwise those writes change the table and never reach the log.
+    -- ALTER TABLE needs the table's owner; a role with only TRIGGER on it
+    -- keeps triggers that fire in origin mode only.
+    IF pg_has_role((SELECT relowner FROM pg_class WHERE oid = p_table), 'USAGE') THEN
+        EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER converge_follow', p_table);
+        EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER converge_follow_stmt', p_table);
+        EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER converge_follow_truncate', p_table);
+    END IF;
 
     IF tgfunc IS NOT NULL AND EXISTS (SELECT 1 FROM {{.Schema}}.follows
                                        WHERE relid = p_table AND coll = p_coll) THEN

@@ -3,10 +3,13 @@ package pgstore
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -79,10 +82,61 @@ func quoteSchema(schema string) string {
 // a replay that gives that last row's revision to a transaction with the
 // same id writing the same key. A schema dropped and set up again needs no
 // Rebase (Setup starts a fresh store above every old revision).
+//
+// Rebase waits for every write of the log still open (a transaction that
+// took a revision of the old sequence must commit before the informers
+// relist, or they would never see it): a session idle in a transaction
+// after writing delays it until that transaction ends, retrying every
+// 200 ms or so, and holds the schema's other writers off for up to 100 ms
+// per try. It returns ctx's error if ctx ends first.
 func Rebase(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	for {
+		err := rebaseOnce(ctx, pool, schema)
+		var pe *pgconn.PgError
+		switch {
+		case err == nil:
+			return nil
+		case missing(err):
+			return fmt.Errorf("pgstore: rebase schema %q: %w (call pgstore.Setup)", unquoted(schema), err)
+		case !errors.As(err, &pe) || pe.Code != "55P03": // lock_not_available
+			return fmt.Errorf("pgstore: rebase schema %q: %w", unquoted(schema), err)
+		}
+		// A transaction that wrote the log is still open: let the writers
+		// held off behind the lock through, then try again.
+		if err := sleep(ctx, rebaseLockWait); err != nil {
+			return fmt.Errorf("pgstore: rebase schema %q: waiting for the open writes of the log: %w", unquoted(schema), err)
+		}
+	}
+}
+
+// rebaseLockWait is how long one try of Rebase waits for the writes open
+// on the log, and then how long it lets the writers it held off through
+// before the next try.
+const rebaseLockWait = 100 * time.Millisecond
+
+// rebaseOnce is one try of Rebase. It first locks the log against writes
+// (SHARE: every write of the log, typed, fill, compaction or a followed
+// table's trigger, holds ROW EXCLUSIVE from before it takes its revision
+// until it ends). Otherwise a transaction that took a revision of the old
+// sequence and commits after the rebase would land below the new
+// compaction revision, after the informers relisted: no Watch and no List
+// taken before it would hold it. Locking waits for such transactions to
+// end (at most rebaseLockWait, then it fails with lock_not_available:
+// while it waits, every new write of the schema waits behind it, and one
+// session left idle in a transaction must not stall them all). Lock order:
+// Setup's advisory lock, then the log, then meta's row, as Setup and the
+// compaction statement (which locks log before meta's row); a writer that
+// holds ROW EXCLUSIVE on the log waits for none of them.
+func rebaseOnce(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	s := quoteSchema(schema)
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('converge-setup:' || $1))`, unquoted(schema)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, rebaseLockWait.Milliseconds())); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `LOCK TABLE `+s+`.log IN SHARE MODE`); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `WITH b AS (
@@ -91,13 +145,6 @@ func Rebase(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 UPDATE `+s+`.meta SET base = b.b, compact_rev = b.b - 1, store_id = gen_random_uuid() FROM b`)
 		return err
 	})
-	if err != nil {
-		if missing(err) {
-			return fmt.Errorf("pgstore: rebase schema %q: %w (call pgstore.Setup)", unquoted(schema), err)
-		}
-		return fmt.Errorf("pgstore: rebase schema %q: %w", unquoted(schema), err)
-	}
-	return nil
 }
 
 // unquoted returns schema, or DefaultSchema for "".

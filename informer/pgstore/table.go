@@ -37,8 +37,10 @@ func WithoutNotify() FollowOption { return func(o *followOptions) { o.notify = f
 // array of their values as PostgreSQL prints jsonb (`[1, "a"]`). Values
 // are the row as JSON (to_jsonb), decoded with the TableSource's codec:
 // by default into V's fields named like the columns. An UPDATE that
-// changes a row's primary key is two changes: a delete of the old key and
-// a put of the new one, at consecutive revisions of one transaction.
+// changes a row's primary key is two changes of one transaction: a delete
+// of the old key, then a put of the new one at a higher revision (not
+// necessarily the next: concurrent writers take revisions in between). A
+// Watch emits both once the transaction commits, never one alone.
 //
 // Follow installs three triggers on the table (converge_follow,
 // converge_follow_stmt, converge_follow_truncate; see follow.sql) and, the
