@@ -31,6 +31,6 @@ func TestInformersShouldEqualTheTablesAfterEightMixedWriters(t *testing.T) {
 	t.Logf("writes %d, rolled back %d, conflicts %d, failures (cancelled at the end) %d; typed informer %+v; table informer %+v",
 		h.writes.Load(), h.rollbacks.Load(), h.conflicts.Load(), h.failures.Load(), h.inf.Stats(), h.table.inf.Stats())
 	assert.EqualValues(t, 3, h.heldDone.Load(), "the held transactions ended as planned")
-	require.Greater(t, h.writes.Load(), int64(200), "too few writes to matter")
+	require.Greater(t, h.writes.Load(), int64(100), "too few writes to matter")
 	assert.Positive(t, h.rollbacks.Load())
 }
