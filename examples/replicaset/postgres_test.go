@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +22,9 @@ import (
 // TestPostgresStore runs both controllers on --store postgres://… (the
 // test server; skipped without one, failed with CONVERGE_INTEGRATION=1): a
 // ReplicaSet applied through the store converges to 2 running pods, then
-// psql's statement from openPostgres's doc, run here through pgx, scales it
-// to 3 live and the controllers follow, then a deletion removes its pods
+// psql itself runs the line from openPostgres's doc, scaling it to 3 live:
+// the line sends its NOTIFY (seen on the schema's channel; the test fails
+// without it), and the controllers follow, then a deletion removes its pods
 // and the ReplicaSet; describe, on stores of its own, shows the events the
 // controllers wrote to PostgreSQL. (Failed with openStores ignoring postgres URLs, and
 // with openPostgres setting up the default schema instead of the prefix's,
@@ -62,14 +64,31 @@ func TestPostgresStore(t *testing.T) {
 	require.NoError(t, apply(t.Context(), st.replicaSets, "web", ReplicaSetSpec{Replicas: 2, Command: []string{"replicaset", "worker"}}))
 	require.Eventually(t, ready(2), 30*time.Second, 5*time.Millisecond, "2 pods ready")
 
-	s := pgx.Identifier{schema}.Sanitize()
-	tag, err := pool.Exec(t.Context(), `SELECT `+s+`.write('replicasets', 'web', 'u', 0, convert_to(jsonb_set(jsonb_set(
-	    convert_from(l.value, 'UTF8')::jsonb, '{spec,replicas}', '3'),
-	    '{generation}', to_jsonb((convert_from(l.value, 'UTF8')::jsonb->>'generation')::int + 1))::text, 'UTF8'))
-	  FROM `+s+`.head h JOIN `+s+`.log l ON l.rev = h.rev
-	 WHERE h.coll = 'replicasets' AND h.key = 'web'`)
+	// psql's line must wake the controllers' reader with a NOTIFY on the
+	// schema's channel: a write alone would reach them at their next poll,
+	// and their own writes' NOTIFYs (payload: their DB's id) would then
+	// wake every other process, so an arrival proves nothing. Listen for
+	// the line's own, whose payload is empty.
+	lc, err := pgx.Connect(t.Context(), dsn)
 	require.NoError(t, err)
-	require.EqualValues(t, 1, tag.RowsAffected())
+	defer func() { _ = lc.Close(context.Background()) }()
+	_, err = lc.Exec(t.Context(), "LISTEN "+pgx.Identifier{schema}.Sanitize())
+	require.NoError(t, err)
+	psql, err := exec.LookPath("psql")
+	require.NoError(t, err, "psql (scripts/servers.sh installs postgresql-client)")
+	line := strings.ReplaceAll(strings.ReplaceAll(psqlRecipe, "converge_demo", schema), "'5'", "'3'")
+	psqlOut, err := exec.CommandContext(t.Context(), psql, "-X", "-v", "ON_ERROR_STOP=1", dsn, "-c", line).CombinedOutput()
+	require.NoError(t, err, "%s", psqlOut)
+	require.Contains(t, string(psqlOut), "pg_notify")
+	nctx, ncancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer ncancel()
+	for {
+		n, err := lc.WaitForNotification(nctx)
+		require.NoError(t, err, "psql's line sent no NOTIFY on the schema's channel")
+		if n.Payload == "" {
+			break
+		}
+	}
 	require.Eventually(t, ready(3), 30*time.Second, 5*time.Millisecond, "3 pods ready after psql's change")
 	rs, _, _, err := st.replicaSets.Get(t.Context(), "web")
 	require.NoError(t, err)
@@ -96,3 +115,10 @@ func TestPostgresStore(t *testing.T) {
 		return err == nil && lerr == nil && !ok && len(pods) == 0
 	}, 30*time.Second, 5*time.Millisecond, "the ReplicaSet and its pods deleted")
 }
+
+// psqlRecipe is the psql line of openPostgres's doc, between its quotes.
+var psqlRecipe = `SELECT converge_demo.write('replicasets', 'web', 'u', 0, convert_to(jsonb_set(jsonb_set(
+    convert_from(l.value, 'UTF8')::jsonb, '{spec,replicas}', '5'),
+    '{generation}', to_jsonb((convert_from(l.value, 'UTF8')::jsonb->>'generation')::int + 1))::text, 'UTF8'))
+  FROM converge_demo.head h JOIN converge_demo.log l ON l.rev = h.rev
+ WHERE h.coll = 'replicasets' AND h.key = 'web'; SELECT pg_notify('converge_demo', '')`

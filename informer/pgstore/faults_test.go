@@ -17,19 +17,21 @@ import (
 // These tests kill the server or compact the log: they do not run in
 // parallel with other tests.
 
-// TestInformerShouldConvergeThroughASessionKillAndAServerCrash: under 6
-// writers, every session of the informer's process (reader and LISTEN) is
-// terminated, then the server is killed with SIGKILL and restarted. The
-// informer's watches fail and resume (the crash skips up to 32 revisions,
-// which the reader fills), and it ends equal to a List with per-key order
-// kept: nothing lost, reordered or resurrected, and a plain Watch beside
-// it emitted exactly the log's changes. (Failed with write() and fill() at
-// the server's synchronous_commit=off: a change emitted before the crash
-// was gone from the log after it.)
+// TestInformerShouldConvergeThroughASessionKillAndAServerCrash: under 4
+// typed writers and 2 plain-SQL writers of a followed table, every session
+// of the informers' process (reader and LISTEN) is terminated, then the
+// server is killed with SIGKILL and restarted. The informers' watches fail
+// and resume (the crash skips up to 32 revisions, which the reader fills),
+// and both end equal to a SELECT with per-key order kept: nothing lost,
+// reordered or resurrected, and a plain Watch beside each emitted exactly
+// the log's changes. (Failed with write() and fill() at the server's
+// synchronous_commit=off: a change emitted before the crash was gone from
+// the log after it.)
 func TestInformerShouldConvergeThroughASessionKillAndAServerCrash(t *testing.T) {
 	server := testserver.PostgresServer(t)
 	h := newHarness(t, nil, nil)
-	h.start(4, 2, 200*time.Millisecond)
+	h.followTable()
+	h.start(4, 2)
 	time.Sleep(300 * time.Millisecond)
 
 	var n int
@@ -44,10 +46,100 @@ func TestInformerShouldConvergeThroughASessionKillAndAServerCrash(t *testing.T) 
 	time.Sleep(500 * time.Millisecond)
 
 	h.stopAndCheck(true)
-	st := h.inf.Stats()
-	t.Logf("writes %d, conflicts %d, failures %d, informer stats %+v", h.writes.Load(), h.conflicts.Load(), h.failures.Load(), st)
-	assert.Positive(t, st.WatchErrors, "the watch failed with the sessions")
-	assert.Zero(t, st.Violations)
+	t.Logf("writes %d, rolled back %d, conflicts %d, failures %d, informer stats %+v, %+v",
+		h.writes.Load(), h.rollbacks.Load(), h.conflicts.Load(), h.failures.Load(), h.inf.Stats(), h.table.inf.Stats())
+	for _, l := range []*lane{h.typed, h.table} {
+		st := l.inf.Stats()
+		assert.Positive(t, st.WatchErrors, "%s: the watch failed with the sessions", l.name)
+		assert.Zero(t, st.Violations, l.name)
+	}
+}
+
+// TestInformerShouldConvergeWhenOnlyItsReaderSessionIsTerminated: under 2
+// typed writers and 2 plain-SQL writers of a followed table, the session
+// that ran the reader's poll (found in pg_stat_activity by its statement)
+// is terminated, again until both informers' watches have failed with it,
+// and nothing else (not the LISTEN session; the failed reader closes it
+// and its successor opens another). The informers
+// watch again after their last revision and end equal to a SELECT with
+// nothing lost or reordered. (Failed with the reader swallowing its error
+// and stopping: no watch error, and the informers stuck where it stopped.)
+func TestInformerShouldConvergeWhenOnlyItsReaderSessionIsTerminated(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	h.followTable()
+	listen := listenerOf(t, h)
+	read := pgstore.ReaderQueries(h.db)["read"]
+	h.start(2, 2)
+	time.Sleep(200 * time.Millisecond)
+
+	killed := 0
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, h.pool.QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE application_name = $1 AND starts_with(query, $2) AND pid <> $3`, informerApp, read[:60], listen).Scan(&n))
+		killed += n
+		return h.typed.inf.Stats().WatchErrors > 0 && h.table.inf.Stats().WatchErrors > 0
+	}, 10*time.Second, 20*time.Millisecond, "both watches failed with the reader's session")
+	time.Sleep(300 * time.Millisecond) // writes after the kill
+
+	h.stopAndCheck(true)
+	t.Logf("sessions terminated %d, writes %d, rolled back %d, informer stats %+v, %+v",
+		killed, h.writes.Load(), h.rollbacks.Load(), h.inf.Stats(), h.table.inf.Stats())
+	for _, l := range []*lane{h.typed, h.table} {
+		assert.Zero(t, l.inf.Stats().Violations, l.name)
+	}
+}
+
+// TestInformerShouldConvergeWhenOnlyItsListenSessionIsTerminated: the
+// informers' DB polls once an hour while LISTEN is up, so what it gets it
+// gets through NOTIFY, or through the fast poll while LISTEN is down. Under
+// 2 typed writers and 2 plain-SQL writers of a followed table, its LISTEN
+// session alone is terminated three times, the writers stopping right
+// after the last (their last NOTIFYs lost). No watch fails, LISTEN comes
+// back on a new session each time, and the informers end equal to a
+// SELECT with nothing lost or reordered. (Failed with the reader not woken
+// when LISTEN drops or comes back: it slept out its hour-long poll, the
+// informers stuck behind the table.)
+func TestInformerShouldConvergeWhenOnlyItsListenSessionIsTerminated(t *testing.T) {
+	h := newHarness(t, []pgstore.DBOption{pgstore.WithPollInterval(hour)}, nil)
+	h.followTable()
+	listen := listenerOf(t, h)
+	h.start(2, 2)
+	for round := range 3 {
+		time.Sleep(300 * time.Millisecond)
+		var ok bool
+		require.NoError(t, h.pool.QueryRow(t.Context(), `SELECT pg_terminate_backend($1)`, listen).Scan(&ok))
+		require.True(t, ok)
+		if round == 2 {
+			break
+		}
+		was := listen
+		require.Eventually(t, func() bool {
+			p := listeners(t, h.pool, h.schema)
+			if len(p) == 1 && p[0] != was {
+				listen = p[0]
+			}
+			return listen != was
+		}, 10*time.Second, 5*time.Millisecond, "LISTEN is back on a new session")
+	}
+	h.stopAndCheck(true)
+	t.Logf("writes %d, rolled back %d, informer stats %+v, %+v", h.writes.Load(), h.rollbacks.Load(), h.inf.Stats(), h.table.inf.Stats())
+	for _, l := range []*lane{h.typed, h.table} {
+		assert.Zero(t, l.inf.Stats().WatchErrors, "%s: a lost LISTEN session ends no watch", l.name)
+		assert.Zero(t, l.inf.Stats().Violations, l.name)
+	}
+}
+
+// listenerOf waits until the informers' DB LISTENs on one session and
+// returns its backend pid.
+func listenerOf(t *testing.T, h *harness) int32 {
+	t.Helper()
+	var p []int32
+	require.Eventually(t, func() bool {
+		p = listeners(t, h.pool, h.schema)
+		return len(p) == 1
+	}, 10*time.Second, 5*time.Millisecond, "one LISTEN session")
+	return p[0]
 }
 
 // gated is a Source whose Watch holds every event while held is set.

@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,32 +29,61 @@ import (
 // a test can terminate them.
 const informerApp = "pgstore-test-informer"
 
-// harness runs an informer on a DB of its own (one process) over one
-// collection, and writers on another DB (another process), and records
-// what the informer's handler is told.
+// harness runs informers on a DB of their own (one process): one over a
+// collection written through the typed client and, after followTable, one
+// over a table of the same schema written with plain SQL (both feed one
+// log, so one's open transactions hold up the other's changes); and
+// writers on another DB (another process). It records what the informers'
+// handlers are told and what plain Watches beside them emit.
 type harness struct {
 	t      *testing.T
 	schema string
-	coll   string
+	coll   string        // the typed collection
 	pool   *pgxpool.Pool // the writers'
+	db     *pgstore.DB   // the informers'
 	inf    *informer.Informer[string, item]
 	src    informer.Source[string, item]
+	typed  *lane
+	table  *lane  // nil until followTable
+	things string // the followed table, quoted with its schema
 
-	mu      sync.Mutex
-	seen    map[string][]int // per key, the N of every value the handler got
-	from    int64            // the revision the recording Watch started after
-	watched map[int64]bool   // revisions of the changes it emitted
-
-	writes, conflicts, failures atomic.Int64
-	stop                        context.CancelFunc
-	writers                     sync.WaitGroup
+	writes, rollbacks, conflicts, failures atomic.Int64
+	heldDone                               atomic.Int64 // held transactions that ended as planned
+	stop                                   context.CancelFunc
+	writers                                sync.WaitGroup
 }
 
-// newHarness starts the informer (on src(db), or the DB's Store) and waits
-// for its sync. Writers are started by the test (typed, raw).
+// lane is one watched collection of the harness.
+type lane struct {
+	name string // for messages
+	coll string
+	inf  *informer.Informer[string, item]
+	// want reads the collection's contents with SQL of its own, not
+	// through pgstore: what the informer must end equal to.
+	want func(ctx context.Context) (map[string]item, error)
+
+	mu      sync.Mutex
+	seen    map[string][]told // per key, what the handler was told, in order
+	from    int64             // the revision the recording Watch started after
+	watched []int64           // revisions of the changes it emitted, in order
+}
+
+// told is one call of a handler: a put of the value whose N is n, or
+// the key's delete (n: the last value the informer held), delivering the
+// change at revision rev; list: from a list or a resync, whose revision is
+// the list's, not the value's.
+type told struct {
+	n    int
+	rev  int64
+	del  bool
+	list bool
+}
+
+// newHarness starts the typed collection's informer (on src(store), or the
+// DB's Store) and waits for its sync. Writers are started by the test.
 func newHarness(t *testing.T, dbOpts []pgstore.DBOption, wrap func(*pgstore.Store[item]) informer.Source[string, item]) *harness {
 	t.Helper()
-	h := &harness{t: t, pool: newPool(t), coll: newColl(), seen: make(map[string][]int), watched: make(map[int64]bool)}
+	h := &harness{t: t, pool: newPool(t), coll: newColl()}
 	h.schema = newSchema(t, h.pool)
 	cfg, err := pgxpool.ParseConfig(testserver.Postgres(t))
 	require.NoError(t, err)
@@ -61,23 +91,81 @@ func newHarness(t *testing.T, dbOpts []pgstore.DBOption, wrap func(*pgstore.Stor
 	ipool, err := pgxpool.NewWithConfig(t.Context(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(ipool.Close)
-	db := newDB(t, ipool, h.schema, append([]pgstore.DBOption{pgstore.WithLogger(quiet)}, dbOpts...)...)
-	store := pgstore.New[item](db, h.coll)
+	h.db = newDB(t, ipool, h.schema, append([]pgstore.DBOption{pgstore.WithLogger(quiet)}, dbOpts...)...)
+	store := pgstore.New[item](h.db, h.coll)
 	h.src = store
 	if wrap != nil {
 		h.src = wrap(store)
 	}
-	h.inf = informer.New[string, item]("pg-"+t.Name(), h.src,
+	s := pgx.Identifier{h.schema}.Sanitize()
+	h.typed = &lane{name: "typed", coll: h.coll, want: func(ctx context.Context) (map[string]item, error) {
+		rows, err := h.pool.Query(ctx, `SELECT h.key, l.value FROM `+s+`.head h JOIN `+s+`.log l ON l.rev = h.rev
+			WHERE h.coll = $1`, h.coll)
+		if err != nil {
+			return nil, err
+		}
+		m := make(map[string]item)
+		var (
+			k    string
+			data []byte
+		)
+		_, err = pgx.ForEachRow(rows, []any{&k, &data}, func() error {
+			v, err := informer.JSON[item]{}.Unmarshal(data)
+			m[k] = v
+			return err
+		})
+		return m, err
+	}}
+	h.inf = h.run(h.typed, h.src)
+	if wrap == nil {
+		h.record(h.typed, pgstore.New[item](h.db, h.coll))
+	}
+	return h
+}
+
+// followTable creates the table things (id text primary key, n, s) in the
+// harness's schema, follows it as a collection of the schema, and starts
+// its informer and its recording Watch on the informers' DB.
+func (h *harness) followTable() {
+	t := h.t
+	t.Helper()
+	h.things = pgx.Identifier{h.schema, "things"}.Sanitize()
+	_, err := h.pool.Exec(t.Context(), `CREATE TABLE `+h.things+` (id text PRIMARY KEY, n bigint NOT NULL, s text NOT NULL)`)
+	require.NoError(t, err)
+	coll := newColl()
+	require.NoError(t, pgstore.Follow(t.Context(), h.pool, h.schema, h.things, coll))
+	h.table = &lane{name: "table", coll: coll, want: func(ctx context.Context) (map[string]item, error) {
+		rows, err := h.pool.Query(ctx, `SELECT id, n, s FROM `+h.things)
+		if err != nil {
+			return nil, err
+		}
+		m := make(map[string]item)
+		var (
+			id string
+			v  item
+		)
+		_, err = pgx.ForEachRow(rows, []any{&id, &v.N, &v.S}, func() error { m[id] = v; return nil })
+		return m, err
+	}}
+	src := pgstore.NewTable[item](h.db, coll)
+	h.run(h.table, src)
+	h.record(h.table, src)
+}
+
+// run starts an informer over src that tells l what its handler is
+// given, and waits for its sync.
+func (h *harness) run(l *lane, src informer.Source[string, item]) *informer.Informer[string, item] {
+	t := h.t
+	t.Helper()
+	l.seen = make(map[string][]told)
+	l.inf = informer.New[string, item]("pg-"+l.name+"-"+t.Name(), src,
 		informer.WithWatchBackoff(backoff.Exponential{Base: 10 * time.Millisecond, Cap: 200 * time.Millisecond}),
 		informer.WithLogger(quiet))
-	_, err = h.inf.AddHandler(informer.HandlerFuncs[string, item]{
-		AddFunc:    func(k string, v item, _ bool) { h.saw(k, v) },
-		UpdateFunc: func(k string, _, v item, _ bool) { h.saw(k, v) },
-	})
+	_, err := l.inf.AddHandler(&teller{l: l})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
-	go func() { ran <- h.inf.Run(ctx) }()
+	go func() { ran <- l.inf.Run(ctx) }()
 	t.Cleanup(func() { cancel(); assert.NoError(t, <-ran) })
 	t.Cleanup(func() {
 		if h.stop != nil {
@@ -85,33 +173,58 @@ func newHarness(t *testing.T, dbOpts []pgstore.DBOption, wrap func(*pgstore.Stor
 		}
 		h.writers.Wait()
 	})
-	require.NoError(t, h.inf.WaitForSync(ctxFor(t, 20*time.Second)))
-	if wrap == nil {
-		h.record(t, pgstore.New[item](db, h.coll))
-	}
-	return h
+	require.NoError(t, l.inf.WaitForSync(ctxFor(t, 20*time.Second)))
+	return l.inf
 }
 
-// record runs a plain Watch on the informer's DB beside it, from a List,
+// teller is a lane's handler: it records every call with the revision
+// of the change it delivers (informer.RevisionHandler).
+type teller struct {
+	l   *lane
+	rev informer.Revision // the next call's, set right before it
+}
+
+func (r *teller) ChangeRevision(rev informer.Revision) { r.rev = rev }
+
+func (r *teller) OnAdd(k string, v item, initialList bool) {
+	r.saw(k, told{n: v.N, rev: int64(r.rev), list: initialList})
+}
+
+func (r *teller) OnUpdate(k string, _, v item, resync bool) {
+	r.saw(k, told{n: v.N, rev: int64(r.rev), list: resync})
+}
+
+func (r *teller) OnDelete(k string, last item) {
+	r.saw(k, told{n: last.N, rev: int64(r.rev), del: true})
+}
+
+func (r *teller) saw(k string, c told) {
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	r.l.seen[k] = append(r.l.seen[k], c)
+}
+
+// record runs a plain Watch of src beside l's informer, from a List,
 // watching again after its last revision whenever it fails, and records
 // the revision of every change it emits: stopAndCheck compares them with
 // the log, since an informer's handler need not see every change.
-func (h *harness) record(t *testing.T, s *pgstore.Store[item]) {
-	_, rev, err := s.List(t.Context())
+func (h *harness) record(l *lane, src informer.Source[string, item]) {
+	t := h.t
+	_, rev, err := src.List(t.Context())
 	require.NoError(t, err)
-	h.from = int64(rev)
+	l.from = int64(rev)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			err := s.Watch(ctx, rev, func(e informer.Event[string, item]) error {
-				rev = e.Revision
-				if e.Type != informer.Bookmark {
-					h.mu.Lock()
-					h.watched[int64(e.Revision)] = true
-					h.mu.Unlock()
+			err := src.Watch(ctx, rev, func(e informer.Event[string, item]) error {
+				if e.Type != informer.Bookmark && e.Revision != rev { // a repeat of the last is allowed
+					l.mu.Lock()
+					l.watched = append(l.watched, int64(e.Revision))
+					l.mu.Unlock()
 				}
+				rev = e.Revision
 				return nil
 			})
 			assert.NotErrorIs(t, err, informer.ErrRevisionExpired)
@@ -129,37 +242,50 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-func (h *harness) saw(k string, v item) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.seen[k] = append(h.seen[k], v.N)
+// held is a transaction of a plain-SQL writer held open after its writes.
+type held struct {
+	writer int           // which plain-SQL writer (0 is the first)
+	at     time.Duration // after the writers' start: its next transaction is the held one
+	hold   time.Duration
+	commit bool // else rolled back
 }
 
-// start runs typed writers (through a Store on a DB of their own) and raw
-// writers (explicit transactions calling the schema's write(), held open
-// up to hold, a quarter of them rolled back) until stopAndCheck.
-func (h *harness) start(typed, raw int, hold time.Duration) {
+// start runs typed writers (a Store on a DB of their own: Get, then
+// Create, Update or, a quarter of the time, Delete, on 40 keys) and sql
+// writers on the followed table (transactions of one or two INSERT …
+// ON CONFLICT, UPDATE or DELETE statements on 40 keys, a quarter of them
+// rolled back, and the ones in holds held open) until stopAndCheck. Every
+// value written has an N of its own.
+func (h *harness) start(typed, sql int, holds ...held) {
+	require.True(h.t, sql == 0 || h.table != nil, "plain-SQL writers write the followed table: call followTable")
 	db := newDB(h.t, h.pool, h.schema, pgstore.WithLogger(quiet))
 	s := pgstore.New[item](db, h.coll)
 	ctx, stop := context.WithCancel(h.t.Context())
 	h.stop = stop
-	for w := range typed + raw {
+	began := time.Now()
+	for w := range typed + sql {
 		h.writers.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+			mine := slices.DeleteFunc(slices.Clone(holds), func(x held) bool { return w < typed || x.writer != w-typed })
 			for i := 1; ctx.Err() == nil; i++ {
-				key := fmt.Sprintf("k%02d", rng.IntN(40))
-				v := item{N: (w+1)*1_000_000 + i}
-				opCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+				n := (w+1)*10_000_000 + 10*i // + the statement's index in a transaction
 				var err error
 				if w < typed {
-					err = h.typedWrite(opCtx, s, rng, key, v)
+					opCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+					err = h.typedWrite(opCtx, s, rng, fmt.Sprintf("k%02d", rng.IntN(40)), item{N: n})
+					cancel()
 				} else {
-					err = h.rawWrite(opCtx, rng, key, v, hold)
+					tx := held{commit: rng.IntN(4) != 0}
+					if len(mine) > 0 && time.Since(began) >= mine[0].at {
+						tx, mine = mine[0], mine[1:]
+					}
+					err = h.sqlWrite(ctx, rng, n, fmt.Sprintf("w%d", w), tx)
 				}
-				cancel()
 				switch {
 				case err == nil:
 					h.writes.Add(1)
+				case errors.Is(err, errRolledBack):
+					h.rollbacks.Add(1)
 				case errors.Is(err, informer.ErrConflict):
 					h.conflicts.Add(1)
 				default: // the server may be down
@@ -186,35 +312,67 @@ func (h *harness) typedWrite(ctx context.Context, s *pgstore.Store[item], rng *r
 	return err
 }
 
-func (h *harness) rawWrite(ctx context.Context, rng *rand.Rand, key string, v item, hold time.Duration) error {
-	tx, err := h.pool.Begin(ctx)
+// errRolledBack is sqlWrite's answer for a transaction it rolled back on
+// purpose.
+var errRolledBack = errors.New("rolled back")
+
+// sqlWrite writes one or two keys of the followed table in one
+// transaction, in key order (so that writers wait for each other but never
+// deadlock), the values n, n+1; holds it open tx.hold (to its end, even
+// if the writers stop), then commits it or rolls it back as tx says.
+func (h *harness) sqlWrite(ctx context.Context, rng *rand.Rand, n int, s string, tx held) error {
+	if tx.hold > 0 {
+		// Held to its end even if the writers stop meanwhile.
+		ctx = context.WithoutCancel(ctx)
+	}
+	opCtx, cancel := context.WithTimeout(ctx, tx.hold+10*time.Second)
+	defer cancel()
+	t, err := h.pool.Begin(opCtx)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	w := `SELECT ` + pgx.Identifier{h.schema}.Sanitize() + `.write($1, $2, $3::"char", 0, $4)`
-	data, _ := informer.JSON[item]{}.Marshal(v)
-	var r int64
-	if rng.IntN(4) == 0 {
-		err = tx.QueryRow(ctx, w, h.coll, key, "d", nil).Scan(&r)
-	} else if err = tx.QueryRow(ctx, w, h.coll, key, "u", data).Scan(&r); err == nil && r < 0 {
-		err = tx.QueryRow(ctx, w, h.coll, key, "c", data).Scan(&r)
+	defer func() { _ = t.Rollback(context.Background()) }()
+	keys := []int{rng.IntN(40)}
+	if k := rng.IntN(40); rng.IntN(3) == 0 && k != keys[0] {
+		keys = append(keys, k)
+		slices.Sort(keys)
 	}
-	if err != nil {
-		return err
-	}
-	if hold > 0 && rng.IntN(3) == 0 {
-		if err := sleepCtx(ctx, time.Duration(rng.Int64N(int64(hold)))); err != nil {
+	for j, k := range keys {
+		id := fmt.Sprintf("k%02d", k)
+		switch rng.IntN(4) {
+		case 0:
+			_, err = t.Exec(opCtx, `DELETE FROM `+h.things+` WHERE id = $1`, id)
+		case 1:
+			_, err = t.Exec(opCtx, `INSERT INTO `+h.things+` (id, n, s) VALUES ($1, $2, $3)
+				ON CONFLICT (id) DO UPDATE SET n = excluded.n, s = excluded.s`, id, n+j, s)
+		default:
+			var tag pgconn.CommandTag
+			if tag, err = t.Exec(opCtx, `UPDATE `+h.things+` SET n = $2, s = $3 WHERE id = $1`, id, n+j, s); err == nil && tag.RowsAffected() == 0 {
+				_, err = t.Exec(opCtx, `INSERT INTO `+h.things+` (id, n, s) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, id, n+j, s)
+			}
+		}
+		if err != nil {
 			return err
 		}
 	}
-	if rng.IntN(4) == 0 {
-		return tx.Rollback(ctx)
+	if err := sleepCtx(opCtx, tx.hold); err != nil {
+		return err
 	}
-	return tx.Commit(ctx)
+	if tx.commit {
+		err = t.Commit(opCtx)
+	} else if err = t.Rollback(opCtx); err == nil {
+		err = errRolledBack
+	}
+	if tx.hold > 0 && (err == nil || errors.Is(err, errRolledBack)) {
+		h.heldDone.Add(1)
+	}
+	return err
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -223,102 +381,4 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// stopAndCheck stops the writers, waits until the informer's cache equals
-// a List of the collection, and checks that per key the handler was given
-// only committed values, each newer than the one before (by the log, when
-// history is kept: not after a compaction).
-func (h *harness) stopAndCheck(history bool) {
-	t := h.t
-	if h.stop != nil {
-		h.stop()
-	}
-	h.writers.Wait()
-	require.Positive(t, h.writes.Load())
-	// A write whose client gave up (cancelled) may still commit on the
-	// server a moment later: compare with a List taken again until equal.
-	lister := pgstore.New[item](newDB(t, h.pool, h.schema), h.coll)
-	var want map[string]item
-	cache := func() map[string]item {
-		m := make(map[string]item)
-		for _, e := range h.inf.List() {
-			m[e.Key] = e.Value
-		}
-		return m
-	}
-	if !assert.Eventually(t, func() bool {
-		want = h.list(lister)
-		return assert.ObjectsAreEqual(want, cache())
-	}, 20*time.Second, 10*time.Millisecond) {
-		assert.Equal(t, want, cache(), "informer cache vs List")
-	}
-	if !history {
-		return
-	}
-	// Every committed change reached the recording Watch, none other.
-	var logged map[int64]bool
-	recorded := func() map[int64]bool {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return maps.Clone(h.watched)
-	}
-	if !assert.Eventually(t, func() bool {
-		require.NoError(t, h.pool.QueryRow(t.Context(), `SELECT coalesce(jsonb_object_agg(rev, true), '{}') FROM `+
-			pgx.Identifier{h.schema}.Sanitize()+`.log WHERE coll = $1 AND rev > $2`, h.coll, h.from).Scan(&logged))
-		return maps.Equal(logged, recorded())
-	}, 20*time.Second, 10*time.Millisecond) {
-		got := recorded()
-		for r := range logged {
-			assert.True(t, got[r], "change at revision %d never emitted", r)
-		}
-		for r := range got {
-			assert.True(t, logged[r], "emitted revision %d is not a change of the collection", r)
-		}
-	}
-	require.NotEmpty(t, logged)
-	revOf := make(map[int]int64) // value N -> revision of its committed write
-	rows, err := h.pool.Query(t.Context(), `SELECT rev, value FROM `+pgx.Identifier{h.schema}.Sanitize()+
-		`.log WHERE coll = $1 AND op = 'p'`, h.coll)
-	require.NoError(t, err)
-	for rows.Next() {
-		var (
-			rev  int64
-			data []byte
-		)
-		require.NoError(t, rows.Scan(&rev, &data))
-		v, err := informer.JSON[item]{}.Unmarshal(data)
-		require.NoError(t, err)
-		revOf[v.N] = rev
-	}
-	require.NoError(t, rows.Err())
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for k, ns := range h.seen {
-		var last int64
-		for _, n := range ns {
-			rev, ok := revOf[n]
-			if !assert.True(t, ok, "key %s: value %d was never committed", k, n) {
-				continue
-			}
-			assert.Greater(t, rev, last, "key %s: value %d (revision %d) after one at %d", k, n, rev, last)
-			last = rev
-		}
-	}
-}
-
-// list reads the collection through s, retrying while the server comes
-// back.
-func (h *harness) list(s *pgstore.Store[item]) map[string]item {
-	var entries []informer.Entry[string, item]
-	require.Eventually(h.t, func() bool {
-		var err error
-		entries, _, err = s.List(h.t.Context())
-		return err == nil
-	}, 20*time.Second, 20*time.Millisecond)
-	m := make(map[string]item, len(entries))
-	for _, e := range entries {
-		m[e.Key] = e.Value
-	}
-	return m
 }
