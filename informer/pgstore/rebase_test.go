@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
 )
 
@@ -85,7 +86,7 @@ func TestAWriteInFlightDuringARebaseShouldReachTheRelistedInformer(t *testing.T)
 			require.Eventually(t, func() bool { _, ok := cacheOf(h)[key(2)]; return ok }, 10*time.Second, 5*time.Millisecond)
 			assert.Equal(t, 7, cacheOf(h)["held"].N, "the write held open across the Rebase reached the informer")
 			assert.Positive(t, h.inf.Stats().Expired, "the informer relisted")
-			assert.Equal(t, h.list(other), cacheOf(h), "the informer equals a List")
+			assert.Equal(t, listOf(t, other), cacheOf(h), "the informer equals a List")
 		})
 	}
 }
@@ -135,4 +136,21 @@ func waitForRebaseLock(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
 	require.Eventually(t, func() bool { return rebaseWaits(t, pool) }, 10*time.Second, time.Millisecond,
 		"Rebase did not wait for the open write")
+}
+
+// listOf returns s's List as a map, retrying while List fails (the server
+// may be restarting).
+func listOf(t *testing.T, s *pgstore.Store[item]) map[string]item {
+	t.Helper()
+	var entries []informer.Entry[string, item]
+	require.Eventually(t, func() bool {
+		var err error
+		entries, _, err = s.List(t.Context())
+		return err == nil
+	}, 20*time.Second, 20*time.Millisecond)
+	m := make(map[string]item, len(entries))
+	for _, e := range entries {
+		m[e.Key] = e.Value
+	}
+	return m
 }
