@@ -168,8 +168,12 @@ type DB struct {
 }
 
 // NewDB returns the DB of the schema (WithSchema) in pool's database. It
-// does not touch the database: call Setup first, once.
+// does not touch the database: call Setup first, once. It panics on a nil
+// pool and on a schema name longer than PostgreSQL's 63 bytes.
 func NewDB(pool *pgxpool.Pool, opts ...DBOption) *DB {
+	if pool == nil {
+		panic("pgstore: NewDB: nil pool")
+	}
 	db := &DB{pool: pool, subs: make(map[*sub]struct{}), wake: make(chan struct{}, 1), localWake: make(chan struct{}, 1), colls: make(map[string]int)}
 	for _, o := range opts {
 		o(&db.opts)
@@ -205,6 +209,9 @@ func NewDB(pool *pgxpool.Pool, opts ...DBOption) *DB {
 	}
 	if !o.compactSet {
 		o.compactKeep = DefaultCompactKeep
+	}
+	if err := checkSchema(o.schema); err != nil {
+		panic("pgstore: NewDB: " + err.Error())
 	}
 	db.schema = o.schema
 	db.id = rand.Text()

@@ -42,6 +42,12 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	if schema == "" {
 		schema = DefaultSchema
 	}
+	if err := checkSchema(schema); err != nil {
+		return fmt.Errorf("pgstore: setup: %w", err)
+	}
+	if pool == nil {
+		return errors.New("pgstore: setup: nil pool")
+	}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('converge-setup:' || $1))`, schema); err != nil {
 			return err
@@ -52,6 +58,20 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("pgstore: setup schema %q: %w", schema, err)
+	}
+	return nil
+}
+
+// maxName is PostgreSQL's limit on a name, in bytes (NAMEDATALEN - 1).
+const maxName = 63
+
+// checkSchema returns an error for a schema name PostgreSQL would
+// truncate: Setup would create the truncated name, and NOTIFY on the full
+// one would fail ("channel name too long"), leaving other processes to
+// their polls.
+func checkSchema(schema string) error {
+	if len(schema) > maxName {
+		return fmt.Errorf("schema name %q is %d bytes; PostgreSQL names are at most %d", schema, len(schema), maxName)
 	}
 	return nil
 }

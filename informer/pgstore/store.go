@@ -40,8 +40,11 @@ var _ informer.Store[string, struct{}] = (*Store[struct{}])(nil)
 // New returns the Store of collection coll in db's schema. It does not
 // touch the database; call Setup first. Any number of Stores, of any
 // collections and value types, may share one DB (and should: one reader
-// serves them all).
+// serves them all). It panics on a nil db or an empty coll.
 func New[V any](db *DB, coll string, opts ...Option[V]) *Store[V] {
+	if db == nil || coll == "" {
+		panic(fmt.Sprintf("pgstore: New: want a DB and a collection name, got db %v and collection %q", db, coll))
+	}
 	s := &Store[V]{db: db, pool: db.pool, coll: coll, q: &db.q}
 	for _, o := range opts {
 		o(&s.opts)
@@ -58,12 +61,13 @@ func (s *Store[V]) Collection() string { return s.coll }
 // DecodeError is the error of a List, Watch or Get that met a value its
 // codec cannot decode. Match it with errors.As.
 type DecodeError struct {
-	Collection string
-	Key        string
+	Collection string            // the Store's collection
+	Key        string            // the key whose value did not decode
 	Revision   informer.Revision // the value's revision
 	Err        error             // the codec's error
 }
 
+// Error names the collection, key and revision, and the codec's error.
 func (e *DecodeError) Error() string {
 	return fmt.Sprintf("pgstore collection %q: the value of key %q at revision %d does not decode: %v",
 		e.Collection, e.Key, e.Revision, e.Err)
