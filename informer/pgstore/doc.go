@@ -40,8 +40,9 @@
 // and set up again is a new store whose revisions start above every old
 // one, so Watches resuming from the old one expire and their informers
 // relist; after restoring the schema from a backup, call Rebase before
-// writers come back, for the same effect.
+// writers come back, for the same effect. A DB whose reader meets a row
+// that went back in time (a restore it was watching through) rebases the
+// store by itself.
 //
-// The design, measurements, and what is not built yet (detecting a restore
-// by itself) are in docs/design/pgstore.md.
+// The design and the measurements are in docs/design/pgstore.md.
 package pgstore
