@@ -9,6 +9,7 @@ func init() {
 	for _, sc := range []struct{ name, title string }{
 		{"PgstoreInitialSync", "13. initial sync of 100k objects (~550 B): one SELECT + decode (floor), pgstore, etcdstore, alternating"},
 		{"PgstoreWrite", "14. CAS writes, 8 writers: pgstore's Store.Update vs a raw single-row INSERT … ON CONFLICT (floor), alternating"},
+		{"PgstoreTableWrite", "14. the trigger path's cost: single-row upserts, 8 writers, into a user's table followed by pgstore (with and without NOTIFY) vs the same table not followed (floor), alternating"},
 		{"PgstoreWriteToInformer/raw", "15. the write alone: a raw single-row INSERT at 1k writes/s, 8 writers, no informer (the floor)"},
 		{"PgstoreWriteToInformer/local", "15. write → informer handler at 1k writes/s, 8 writers, pgstore, writers in the informer's process"},
 		{"PgstoreWriteToInformer/notify", "15. write → informer handler at 1k writes/s, 8 writers, pgstore, writers in another process (NOTIFY)"},
