@@ -63,6 +63,11 @@ func WithoutNotify() FollowOption { return func(o *followOptions) { o.notify = f
 // sets synchronous_commit on for its transaction, as typed writes do): a
 // change a reader saw must not be lost in a crash and its revision handed
 // out again. Its cost on a plain table is in docs/design/pgstore.md §8.
+//
+// A followed collection is the table's: write it with SQL on the table,
+// never through a Store of coll, whose typed writes would go to the log
+// only and leave the table behind (they are not refused: that would cost
+// every typed write a lookup).
 func Follow(ctx context.Context, pool *pgxpool.Pool, schema, table, coll string, opts ...FollowOption) error {
 	o := followOptions{notify: true}
 	for _, opt := range opts {
