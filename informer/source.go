@@ -16,6 +16,17 @@ type Revision uint64
 type Entry[K comparable, V any] struct {
 	Key   K
 	Value V
+	// Revision is the revision the key's value was last written at, if
+	// the Source knows it; 0 means the revision of the list. The
+	// informer's own List, Get-like reads and indexes fill it from the
+	// cache, so that a caller can make a write conditional on it.
+	Revision Revision
+	// Err, if not nil, says the store holds a value for Key that the
+	// Source could not decode (or otherwise take); Value is then unset.
+	// The informer keeps the key's last good value, if it has one, and
+	// marks the key bad (see Informer.BadKeys); it never deletes a key
+	// because of Err.
+	Err error
 }
 
 // EventType says what an Event is.
@@ -52,6 +63,14 @@ type Event[K comparable, V any] struct {
 	Key      K // unset for Bookmark
 	Value    V // unset for Bookmark; see Delete
 	Revision Revision
+	// Err, on a Put only, says the store's value for Key at Revision
+	// could not be decoded (or otherwise taken); Value is then unset. The
+	// informer keeps the key's last good value and marks the key bad
+	// until a later Put of it decodes or a Delete removes it. A Source
+	// must send such a Put rather than fail its watch: a watch that fails
+	// at a bad value resumes below it and fails again, and every other
+	// key waits behind it.
+	Err error
 }
 
 // ErrRevisionExpired is returned by Source.Watch when the revision it was
@@ -81,6 +100,9 @@ var ErrRevisionExpired = errors.New("informer: revision expired")
 //     again after the last revision it saw. So a source need not retry
 //     itself, and should not hide lost changes: returning an error is
 //     always safe.
+//   - A value the Source cannot decode is an Entry or a Put with Err set,
+//     never a failed List or Watch: one bad value must not stop the
+//     stream for every other key (see Entry.Err and Event.Err).
 //   - If emit returns an error, Watch returns it.
 //   - List and Watch may be called again at any time, also concurrently
 //     with each other (a relist while an old watch is still stopping).

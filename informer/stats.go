@@ -38,6 +38,12 @@ type Stats struct {
 	// logged at Error with its stack; what happens to the change that
 	// panicked is documented on Handler and on the package.
 	Panics uint64
+	// DecodeErrors counts values the informer could not take: entries
+	// and Puts with Err set, and values the transform panicked on. Each
+	// makes its key bad (see BadKey) rather than stopping the stream.
+	DecodeErrors uint64
+	// BadKeys is how many keys are bad now (see Informer.BadKeys).
+	BadKeys uint64
 	// LastEvent is when, by the informer's clock, the last watch event
 	// or bookmark that moved its revision forward was applied; zero
 	// before the first. With the store's head revision (Head) it tells a
