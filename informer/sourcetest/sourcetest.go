@@ -39,6 +39,14 @@ type Backend[K comparable, V any] struct {
 	// (ResumeLatestOnly), a List. nil: the store cannot expire revisions
 	// on demand, and the subtests that need it check less.
 	Expire func(ctx context.Context) error
+	// PutUndecodable writes, at a new revision, a value for key that the
+	// Source cannot decode (or otherwise take), as a person or another
+	// program might. The suite checks that the Source reports it as an
+	// Entry or Put with Err set, that every other key keeps flowing, and
+	// that a later good value of the key recovers it. nil for a store
+	// that cannot hold such a value (the memory store, whose values are
+	// typed).
+	PutUndecodable func(ctx context.Context, key K) error
 	// DeletesCarryValue says that Delete events carry the deleted value.
 	// Otherwise a Delete event's Value may also be the zero V.
 	DeletesCarryValue bool
