@@ -25,7 +25,9 @@ import (
 // the prefix must use the layout (a Buckets, or the formula above), and
 // buckets must equal the sharded controller's shard.Config.Buckets.
 // A key under the prefix that does not fit the layout is skipped by List
-// and Watch.
+// and Watch. A value that does not decode is an entry or Put of its key
+// with Err set, as with a Store; its *DecodeError names the etcd key
+// relative to the prefix, "<b>/<k>", which is where to fix it.
 type Buckets[V any] struct {
 	raw     *Store[V] // keys "<b>/<k>"
 	buckets int

@@ -4,9 +4,10 @@
 //
 // Keys are strings relative to the prefix: the etcd key "/jobs/a" under the
 // prefix "/jobs/" is "a". Values are encoded by a Codec (JSON by default).
-// Revisions are etcd's: List returns the header revision of its read, events
-// carry each change's mod revision, Get returns mod revisions, and every
-// write returns its own revision, the one its event carries.
+// Revisions are etcd's: List returns the header revision of its read and
+// each entry's mod revision, events carry each change's mod revision, Get
+// returns mod revisions, and every write returns its own revision, the one
+// its event carries.
 //
 // # Reads and writes
 //
@@ -43,22 +44,21 @@
 //     the watch expires. A canceled watch or a closed watch channel ends it
 //     with a plain error, after which the informer watches again from the
 //     last revision it saw.
-//   - A value the codec cannot decode is an error, never a delete: List
-//     fails with a *DecodeError naming the key and its mod revision, and so
-//     does Watch when it meets one. The informer counts, logs and retries
-//     with backoff, and its cache keeps the key's last good value
-//     meanwhile; once a decodable value is written, the next try succeeds.
-//     (Leaving the key out of a List would tell the informer that the key
-//     was deleted, and a controller would tear down what it stands for: a
-//     bad write, or a rolling upgrade in which a newer writer uses a format
-//     the older decoder rejects, must not do that.)
-//     The price is that, until the value is fixed, the whole prefix's
-//     watch stops at it: the other keys' changes wait too, and the error
-//     says which key to fix. A value that a later write has already
-//     replaced by the time Watch meets it is skipped instead (Watch reads
-//     the key again to know), and logged: the later write says what the
-//     key is now. Every failure to decode is counted (DecodeErrors) and
-//     passed to the WithDecodeErrorHandler callback.
+//   - A value the codec cannot decode is a bad entry of its key, never a
+//     stop of the stream and never a delete: List returns it as an Entry
+//     with no value and Err set to a *DecodeError naming the key and its
+//     mod revision, and Watch emits it as such a Put and goes on. The
+//     informer keeps the key's last good value, marks the key bad (see
+//     informer.Informer.BadKeys), lets every other key's changes through,
+//     and takes the key's next value that decodes, or its delete, as
+//     usual. (Leaving the key out of a List would tell the informer that
+//     the key was deleted, and a controller would tear down what it stands
+//     for; failing the List or the Watch would hold up every other key
+//     until the value is fixed. A bad write, or a rolling upgrade in which
+//     a newer writer uses a format the older decoder rejects, must do
+//     neither.) Every bad value read is counted (DecodeErrors) and passed
+//     to the WithDecodeErrorHandler callback; fix one with Update at its
+//     DecodeError's Revision, or by any write of the key.
 //
 // The etcd client is the caller's: it owns its endpoints, TLS, timeouts and
 // logger. Give it a logger (zap.NewNop() or your own): without one the v3.7

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,9 +61,11 @@ func TestListShouldReturnEveryValueInKeyOrderWhenDecodingInParallel(t *testing.T
 	entries, rev, err := etcdstore.New[item](cli, prefix).List(ctx)
 	require.NoError(t, err)
 	assert.NotZero(t, rev)
+	modRevs := modRevisions(ctx, t, cli, prefix)
 	require.Len(t, entries, listKeys)
 	for i, e := range entries {
-		want := informer.Entry[string, item]{Key: fmt.Sprintf("k%05d", i), Value: item{N: i}}
+		key := fmt.Sprintf("k%05d", i)
+		want := informer.Entry[string, item]{Key: key, Value: item{N: i}, Revision: modRevs[key]}
 		if !assert.Equal(t, want, e, "entry %d", i) {
 			break
 		}
@@ -69,13 +73,14 @@ func TestListShouldReturnEveryValueInKeyOrderWhenDecodingInParallel(t *testing.T
 }
 
 // Not parallel: it sets GOMAXPROCS.
-func TestListShouldFailWithTheFirstUndecodableValueInKeyOrderWhateverTheDecodersMeetFirst(t *testing.T) {
+func TestListShouldReportEveryUndecodableValueInKeyOrderWhateverTheDecodersMeetFirst(t *testing.T) {
 	cli := etcdClient(t)
 	ctx := ctxFor(t, time.Minute)
 	prefix := uniquePrefix(t)
-	// Bad values in several chunks, the last chunk's first: a decoder that
-	// reached a later one first must not win.
+	// Bad values in several chunks, the last chunk's first: the handler
+	// must still see them in key order.
 	putMany(ctx, t, cli, prefix, map[int]string{1199: "{", 700: "not json", 701: "[", 1000: "x"})
+	modRevs := modRevisions(ctx, t, cli, prefix)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	var mu sync.Mutex
 	var handled []string
@@ -85,19 +90,47 @@ func TestListShouldFailWithTheFirstUndecodableValueInKeyOrderWhateverTheDecoders
 		mu.Unlock()
 	}))
 
+	badKeys := []string{"k00700", "k00701", "k01000", "k01199"}
 	for range 5 { // the decoders race differently each time
 		entries, _, err := src.List(ctx)
-		var decodeErr *etcdstore.DecodeError
-		require.ErrorAs(t, err, &decodeErr)
-		assert.Equal(t, "k00700", decodeErr.Key)
-		var syntaxErr *json.SyntaxError
-		assert.ErrorAs(t, err, &syntaxErr, "the error is the codec's for that value")
-		assert.Nil(t, entries)
+		require.NoError(t, err)
+		require.Len(t, entries, listKeys, "every key is listed, the bad ones too")
+		var bad []string
+		for i, e := range entries {
+			key := fmt.Sprintf("k%05d", i)
+			require.Equal(t, key, e.Key)
+			require.Equal(t, modRevs[key], e.Revision, "key %s", key)
+			if e.Err == nil {
+				require.Equal(t, item{N: i}, e.Value, "key %s", key)
+				continue
+			}
+			bad = append(bad, key)
+			assert.Zero(t, e.Value, "key %s", key)
+			var decodeErr *etcdstore.DecodeError
+			require.ErrorAs(t, e.Err, &decodeErr)
+			assert.Equal(t, etcdstore.DecodeError{Prefix: prefix, Key: key, Revision: e.Revision, Err: decodeErr.Err}, *decodeErr)
+			var syntaxErr *json.SyntaxError
+			assert.ErrorAs(t, e.Err, &syntaxErr, "the error is the codec's for that value")
+		}
+		assert.Equal(t, badKeys, bad)
 	}
-	assert.EqualValues(t, 5, src.DecodeErrors(), "one decode error per List")
+	assert.EqualValues(t, 5*len(badKeys), src.DecodeErrors(), "each bad value, each List")
 	mu.Lock()
 	defer mu.Unlock()
-	assert.Equal(t, []string{"k00700", "k00700", "k00700", "k00700", "k00700"}, handled)
+	assert.Equal(t, slices.Concat(badKeys, badKeys, badKeys, badKeys, badKeys), handled, "in key order")
+}
+
+// modRevisions returns the mod revision of every key under prefix,
+// relative to it.
+func modRevisions(ctx context.Context, t *testing.T, cli *clientv3.Client, prefix string) map[string]informer.Revision {
+	t.Helper()
+	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	require.NoError(t, err)
+	m := make(map[string]informer.Revision, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		m[strings.TrimPrefix(string(kv.Key), prefix)] = informer.Revision(kv.ModRevision)
+	}
+	return m
 }
 
 func TestListShouldReturnTheContextErrorWhenCanceledWhileDecoding(t *testing.T) {

@@ -12,10 +12,12 @@ import (
 // Get returns key's value and mod revision, or ok false and a nil error if
 // key does not exist, with one linearizable read, so that it sees every
 // write that returned before it. A value the codec cannot decode is an
-// error wrapping a *DecodeError, whose Revision lets a caller overwrite it
-// with Update. (It is neither counted in DecodeErrors nor passed to the
-// WithDecodeErrorHandler callback, which are about the informer's List and
-// Watch.) A done ctx fails it before any round trip.
+// error wrapping a *DecodeError, as long as the key holds it: Get reads one
+// key, so unlike List and Watch it has nothing else to hand over. The
+// error's Revision lets a caller overwrite the value with Update (or
+// remove it with Delete). It is neither counted in DecodeErrors nor passed
+// to the WithDecodeErrorHandler callback, which are about the informer's
+// List and Watch. A done ctx fails it before any round trip.
 func (s *Store[V]) Get(ctx context.Context, key string) (v V, rev informer.Revision, ok bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return v, 0, false, err

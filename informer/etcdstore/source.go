@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync/atomic"
 
@@ -20,7 +19,6 @@ type Option[V any] func(*options[V])
 
 type options[V any] struct {
 	codec         informer.Codec[V]
-	logger        *slog.Logger
 	onDecodeError func(key string, err error)
 }
 
@@ -29,18 +27,12 @@ func WithCodec[V any](c informer.Codec[V]) Option[V] {
 	return func(o *options[V]) { o.codec = c }
 }
 
-// WithLogger sets where the Store logs the undecodable values it skips
-// because a later write has replaced them (see the package doc); the ones
-// it fails on are in the error it returns. Default: slog.Default().
-func WithLogger[V any](l *slog.Logger) Option[V] {
-	return func(o *options[V]) { o.logger = l }
-}
-
 // WithDecodeErrorHandler sets a function called, from the goroutine running
-// List or Watch, with the key (relative to the prefix) and the error of every
-// value the codec cannot decode, before List or Watch fails with it (or
-// skips it, see the package doc). It must not block. Default: none (the
-// error is still counted, and returned or logged).
+// List or Watch, with the key (relative to the prefix) and the codec's error
+// of every value the codec cannot decode, before List returns it as a bad
+// entry or Watch emits it as a bad Put (see the package doc). It must not
+// block. Default: none (the error is still counted, and reported in the
+// entry or event, which the informer logs).
 func WithDecodeErrorHandler[V any](f func(key string, err error)) Option[V] {
 	return func(o *options[V]) { o.onDecodeError = f }
 }
@@ -72,9 +64,6 @@ func New[V any](client *clientv3.Client, prefix string, opts ...Option[V]) *Stor
 	if s.opts.codec == nil {
 		s.opts.codec = informer.JSON[V]{}
 	}
-	if s.opts.logger == nil {
-		s.opts.logger = slog.Default()
-	}
 	return s
 }
 
@@ -82,16 +71,17 @@ func New[V any](client *clientv3.Client, prefix string, opts ...Option[V]) *Stor
 func (s *Store[V]) Prefix() string { return s.prefix }
 
 // DecodeErrors returns how many values the codec failed to decode so far,
-// in List and Watch together, counting every attempt (a watch that fails
-// on a value and is resumed meets it again).
+// in List and Watch together, counting every time one is read (each List
+// that reads a bad value counts it again).
 func (s *Store[V]) DecodeErrors() uint64 { return s.decodeErrors.Load() }
 
-// DecodeError is the error of a Store's List, Watch or Get that met a
-// value its codec cannot decode: it names the key and its
-// mod revision, and wraps the codec's error. Match it with errors.As.
+// DecodeError says that a value under the prefix does not decode: it is
+// the Err of a List entry or a Watch Put (the key is bad, the stream goes
+// on), and the error of a Get of the key. It names the key and its mod
+// revision, and wraps the codec's error. Match it with errors.As.
 type DecodeError struct {
 	Prefix   string            // the Store's prefix
-	Key      string            // relative to the prefix
+	Key      string            // relative to the prefix (a Buckets' "<bucket>/<key>")
 	Revision informer.Revision // the value's mod revision
 	Err      error             // the codec's error
 }
@@ -105,11 +95,12 @@ func (e *DecodeError) Error() string {
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // List reads every key under the prefix with one Get and returns them, in
-// key order, with the revision of the read. It decodes the values on up to
-// GOMAXPROCS goroutines, so the codec must be safe for concurrent use (as
-// informer.Codec requires). If values do not decode, it fails with a
-// *DecodeError for the first of them in key order: leaving the key out would
-// tell the informer that it was deleted.
+// key order, each with its mod revision, and the revision of the read. It
+// decodes the values on up to GOMAXPROCS goroutines, so the codec must be
+// safe for concurrent use (as informer.Codec requires). A value that does
+// not decode is an entry with no value and Err set to a *DecodeError, never
+// a failed List (every other key would wait for it) nor a missing entry
+// (which would tell the informer that the key was deleted).
 func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], informer.Revision, error) {
 	resp, err := s.client.Get(ctx, s.prefix, clientv3.WithPrefix())
 	if err != nil {
@@ -124,9 +115,9 @@ func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], infor
 
 // Watch emits every change under the prefix with a revision greater than
 // after, and bookmarks from etcd's progress notifications, until ctx is done
-// (it returns ctx.Err()), the watch fails, or emit returns an error. It
-// fails with a *DecodeError at a value that does not decode, unless a later
-// write has replaced it, and with an error matching
+// (it returns ctx.Err()), the watch fails, or emit returns an error. A
+// value that does not decode is emitted as a Put with no value and Err set
+// to a *DecodeError, and the watch goes on. It fails with an error matching
 // informer.ErrRevisionExpired if after is compacted, or beyond the store's
 // revision (see the package doc).
 func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, V]) error) error {
@@ -178,13 +169,7 @@ func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func
 			continue
 		}
 		for _, ev := range resp.Events {
-			e, ok, err := s.event(ctx, ev)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
+			e := s.event(ev)
 			last = max(last, e.Revision)
 			if err := emit(e); err != nil {
 				return err
@@ -213,41 +198,32 @@ func (s *Store[V]) checkNotBehind(ctx context.Context, after informer.Revision) 
 	return nil
 }
 
-// event converts one etcd event. A value that does not decode is an error,
-// unless a later write has replaced it: then the event is skipped (false),
-// since the later one, which the watch will deliver, says what the key is
-// now, and the informer may coalesce intermediate values.
-func (s *Store[V]) event(ctx context.Context, ev *clientv3.Event) (informer.Event[string, V], bool, error) {
+// event converts one etcd event. A value that does not decode is a Put
+// with Err set: the informer keeps the key's last good value and every
+// other key's changes go on arriving.
+func (s *Store[V]) event(ev *clientv3.Event) informer.Event[string, V] {
 	e := informer.Event[string, V]{
+		Type:     informer.Put,
 		Key:      s.key(ev.Kv.Key),
 		Revision: informer.Revision(ev.Kv.ModRevision),
 	}
 	if ev.Type == mvccpb.DELETE {
 		e.Type = informer.Delete
-		return e, true, nil
+		return e
 	}
 	v, err := s.opts.codec.Unmarshal(ev.Kv.Value)
 	if err != nil {
-		decodeErr := s.decodeFailed(e.Key, ev.Kv.ModRevision, err)
-		resp, err := s.client.Get(ctx, string(ev.Kv.Key), clientv3.WithKeysOnly())
-		if err != nil {
-			return e, false, fmt.Errorf("%w; and reading the key again failed: %w", decodeErr, err)
-		}
-		if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision > ev.Kv.ModRevision {
-			s.opts.logger.Warn("etcd source: skipping a value that does not decode, which a later write replaced",
-				"prefix", s.prefix, "key", e.Key, "mod_revision", ev.Kv.ModRevision, "error", decodeErr.Err)
-			return e, false, nil
-		}
-		return e, false, decodeErr
+		e.Err = s.decodeFailed(e.Key, ev.Kv.ModRevision, err)
+		return e
 	}
-	e.Type, e.Value = informer.Put, v
-	return e, true, nil
+	e.Value = v
+	return e
 }
 
 func (s *Store[V]) key(k []byte) string { return strings.TrimPrefix(string(k), s.prefix) }
 
 // decodeFailed counts and reports a value that does not decode, and
-// returns the error to fail with.
+// returns the error its entry or event carries.
 func (s *Store[V]) decodeFailed(key string, rev int64, err error) *DecodeError {
 	s.decodeErrors.Add(1)
 	if s.opts.onDecodeError != nil {

@@ -3,12 +3,9 @@ package etcdstore_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -156,83 +153,6 @@ func TestProgressNotificationShouldBecomeABookmark(t *testing.T) {
 		assert.Greater(t, e.Revision, prev, "bookmarks only move forward")
 		prev = e.Revision
 	}
-}
-
-func TestAnUndecodableValueShouldFailListAndWatchWithADecodeErrorNamingTheKeyAndRevision(t *testing.T) {
-	t.Parallel()
-	cli := etcdClient(t)
-	ctx := ctxFor(t, 20*time.Second)
-	prefix := uniquePrefix(t)
-	var mu sync.Mutex
-	var badKeys []string
-	src := etcdstore.New(cli, prefix, etcdstore.WithDecodeErrorHandler[item](func(key string, err error) {
-		mu.Lock()
-		badKeys = append(badKeys, key)
-		mu.Unlock()
-	}))
-	c := &rawWriter{cli, prefix}
-	good, err := c.Put(ctx, "good", item{N: 1})
-	require.NoError(t, err)
-	resp, err := cli.Put(ctx, prefix+"bad", "not json")
-	require.NoError(t, err)
-	bad := informer.Revision(resp.Header.Revision)
-
-	_, _, err = src.List(ctx)
-	var decodeErr *etcdstore.DecodeError
-	require.ErrorAs(t, err, &decodeErr, "a List that left the key out would delete it")
-	assert.Equal(t, etcdstore.DecodeError{Prefix: prefix, Key: "bad", Revision: bad, Err: decodeErr.Err}, *decodeErr)
-	var syntaxErr *json.SyntaxError
-	assert.ErrorAs(t, err, &syntaxErr, "it wraps the codec's error")
-	assert.Contains(t, err.Error(), `key "bad" at mod revision `+strconv.FormatUint(uint64(bad), 10))
-
-	var events []informer.Event[string, item]
-	err = src.Watch(ctx, good-1, func(e informer.Event[string, item]) error {
-		events = append(events, e)
-		return nil
-	})
-	require.ErrorAs(t, err, &decodeErr, "the watch keeps the last good value: it stops at the bad one")
-	assert.Equal(t, bad, decodeErr.Revision)
-	assert.Equal(t, []informer.Event[string, item]{{Type: informer.Put, Key: "good", Value: item{N: 1}, Revision: good}}, events)
-	assert.EqualValues(t, 2, src.DecodeErrors())
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Equal(t, []string{"bad", "bad"}, badKeys)
-}
-
-func TestWatchShouldSkipAnUndecodableValueThatALaterWriteReplaced(t *testing.T) {
-	t.Parallel()
-	cli := etcdClient(t)
-	ctx := ctxFor(t, 20*time.Second)
-	prefix := uniquePrefix(t)
-	var logs bytes.Buffer
-	var logMu sync.Mutex
-	src := etcdstore.New(cli, prefix,
-		etcdstore.WithLogger[item](slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))))
-	c := &rawWriter{cli, prefix}
-	resp, err := cli.Put(ctx, prefix+"a", "{")
-	require.NoError(t, err)
-	fixed, err := c.Put(ctx, "a", item{N: 2})
-	require.NoError(t, err)
-	resp2, err := cli.Put(ctx, prefix+"b", "{")
-	require.NoError(t, err)
-	_, _, err = c.Delete(ctx, "b")
-	require.NoError(t, err)
-
-	r := startWatch(t, src, informer.Revision(resp.Header.Revision)-1)
-	require.Eventually(t, func() bool { return r.lastRevision() > fixed }, 10*time.Second, 10*time.Millisecond)
-	require.NoError(t, r.stop())
-	var got []string
-	for _, e := range r.snapshot() {
-		if e.Type != informer.Bookmark {
-			got = append(got, fmt.Sprintf("%v %s %d", e.Type, e.Key, e.Value.N))
-		}
-	}
-	assert.Equal(t, []string{"Put a 2", "Delete b 0"}, got)
-	assert.EqualValues(t, 2, src.DecodeErrors())
-	logMu.Lock()
-	defer logMu.Unlock()
-	assert.Contains(t, logs.String(), "key=a mod_revision="+strconv.FormatInt(resp.Header.Revision, 10))
-	assert.Contains(t, logs.String(), "key=b mod_revision="+strconv.FormatInt(resp2.Header.Revision, 10))
 }
 
 func TestWatchAfterARevisionTheStoreHasNotReachedShouldExpire(t *testing.T) {

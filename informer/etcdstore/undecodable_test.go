@@ -1,159 +1,158 @@
 package etcdstore_test
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"log/slog"
-	"slices"
-	"strconv"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
 )
 
-// pausable is a Source whose running watch the test can drop: the
-// informer then waits out its backoff, on a fake clock that only the test
-// moves, so the test can compact past it meanwhile.
-type pausable struct {
-	informer.Source[string, item]
-
-	mu     sync.Mutex
-	cancel context.CancelCauseFunc // of the running watch, if any
-}
-
-var errDropped = errors.New("watch dropped by the test")
-
-func (p *pausable) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, item]) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	p.mu.Lock()
-	p.cancel = cancel
-	p.mu.Unlock()
-	err := p.Source.Watch(ctx, after, emit)
-	if errors.Is(context.Cause(ctx), errDropped) {
-		return errDropped
-	}
-	return err
-}
-
-// drop cancels the running watch, waiting for it to start: WaitForSync
-// returns once the list is applied, which may be before Watch is called.
-func (p *pausable) drop(t *testing.T) {
-	require.Eventually(t, func() bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.cancel == nil {
-			return false
+// badEvents splits events into the events without their Err and the
+// DecodeErrors of the ones that had one (nil for the others), dropping
+// bookmarks, failing t on an Err that is not a *DecodeError.
+func badEvents(t *testing.T, events []informer.Event[string, item]) ([]informer.Event[string, item], []*etcdstore.DecodeError) {
+	t.Helper()
+	var out []informer.Event[string, item]
+	var errs []*etcdstore.DecodeError
+	for _, e := range events {
+		if e.Type == informer.Bookmark {
+			continue
 		}
-		p.cancel(errDropped)
-		return true
-	}, 10*time.Second, time.Millisecond, "the informer never started its watch")
+		var decodeErr *etcdstore.DecodeError
+		if e.Err != nil {
+			require.ErrorAs(t, e.Err, &decodeErr, "event %+v", e)
+			e.Err = nil
+		}
+		out = append(out, e)
+		errs = append(errs, decodeErr)
+	}
+	return out, errs
 }
 
-// This test compacts the shared etcd, so it does not run in parallel.
-func TestAnUndecodableValueShouldNeverDeleteTheKeyAcrossARelist(t *testing.T) {
+// endedOr reports whether r's watch has returned, or else cond.
+func (r *recorder) endedOr(cond func() bool) bool {
+	select {
+	case err := <-r.done:
+		r.done <- err
+		return true
+	default:
+		return cond()
+	}
+}
+
+func TestListShouldReturnAnUndecodableValueAsAnEntryWithADecodeErrorNamingTheKeyAndRevision(t *testing.T) {
+	t.Parallel()
 	cli := etcdClient(t)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	c := &rawWriter{cli, prefix}
-	_, err := c.Put(ctx, "a", item{N: 1})
-	require.NoError(t, err)
-	_, err = c.Put(ctx, "b", item{N: 1})
-	require.NoError(t, err)
-
-	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	src := &pausable{Source: etcdstore.New[item](cli, prefix)}
-	logs := &lockedWriter{w: new(bytes.Buffer), mu: new(sync.Mutex)}
-	inf := informer.New[string, item]("undecodable", src, informer.WithClock(clk),
-		informer.WithWatchBackoff(backoff.Exponential{Base: time.Second, Cap: time.Second}),
-		informer.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	var mu sync.Mutex
-	var calls []string
-	record := func(s string) {
+	var handled []string
+	src := etcdstore.New(cli, prefix, etcdstore.WithDecodeErrorHandler[item](func(key string, err error) {
 		mu.Lock()
-		defer mu.Unlock()
-		calls = append(calls, s)
-	}
-	_, err = inf.AddHandler(informer.HandlerFuncs[string, item]{
-		AddFunc: func(k string, v item, _ bool) { record("add " + k + " " + strconv.Itoa(v.N)) },
-		UpdateFunc: func(k string, o, v item, _ bool) {
-			record("update " + k + " " + strconv.Itoa(o.N) + "->" + strconv.Itoa(v.N))
-		},
-		DeleteFunc: func(k string, _ item) { record("delete " + k) },
-	})
+		handled = append(handled, key)
+		mu.Unlock()
+	}))
+	good, err := (&rawWriter{cli, prefix}).Put(ctx, "good", item{N: 1})
 	require.NoError(t, err)
-	runCtx, stop := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- inf.Run(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		assert.NoError(t, <-ran)
-	})
-	require.NoError(t, inf.WaitForSync(ctx))
+	resp, err := cli.Put(ctx, prefix+"bad", "not json")
+	require.NoError(t, err)
+	bad := informer.Revision(resp.Header.Revision)
 
-	// The watch is down, waiting out its backoff, while a bad value is
-	// written and the revision it would resume from is compacted away.
-	src.drop(t)
-	require.Eventually(t, clk.HasWaiters, 10*time.Second, time.Millisecond)
-	resp, err := cli.Put(ctx, prefix+"a", "not json")
-	require.NoError(t, err)
-	bad := resp.Header.Revision
-	resp, err = cli.Put(ctx, prefix[:len(prefix)-1]+"-compact-probe", "x")
-	require.NoError(t, err)
-	_, err = cli.Compact(ctx, resp.Header.Revision)
-	require.NoError(t, err)
-
-	// stepUntil moves the clock past each backoff until cond holds.
-	stepUntil := func(cond func() bool, msg string) {
-		t.Helper()
-		require.Eventually(t, func() bool {
-			if cond() {
-				return true
-			}
-			if clk.HasWaiters() {
-				clk.Step(time.Second)
-			}
-			return false
-		}, 10*time.Second, 5*time.Millisecond, msg)
-	}
-	stepUntil(func() bool { return inf.Stats().ListErrors >= 2 }, "the relist fails on the bad value, and is retried")
-	st := inf.Stats()
-	assert.Equal(t, uint64(1), st.Expired, "the compaction expired the watch: %+v", st)
-	assert.Equal(t, uint64(1), st.Lists, "no relist succeeded: %+v", st)
-	v, ok := inf.Get("a")
-	assert.True(t, ok, "the key stays in the cache")
-	assert.Equal(t, item{N: 1}, v, "with its last good value")
-	assert.Contains(t, logs.string(), `key \"a\" at mod revision `+strconv.FormatInt(bad, 10))
-
-	_, err = c.Put(ctx, "a", item{N: 2}) // fixed
-	require.NoError(t, err)
-	stepUntil(func() bool { v, _ := inf.Get("a"); return v.N == 2 }, "the informer recovers")
-	// The relist that recovers re-delivers every key, changed or not.
-	want := []string{"add a 1", "add b 1", "update a 1->2", "update b 1->1"}
-	require.Eventually(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(calls) == len(want)
-	}, 10*time.Second, time.Millisecond)
+	entries, rev, err := src.List(ctx)
+	require.NoError(t, err, "one bad value must not fail the list of every key")
+	assert.GreaterOrEqual(t, rev, bad, "the revision of the read, which other prefixes move too")
+	require.Len(t, entries, 2)
+	var decodeErr *etcdstore.DecodeError
+	require.ErrorAs(t, entries[0].Err, &decodeErr)
+	assert.Equal(t, etcdstore.DecodeError{Prefix: prefix, Key: "bad", Revision: bad, Err: decodeErr.Err}, *decodeErr)
+	var syntaxErr *json.SyntaxError
+	assert.ErrorAs(t, entries[0].Err, &syntaxErr, "it wraps the codec's error")
+	assert.Contains(t, entries[0].Err.Error(), `key "bad" at mod revision `+itoa(bad))
+	entries[0].Err = nil
+	assert.Equal(t, []informer.Entry[string, item]{
+		{Key: "bad", Revision: bad}, // listed, never left out: that would read as a delete
+		{Key: "good", Value: item{N: 1}, Revision: good},
+	}, entries)
+	assert.EqualValues(t, 1, src.DecodeErrors())
 	mu.Lock()
 	defer mu.Unlock()
-	slices.Sort(calls)
-	assert.Equal(t, want, calls, "never a delete")
-	assert.Equal(t, uint64(2), inf.Stats().Lists)
+	assert.Equal(t, []string{"bad"}, handled)
 }
 
-// string returns what was written so far.
-func (l *lockedWriter) string() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.String()
+// One bad write among good ones, as a person or an older program might
+// make: the watch hands it over as a bad Put of its key and goes on, so
+// that every other key's changes, and the key's own fix, arrive at once.
+func TestWatchShouldEmitAnUndecodableValueAsABadPutAndGoOnWithEveryOtherKey(t *testing.T) {
+	t.Parallel()
+	cli := etcdClient(t)
+	ctx := ctxFor(t, 20*time.Second)
+	prefix := uniquePrefix(t)
+	var mu sync.Mutex
+	var handled []string
+	src := etcdstore.New(cli, prefix, etcdstore.WithDecodeErrorHandler[item](func(key string, err error) {
+		mu.Lock()
+		handled = append(handled, key)
+		mu.Unlock()
+	}))
+	_, from, err := src.List(ctx)
+	require.NoError(t, err)
+	r := startWatch(t, src, from)
+
+	c := &rawWriter{cli, prefix}
+	put := func(key string, n int) informer.Revision {
+		rev, err := c.Put(ctx, key, item{N: n})
+		require.NoError(t, err)
+		return rev
+	}
+	putRaw := func(key, raw string) informer.Revision {
+		resp, err := cli.Put(ctx, prefix+key, raw)
+		require.NoError(t, err)
+		return informer.Revision(resp.Header.Revision)
+	}
+	a1, b1 := put("a", 1), put("b", 1)
+	badC := putRaw("c", "not json")
+	d1, a2 := put("d", 1), put("a", 2)
+	c1 := put("c", 1) // fixed
+	badE := putRaw("e", `{"n":"one"}`)
+	delE, _, err := c.Delete(ctx, "e")
+	require.NoError(t, err)
+	b2 := put("b", 2)
+
+	require.Eventually(t, func() bool {
+		return r.endedOr(func() bool { return r.lastRevision() >= b2 })
+	}, 10*time.Second, 5*time.Millisecond, "every change arrives")
+	require.NoError(t, r.stop(), "the watch goes on past a bad value")
+	events, errs := badEvents(t, r.snapshot())
+	assert.Equal(t, []informer.Event[string, item]{
+		{Type: informer.Put, Key: "a", Value: item{N: 1}, Revision: a1},
+		{Type: informer.Put, Key: "b", Value: item{N: 1}, Revision: b1},
+		{Type: informer.Put, Key: "c", Revision: badC},
+		{Type: informer.Put, Key: "d", Value: item{N: 1}, Revision: d1},
+		{Type: informer.Put, Key: "a", Value: item{N: 2}, Revision: a2},
+		{Type: informer.Put, Key: "c", Value: item{N: 1}, Revision: c1},
+		{Type: informer.Put, Key: "e", Revision: badE},
+		{Type: informer.Delete, Key: "e", Revision: delE},
+		{Type: informer.Put, Key: "b", Value: item{N: 2}, Revision: b2},
+	}, events, "in revision order, the bad values included")
+	require.Len(t, errs, 9)
+	for i, e := range errs {
+		switch i {
+		case 2, 6:
+			if assert.NotNil(t, e, "event %d carries its DecodeError", i) {
+				assert.Equal(t, etcdstore.DecodeError{Prefix: prefix, Key: events[i].Key, Revision: events[i].Revision, Err: e.Err}, *e)
+			}
+		default:
+			assert.Nil(t, e, "event %d decoded", i)
+		}
+	}
+	assert.EqualValues(t, 2, src.DecodeErrors())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"c", "e"}, handled)
 }
