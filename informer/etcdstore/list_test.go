@@ -82,13 +82,8 @@ func TestListShouldReportEveryUndecodableValueInKeyOrderWhateverTheDecodersMeetF
 	putMany(ctx, t, cli, prefix, map[int]string{1199: "{", 700: "not json", 701: "[", 1000: "x"})
 	modRevs := modRevisions(ctx, t, cli, prefix)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	var mu sync.Mutex
-	var handled []string
-	src := etcdstore.New(cli, prefix, etcdstore.WithDecodeErrorHandler[item](func(key string, _ error) {
-		mu.Lock()
-		handled = append(handled, key)
-		mu.Unlock()
-	}))
+	handled := &handledKeys{}
+	src := etcdstore.New(cli, prefix, handled.option())
 
 	badKeys := []string{"k00700", "k00701", "k01000", "k01199"}
 	for range 5 { // the decoders race differently each time
@@ -115,9 +110,7 @@ func TestListShouldReportEveryUndecodableValueInKeyOrderWhateverTheDecodersMeetF
 		assert.Equal(t, badKeys, bad)
 	}
 	assert.EqualValues(t, 5*len(badKeys), src.DecodeErrors(), "each bad value, each List")
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Equal(t, slices.Concat(badKeys, badKeys, badKeys, badKeys, badKeys), handled, "in key order")
+	assert.Equal(t, slices.Concat(badKeys, badKeys, badKeys, badKeys, badKeys), handled.get(), "in key order")
 }
 
 // modRevisions returns the mod revision of every key under prefix,

@@ -2,6 +2,7 @@ package etcdstore_test
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +36,27 @@ func badEvents(t *testing.T, events []informer.Event[string, item]) ([]informer.
 	return out, errs
 }
 
+// handledKeys records the keys a Store passes to its decode-error
+// handler.
+type handledKeys struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (h *handledKeys) option() etcdstore.Option[item] {
+	return etcdstore.WithDecodeErrorHandler[item](func(key string, _ error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.keys = append(h.keys, key)
+	})
+}
+
+func (h *handledKeys) get() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.keys)
+}
+
 // endedOr reports whether r's watch has returned, or else cond.
 func (r *recorder) endedOr(cond func() bool) bool {
 	select {
@@ -51,13 +73,8 @@ func TestListShouldReturnAnUndecodableValueAsAnEntryWithADecodeErrorNamingTheKey
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	var mu sync.Mutex
-	var handled []string
-	src := etcdstore.New(cli, prefix, etcdstore.WithDecodeErrorHandler[item](func(key string, err error) {
-		mu.Lock()
-		handled = append(handled, key)
-		mu.Unlock()
-	}))
+	handled := &handledKeys{}
+	src := etcdstore.New(cli, prefix, handled.option())
 	good, err := (&rawWriter{cli, prefix}).Put(ctx, "good", item{N: 1})
 	require.NoError(t, err)
 	resp, err := cli.Put(ctx, prefix+"bad", "not json")
@@ -80,9 +97,7 @@ func TestListShouldReturnAnUndecodableValueAsAnEntryWithADecodeErrorNamingTheKey
 		{Key: "good", Value: item{N: 1}, Revision: good},
 	}, entries)
 	assert.EqualValues(t, 1, src.DecodeErrors())
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Equal(t, []string{"bad"}, handled)
+	assert.Equal(t, []string{"bad"}, handled.get())
 }
 
 // One bad write among good ones, as a person or an older program might
@@ -93,13 +108,8 @@ func TestWatchShouldEmitAnUndecodableValueAsABadPutAndGoOnWithEveryOtherKey(t *t
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	var mu sync.Mutex
-	var handled []string
-	src := etcdstore.New(cli, prefix, etcdstore.WithDecodeErrorHandler[item](func(key string, err error) {
-		mu.Lock()
-		handled = append(handled, key)
-		mu.Unlock()
-	}))
+	handled := &handledKeys{}
+	src := etcdstore.New(cli, prefix, handled.option())
 	_, from, err := src.List(ctx)
 	require.NoError(t, err)
 	r := startWatch(t, src, from)
@@ -152,7 +162,5 @@ func TestWatchShouldEmitAnUndecodableValueAsABadPutAndGoOnWithEveryOtherKey(t *t
 		}
 	}
 	assert.EqualValues(t, 2, src.DecodeErrors())
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Equal(t, []string{"c", "e"}, handled)
+	assert.Equal(t, []string{"c", "e"}, handled.get())
 }
