@@ -25,6 +25,9 @@
 //
 //	SELECT converge.patch('apps', 'web', '{"spec": {"replicas": 5}}');
 //
+// and request_delete(collection, key) deletes as informer.RequestDelete
+// does (a value with finalizers is only marked deletionRequested).
+//
 // A value that does not decode with a collection's codec (JSON of the
 // wrong shape written that way, a followed table's column whose type
 // changed) never stops a List or a Watch: it is the key's Entry or Put with

@@ -198,3 +198,45 @@ func TestPatchShouldLoseNoUpdateBesideConcurrentPatchesAndTypedWrites(t *testing
 	assert.Equal(t, map[string]any{"seen": float64(n)}, v.Status)
 	assert.EqualValues(t, 1+4*n, v.Generation)
 }
+
+// TestRequestDeleteShouldHonourFinalizersAsInformerRequestDeleteDoes: a
+// key without finalizers is deleted; one with finalizers gets
+// deletionRequested (decoded as Meta's time) once, and a second request
+// keeps the first time and writes nothing; an absent key is 0.
+func TestRequestDeleteShouldHonourFinalizersAsInformerRequestDeleteDoes(t *testing.T) {
+	pool := newPool(t)
+	schema := newSchema(t, pool)
+	coll := newColl()
+	store := pgstore.New[thing](newDB(t, pool, schema), coll)
+	requestDelete := func(key string) int64 {
+		t.Helper()
+		var rev int64
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT `+pgx.Identifier{schema}.Sanitize()+`.request_delete($1, $2)`,
+			coll, key).Scan(&rev))
+		return rev
+	}
+	_, err := patch(t.Context(), pool, schema, coll, "plain", `{"spec": {"a": 1}}`)
+	require.NoError(t, err)
+	before := time.Now().Add(-time.Second)
+	_, err = patch(t.Context(), pool, schema, coll, "kept", `{"spec": {"a": 1}, "finalizers": ["x"]}`)
+	require.NoError(t, err)
+
+	assert.Positive(t, requestDelete("plain"))
+	_, _, ok, err := store.Get(t.Context(), "plain")
+	require.NoError(t, err)
+	assert.False(t, ok, "deleted")
+
+	rev := requestDelete("kept")
+	v, got, ok, err := store.Get(t.Context(), "kept")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.EqualValues(t, rev, got)
+	assert.True(t, v.Deleting())
+	assert.WithinRange(t, v.DeletionRequested, before, time.Now().Add(time.Second))
+	assert.Equal(t, rev, requestDelete("kept"), "a second request writes nothing")
+	again, _, _, err := store.Get(t.Context(), "kept")
+	require.NoError(t, err)
+	assert.Equal(t, v.DeletionRequested, again.DeletionRequested)
+
+	assert.Zero(t, requestDelete("absent"))
+}

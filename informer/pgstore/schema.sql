@@ -271,3 +271,64 @@ BEGIN
     PERFORM pg_notify(nspname, '') FROM pg_namespace WHERE oid = '{{.Schema}}'::regnamespace;
     RETURN r;
 END $$;
+
+-- request_delete is informer.RequestDelete in SQL: it deletes the key at
+-- the revision it read, unless its value is a JSON object with a
+-- non-empty "finalizers" array; then it sets "deletionRequested" to now
+-- (UTC), or, if that is set already, writes nothing and keeps the first
+-- request's time. The key then stays until the controller's Update that
+-- removes its last finalizer deletes it. It sends the NOTIFY and returns
+-- the revision of the delete or the update (the key's own if nothing was
+-- written), or 0 if the key does not exist.
+CREATE OR REPLACE FUNCTION {{.Schema}}.request_delete(p_coll text, p_key text)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    v jsonb;
+    old_rev bigint;
+    old_data bytea;
+    r bigint;
+    tries int := 0;
+BEGIN
+    LOOP
+        tries := tries + 1;
+        IF tries > 100 THEN
+            RAISE EXCEPTION 'request_delete(%, %): the key kept changing under 100 tries', p_coll, p_key
+                USING ERRCODE = '40001', HINT = 'Call it outside a REPEATABLE READ or SERIALIZABLE transaction, or retry.';
+        END IF;
+        old_rev := NULL;
+        v := NULL;
+        SELECT h.rev, l.value INTO old_rev, old_data
+          FROM {{.Schema}}.head h JOIN {{.Schema}}.log l ON l.rev = h.rev
+         WHERE h.coll = p_coll AND h.key = p_key;
+        IF old_rev IS NULL THEN
+            RETURN 0;
+        END IF;
+        BEGIN
+            v := convert_from(old_data, 'UTF8')::jsonb;
+        EXCEPTION WHEN OTHERS THEN
+            v := NULL; -- not JSON: no finalizers
+        END;
+        IF jsonb_typeof(v) = 'object' AND jsonb_typeof(v -> 'finalizers') = 'array'
+                AND jsonb_array_length(v -> 'finalizers') > 0 THEN
+            IF v ? 'deletionRequested' THEN
+                RETURN old_rev;
+            END IF;
+            v := jsonb_set(v, '{deletionRequested}',
+                to_jsonb(to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')));
+            BEGIN
+                r := {{.Schema}}.write(p_coll, p_key, 'u', old_rev, convert_to(v::text, 'UTF8'));
+            EXCEPTION WHEN unique_violation THEN
+                r := -1;
+            END;
+        ELSE
+            BEGIN
+                r := {{.Schema}}.write(p_coll, p_key, 'd', old_rev, NULL);
+            EXCEPTION WHEN unique_violation THEN
+                r := -1;
+            END;
+        END IF;
+        EXIT WHEN r > 0;
+    END LOOP;
+    PERFORM pg_notify(nspname, '') FROM pg_namespace WHERE oid = '{{.Schema}}'::regnamespace;
+    RETURN r;
+END $$;
