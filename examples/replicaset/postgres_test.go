@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -76,10 +77,10 @@ func TestPostgresStore(t *testing.T) {
 	require.NoError(t, err)
 	psql, err := exec.LookPath("psql")
 	require.NoError(t, err, "psql (scripts/servers.sh installs postgresql-client)")
-	line := strings.ReplaceAll(strings.ReplaceAll(psqlRecipe, "converge_demo", schema), "'5'", "'3'")
+	line := strings.ReplaceAll(strings.ReplaceAll(psqlRecipe, "converge_demo", schema), `"replicas": 5`, `"replicas": 3`)
 	psqlOut, err := exec.CommandContext(t.Context(), psql, "-X", "-v", "ON_ERROR_STOP=1", dsn, "-c", line).CombinedOutput()
 	require.NoError(t, err, "%s", psqlOut)
-	require.Contains(t, string(psqlOut), "pg_notify")
+	require.Contains(t, string(psqlOut), "patch")
 	nctx, ncancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer ncancel()
 	for {
@@ -116,9 +117,22 @@ func TestPostgresStore(t *testing.T) {
 	}, 30*time.Second, 5*time.Millisecond, "the ReplicaSet and its pods deleted")
 }
 
-// psqlRecipe is the psql line of openPostgres's doc, between its quotes.
-var psqlRecipe = `SELECT converge_demo.write('replicasets', 'web', 'u', 0, convert_to(jsonb_set(jsonb_set(
-    convert_from(l.value, 'UTF8')::jsonb, '{spec,replicas}', '5'),
-    '{generation}', to_jsonb((convert_from(l.value, 'UTF8')::jsonb->>'generation')::int + 1))::text, 'UTF8'))
-  FROM converge_demo.head h JOIN converge_demo.log l ON l.rev = h.rev
- WHERE h.coll = 'replicasets' AND h.key = 'web'; SELECT pg_notify('converge_demo', '')`
+// psqlRecipe is the psql line of openPostgres's doc, between its double
+// quotes, unescaped (TestPsqlRecipeIsTheDocsLine).
+var psqlRecipe = `SELECT converge_demo.patch('replicasets', 'web', '{"spec": {"replicas": 5}}')`
+
+// TestPsqlRecipeIsTheDocsLine: the statement TestPostgresStore runs is
+// the one openPostgres's doc shows.
+func TestPsqlRecipeIsTheDocsLine(t *testing.T) {
+	src, err := os.ReadFile("store.go")
+	require.NoError(t, err)
+	const prefix = "//\tpsql \"$DSN\" -c \""
+	for line := range strings.Lines(string(src)) {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			cmd := strings.TrimSuffix(strings.TrimSpace(rest), `"`)
+			assert.Equal(t, psqlRecipe, strings.ReplaceAll(cmd, `\"`, `"`))
+			return
+		}
+	}
+	t.Fatalf("no line %q… in store.go", prefix)
+}

@@ -83,16 +83,11 @@ func openStores(url, prefix string) (*stores, error) {
 // for both Stores, so that both informers share one reader and one LISTEN
 // connection. The ReplicaSets are the collection "replicasets", keyed by
 // name, their JSON in the schema's log; psql changes one live with the
-// schema's write function (op 'u', expect 0: whatever its revision),
-// followed by a NOTIFY on the schema's channel (write() sends none: without
-// it the controllers see the change at their next poll, up to a second
-// later), e.g. scaling web to 5 in schema converge_demo:
+// schema's patch function, which merges a JSON merge patch into the value,
+// bumps its generation when the spec changed, and sends the NOTIFY that
+// wakes the controllers, e.g. scaling web to 5 in schema converge_demo:
 //
-//	psql "$DSN" -c "SELECT converge_demo.write('replicasets', 'web', 'u', 0, convert_to(jsonb_set(jsonb_set(
-//	    convert_from(l.value, 'UTF8')::jsonb, '{spec,replicas}', '5'),
-//	    '{generation}', to_jsonb((convert_from(l.value, 'UTF8')::jsonb->>'generation')::int + 1))::text, 'UTF8'))
-//	  FROM converge_demo.head h JOIN converge_demo.log l ON l.rev = h.rev
-//	 WHERE h.coll = 'replicasets' AND h.key = 'web'; SELECT pg_notify('converge_demo', '')"
+//	psql "$DSN" -c "SELECT converge_demo.patch('replicasets', 'web', '{\"spec\": {\"replicas\": 5}}')"
 func openPostgres(url, prefix string) (*stores, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

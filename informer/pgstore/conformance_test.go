@@ -2,8 +2,11 @@ package pgstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
@@ -29,5 +32,44 @@ func TestStoreConformance(t *testing.T) {
 		DeletesCarryValue: false,
 		Key:               func(i int) string { return "k" + strconv.Itoa(i) },
 		Value:             func(i int) item { return item{N: i + 1, S: "v" + strconv.Itoa(i)} },
+	})
+}
+
+// TestStoreSourceConformanceWrittenWithSQL runs the Source suite on a
+// typed collection written only as psql would, with the schema's write
+// function: good values, and (Backend.PutUndecodable) JSON that does not
+// decode into the collection's type.
+func TestStoreSourceConformanceWrittenWithSQL(t *testing.T) {
+	pool, writer := newPool(t), newPool(t)
+	schema := newSchema(t, pool)
+	db := newDB(t, pool, schema)
+	s := pgx.Identifier{schema}.Sanitize()
+	sourcetest.Run(t, sourcetest.Suite[string, item]{
+		New: func(t *testing.T) sourcetest.Backend[string, item] {
+			store := pgstore.New[item](db, newColl())
+			return sourcetest.Backend[string, item]{
+				Source: store,
+				Put: func(ctx context.Context, key string, v item) error {
+					data, err := json.Marshal(v)
+					if err != nil {
+						return err
+					}
+					return putRaw(ctx, writer, schema, store.Collection(), key, string(data))
+				},
+				PutUndecodable: func(ctx context.Context, key string) error {
+					return putRaw(ctx, writer, schema, store.Collection(), key, `{"n": "not a number"}`)
+				},
+				Delete: func(ctx context.Context, key string) error {
+					_, err := writer.Exec(ctx, `SELECT `+s+`.write($1, $2, 'd', 0, NULL)`, store.Collection(), key)
+					return err
+				},
+				Expire: func(ctx context.Context) error {
+					_, err := store.Compact(ctx, 0)
+					return err
+				},
+			}
+		},
+		Key:   func(i int) string { return "k" + strconv.Itoa(i) },
+		Value: func(i int) item { return item{N: i + 1, S: "v" + strconv.Itoa(i)} },
 	})
 }

@@ -3,7 +3,6 @@ package pgstore
 import (
 	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/converge-go/converge/informer"
 )
@@ -20,35 +19,30 @@ const decodeChunk = 256
 // (docs/design/pgstore.md §8.21): the read waited for the decode, one core
 // idled.
 //
-// Entries come out in the rows' order, and a value that does not decode
-// fails the List with the first such row in that order, as a serial
-// decode would, whatever the scheduling.
+// Entries come out in the rows' order. A value that does not decode is an
+// entry with Err set (a *DecodeError), never a failed List: one bad value
+// must not keep every other key of the collection out of the informer.
 type listDecoder[V any] struct {
 	s      *Store[V]
 	work   chan *decodeBatch[V] // filled chunks, in order; closed by finish
 	chunks []*decodeBatch[V]    // every chunk, in order
 	cur    *decodeBatch[V]      // the chunk being filled (not yet sent)
-	bad    atomic.Int64         // the index of the first chunk that failed, or max int64; written under badMu
-	badMu  sync.Mutex
 	wg     sync.WaitGroup
 }
 
-// decodeBatch is one chunk of rows; entries and err are written by the
-// decoder that takes it and read after the decoders are done.
+// decodeBatch is one chunk of rows; entries are written by the decoder
+// that takes it and read after the decoders are done.
 type decodeBatch[V any] struct {
-	i       int64
 	keys    []string
 	revs    []int64
 	data    [][]byte
 	entries []informer.Entry[string, V]
-	err     error // a *DecodeError: the chunk's first value that did not decode
 }
 
 // newListDecoder starts the decoders. finish must be called.
 func (s *Store[V]) newListDecoder() *listDecoder[V] {
 	procs := runtime.GOMAXPROCS(0)
 	d := &listDecoder[V]{s: s, work: make(chan *decodeBatch[V], 2*procs)}
-	d.bad.Store(1<<63 - 1)
 	for range procs {
 		d.wg.Go(d.decode)
 	}
@@ -58,7 +52,7 @@ func (s *Store[V]) newListDecoder() *listDecoder[V] {
 // add queues one row for decoding. data must not be reused by the caller.
 func (d *listDecoder[V]) add(key string, rev int64, data []byte) {
 	if d.cur == nil {
-		d.cur = &decodeBatch[V]{i: int64(len(d.chunks)), keys: make([]string, 0, decodeChunk),
+		d.cur = &decodeBatch[V]{keys: make([]string, 0, decodeChunk),
 			revs: make([]int64, 0, decodeChunk), data: make([][]byte, 0, decodeChunk)}
 		d.chunks = append(d.chunks, d.cur)
 	}
@@ -70,31 +64,21 @@ func (d *listDecoder[V]) add(key string, rev int64, data []byte) {
 	}
 }
 
-// decode is one decoder: it decodes chunks until there are no more, and
-// skips those after a chunk that failed (their errors cannot be the first).
+// decode is one decoder: it decodes chunks until there are no more.
 func (d *listDecoder[V]) decode() {
 	for c := range d.work {
-		if c.i > d.bad.Load() {
-			continue
-		}
 		c.entries = make([]informer.Entry[string, V], len(c.keys))
 		for j, data := range c.data {
-			v, err := d.s.opts.codec.Unmarshal(data)
-			if err != nil {
-				c.err = &DecodeError{Collection: d.s.coll, Key: c.keys[j], Revision: informer.Revision(c.revs[j]), Err: err}
-				d.failed(c.i)
-				break
-			}
-			c.entries[j] = informer.Entry[string, V]{Key: c.keys[j], Value: v}
+			c.entries[j] = d.s.entry(c.keys[j], c.revs[j], data)
 		}
 		c.data = nil // the encoded values can go before the List ends
 	}
 }
 
 // finish waits for the decoders and returns every entry in the rows'
-// order, or the first row's decode error. It is also how a List that
-// failed stops the decoders (it then ignores the result).
-func (d *listDecoder[V]) finish() ([]informer.Entry[string, V], error) {
+// order. It is also how a List that failed stops the decoders (it then
+// ignores the result).
+func (d *listDecoder[V]) finish() []informer.Entry[string, V] {
 	if d.cur != nil {
 		d.work <- d.cur
 		d.cur = nil
@@ -103,23 +87,22 @@ func (d *listDecoder[V]) finish() ([]informer.Entry[string, V], error) {
 	d.wg.Wait()
 	n := 0
 	for _, c := range d.chunks {
-		if c.err != nil {
-			return nil, c.err
-		}
 		n += len(c.entries)
 	}
 	entries := make([]informer.Entry[string, V], 0, n)
 	for _, c := range d.chunks {
 		entries = append(entries, c.entries...)
 	}
-	return entries, nil
+	return entries
 }
 
-// failed lowers bad to chunk i.
-func (d *listDecoder[V]) failed(i int64) {
-	d.badMu.Lock()
-	defer d.badMu.Unlock()
-	if i < d.bad.Load() {
-		d.bad.Store(i)
+// entry decodes the value of key written at rev: an entry with the value,
+// or with Err a *DecodeError.
+func (s *Store[V]) entry(key string, rev int64, data []byte) informer.Entry[string, V] {
+	v, err := s.opts.codec.Unmarshal(data)
+	if err != nil {
+		return informer.Entry[string, V]{Key: key, Revision: informer.Revision(rev),
+			Err: &DecodeError{Collection: s.coll, Key: key, Revision: informer.Revision(rev), Err: err}}
 	}
+	return informer.Entry[string, V]{Key: key, Value: v, Revision: informer.Revision(rev)}
 }

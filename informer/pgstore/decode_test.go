@@ -43,26 +43,8 @@ func TestAListDecodesEveryValueAndReturnsThemInKeyOrder(t *testing.T) {
 	assert.Positive(t, int64(rev))
 	require.Len(t, entries, listKeys)
 	for i, e := range entries {
-		require.Equal(t, informer.Entry[string, item]{Key: fmt.Sprintf("k%05d", i), Value: item{N: i}}, e)
-	}
-}
-
-func TestAListFailsWithTheFirstUndecodableValueInKeyOrderWhateverTheDecodersOrder(t *testing.T) {
-	pool := newPool(t)
-	schema := newSchema(t, pool)
-	coll := newColl()
-	// Two bad values in different chunks, the later one in a chunk a
-	// decoder may well reach first.
-	writeValues(t, pool, schema, coll, 1700, 2900)
-	store := pgstore.New[item](newDB(t, pool, schema), coll)
-
-	for range 20 { // the decoders' scheduling differs from run to run
-		entries, _, err := store.List(t.Context())
-		var de *pgstore.DecodeError
-		require.ErrorAs(t, err, &de)
-		assert.Equal(t, "k01700", de.Key)
-		assert.Equal(t, coll, de.Collection)
-		assert.Positive(t, int64(de.Revision))
-		assert.Nil(t, entries)
+		require.Positive(t, int64(e.Revision))
+		require.LessOrEqual(t, e.Revision, rev)
+		require.Equal(t, informer.Entry[string, item]{Key: fmt.Sprintf("k%05d", i), Value: item{N: i}, Revision: e.Revision}, e)
 	}
 }

@@ -18,6 +18,21 @@
 // client, keyed by its primary key, and a TableSource watches it as a
 // Store's collection, values decoded from the row's JSON.
 //
+// People and other programs write a typed collection with SQL through the
+// schema's patch function, one call that merges a JSON merge patch into a
+// key's value, bumps its "generation" when its "spec" changed, sends the
+// NOTIFY and refuses text that is not JSON (schema.sql documents it):
+//
+//	SELECT converge.patch('apps', 'web', '{"spec": {"replicas": 5}}');
+//
+// and request_delete(collection, key) deletes as informer.RequestDelete
+// does (a value with finalizers is only marked deletionRequested).
+//
+// A value that does not decode with a collection's codec (JSON of the
+// wrong shape written that way, a followed table's column whose type
+// changed) never stops a List or a Watch: it is the key's Entry or Put with
+// Err set to a *DecodeError, and every other key goes on.
+//
 // The store may share its database with a leader/pglock lease: a Fence
 // makes a write conditional on the leader's term in the write's own
 // transaction (Store.Fenced, Fence.Do), so a deposed leader's write is

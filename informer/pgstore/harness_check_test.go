@@ -140,3 +140,26 @@ func (h *harness) check(l *lane, history bool) {
 		}
 	}
 }
+
+// waitForChanges waits until the log holds n changes of every lane's
+// collection committed after the call: a test's precondition that the
+// writers wrote around a fault, whatever their speed (a loaded machine
+// runs them slowly; a fixed sleep then leaves a lane with nothing to
+// check).
+func (h *harness) waitForChanges(n int) {
+	t := h.t
+	t.Helper()
+	s := pgx.Identifier{h.schema}.Sanitize()
+	var after int64
+	require.NoError(t, h.pool.QueryRow(t.Context(), `SELECT coalesce(max(rev), 0) FROM `+s+`.log`).Scan(&after))
+	for _, l := range []*lane{h.typed, h.table} {
+		if l == nil {
+			continue
+		}
+		require.Eventually(t, func() bool {
+			var got int
+			err := h.pool.QueryRow(t.Context(), `SELECT count(*) FROM `+s+`.log WHERE coll = $1 AND rev > $2`, l.coll, after).Scan(&got)
+			return err == nil && got >= n
+		}, time.Minute, 10*time.Millisecond, "%s: %d changes committed", l.name, n)
+	}
+}

@@ -85,3 +85,14 @@ func watchEvents(t *testing.T, src informer.Source[string, item], after informer
 	t.Cleanup(func() { cancel(); assert.ErrorIs(t, <-done, context.Canceled) })
 	return events
 }
+
+// withoutRevisions returns entries with their Revision cleared, to compare
+// a List with values alone.
+func withoutRevisions[V any](entries []informer.Entry[string, V]) []informer.Entry[string, V] {
+	out := make([]informer.Entry[string, V], len(entries))
+	for i, e := range entries {
+		e.Revision = 0
+		out[i] = e
+	}
+	return out
+}

@@ -165,3 +165,170 @@ BEGIN
         SELECT g, 'f' FROM generate_series(lo, hi) g
         ON CONFLICT (rev) DO NOTHING;
 END $$;
+
+-- merge_patch applies an RFC 7386 JSON merge patch: an object patch sets
+-- each of its members in target (an object; anything else is taken as {}),
+-- merging objects member by member, and a null member removes it; any
+-- other patch replaces target.
+CREATE OR REPLACE FUNCTION {{.Schema}}.merge_patch(target jsonb, patch jsonb)
+RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    k text;
+    v jsonb;
+BEGIN
+    IF jsonb_typeof(patch) IS DISTINCT FROM 'object' THEN
+        RETURN patch;
+    END IF;
+    IF jsonb_typeof(target) IS DISTINCT FROM 'object' THEN
+        target := '{}';
+    END IF;
+    FOR k, v IN SELECT * FROM jsonb_each(patch) LOOP
+        IF jsonb_typeof(v) = 'null' THEN
+            target := target - k;
+        ELSE
+            target := jsonb_set(target, ARRAY[k], {{.Schema}}.merge_patch(target -> k, v));
+        END IF;
+    END LOOP;
+    RETURN target;
+END $$;
+
+-- patch is how a person or another program writes a typed collection's
+-- desired state, in one call (psql: SELECT converge.patch('replicasets',
+-- 'web', '{"spec": {"replicas": 3}}')). It merges p_patch, JSON text (an
+-- RFC 7386 merge patch, see merge_patch), into key's value, creating the
+-- key if absent (from {}); a value that is not JSON is replaced. It
+-- manages the generation as a Kubernetes API server does: when the value
+-- has a "generation" member (before or in the patch) and its "spec"
+-- member changed (as jsonb: key order and spacing do not count), it sets
+-- it to the old one plus 1 (1 on create), else keeps the old one; the
+-- patch's own generation is ignored. A patch that changes nothing writes
+-- nothing. It writes with write(), retrying on a concurrent writer, sends
+-- the NOTIFY that wakes the informers at once, and returns the revision
+-- of the key's value (the old one if nothing changed). A p_patch that is
+-- not valid JSON fails with SQLSTATE 22P02 and writes nothing.
+CREATE OR REPLACE FUNCTION {{.Schema}}.patch(p_coll text, p_key text, p_patch text)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    p jsonb;
+    old jsonb;
+    new jsonb;
+    old_rev bigint;
+    old_data bytea;
+    gen bigint;
+    r bigint;
+    tries int := 0;
+BEGIN
+    IF p_coll IS NULL OR p_key IS NULL OR p_patch IS NULL THEN
+        RAISE EXCEPTION 'patch(%, %, %): collection, key and patch must not be NULL', p_coll, p_key, p_patch
+            USING ERRCODE = '22004';
+    END IF;
+    BEGIN
+        p := p_patch::jsonb;
+    EXCEPTION WHEN invalid_text_representation THEN
+        RAISE EXCEPTION 'patch(%, %): the patch is not valid JSON: %', p_coll, p_key, SQLERRM
+            USING ERRCODE = '22P02', HINT = 'Pass one JSON value, e.g. ''{"spec": {"replicas": 3}}''.';
+    END;
+    LOOP
+        tries := tries + 1;
+        IF tries > 100 THEN
+            -- Under READ COMMITTED each try sees the latest commit; in an
+            -- older snapshot it would never see the writer it lost to.
+            RAISE EXCEPTION 'patch(%, %): the key kept changing under 100 tries', p_coll, p_key
+                USING ERRCODE = '40001', HINT = 'Call it outside a REPEATABLE READ or SERIALIZABLE transaction, or retry.';
+        END IF;
+        old_rev := NULL;
+        old := NULL;
+        SELECT h.rev, l.value INTO old_rev, old_data
+          FROM {{.Schema}}.head h JOIN {{.Schema}}.log l ON l.rev = h.rev
+         WHERE h.coll = p_coll AND h.key = p_key;
+        IF old_rev IS NOT NULL THEN
+            BEGIN
+                old := convert_from(old_data, 'UTF8')::jsonb;
+            EXCEPTION WHEN OTHERS THEN
+                old := NULL; -- not JSON (or not UTF-8): the patch replaces it
+            END;
+        END IF;
+        new := {{.Schema}}.merge_patch(old, p);
+        IF jsonb_typeof(new) = 'object' AND ((jsonb_typeof(old) = 'object' AND old ? 'generation')
+                OR (jsonb_typeof(p) = 'object' AND p ? 'generation')) THEN
+            gen := CASE WHEN jsonb_typeof(old -> 'generation') = 'number' THEN (old ->> 'generation')::numeric::bigint ELSE 0 END;
+            IF old_rev IS NULL OR (new -> 'spec') IS DISTINCT FROM (old -> 'spec') THEN
+                gen := gen + 1;
+            END IF;
+            new := jsonb_set(new, '{generation}', to_jsonb(gen));
+        END IF;
+        IF old_rev IS NOT NULL AND new = old THEN
+            RETURN old_rev;
+        END IF;
+        BEGIN
+            r := {{.Schema}}.write(p_coll, p_key, CASE WHEN old_rev IS NULL THEN 'c' ELSE 'u' END::"char",
+                coalesce(old_rev, 0), convert_to(new::text, 'UTF8'));
+        EXCEPTION WHEN unique_violation THEN
+            r := -1; -- a reader's fill took the revision first: nothing was written
+        END;
+        EXIT WHEN r > 0;
+    END LOOP;
+    PERFORM pg_notify(nspname, '') FROM pg_namespace WHERE oid = '{{.Schema}}'::regnamespace;
+    RETURN r;
+END $$;
+
+-- request_delete is informer.RequestDelete in SQL: it deletes the key at
+-- the revision it read, unless its value is a JSON object with a
+-- non-empty "finalizers" array; then it sets "deletionRequested" to now
+-- (UTC), or, if that is set already, writes nothing and keeps the first
+-- request's time. The key then stays until the controller's Update that
+-- removes its last finalizer deletes it. It sends the NOTIFY and returns
+-- the revision of the delete or the update (the key's own if nothing was
+-- written), or 0 if the key does not exist.
+CREATE OR REPLACE FUNCTION {{.Schema}}.request_delete(p_coll text, p_key text)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    v jsonb;
+    old_rev bigint;
+    old_data bytea;
+    r bigint;
+    tries int := 0;
+BEGIN
+    LOOP
+        tries := tries + 1;
+        IF tries > 100 THEN
+            RAISE EXCEPTION 'request_delete(%, %): the key kept changing under 100 tries', p_coll, p_key
+                USING ERRCODE = '40001', HINT = 'Call it outside a REPEATABLE READ or SERIALIZABLE transaction, or retry.';
+        END IF;
+        old_rev := NULL;
+        v := NULL;
+        SELECT h.rev, l.value INTO old_rev, old_data
+          FROM {{.Schema}}.head h JOIN {{.Schema}}.log l ON l.rev = h.rev
+         WHERE h.coll = p_coll AND h.key = p_key;
+        IF old_rev IS NULL THEN
+            RETURN 0;
+        END IF;
+        BEGIN
+            v := convert_from(old_data, 'UTF8')::jsonb;
+        EXCEPTION WHEN OTHERS THEN
+            v := NULL; -- not JSON: no finalizers
+        END;
+        IF jsonb_typeof(v) = 'object' AND jsonb_typeof(v -> 'finalizers') = 'array'
+                AND jsonb_array_length(v -> 'finalizers') > 0 THEN
+            IF v ? 'deletionRequested' THEN
+                RETURN old_rev;
+            END IF;
+            v := jsonb_set(v, '{deletionRequested}',
+                to_jsonb(to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')));
+            BEGIN
+                r := {{.Schema}}.write(p_coll, p_key, 'u', old_rev, convert_to(v::text, 'UTF8'));
+            EXCEPTION WHEN unique_violation THEN
+                r := -1;
+            END;
+        ELSE
+            BEGIN
+                r := {{.Schema}}.write(p_coll, p_key, 'd', old_rev, NULL);
+            EXCEPTION WHEN unique_violation THEN
+                r := -1;
+            END;
+        END IF;
+        EXIT WHEN r > 0;
+    END LOOP;
+    PERFORM pg_notify(nspname, '') FROM pg_namespace WHERE oid = '{{.Schema}}'::regnamespace;
+    RETURN r;
+END $$;

@@ -2,7 +2,9 @@ package pgstore
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -23,21 +25,58 @@ var schemaSQL string
 //go:embed follow.sql
 var followSQL string
 
+// schemaVersion names the SQL of this version of the package: a digest of
+// schema.sql and follow.sql. Setup records it in the schema's version
+// table, and does nothing on a schema that holds it already.
+var schemaVersion = func() string {
+	sum := sha256.Sum256([]byte(schemaSQL + "\n" + followSQL))
+	return hex.EncodeToString(sum[:16])
+}()
+
+// versionSQL records schemaVersion; it ends the script.
+const versionSQL = `
+-- The version of this SQL (a digest of it), which Setup checks first so
+-- that on an up-to-date schema it takes no lock at all.
+CREATE TABLE IF NOT EXISTS {{.Schema}}.version (
+    id     int  PRIMARY KEY CHECK (id = 1),
+    script text NOT NULL
+);
+INSERT INTO {{.Schema}}.version (id, script) VALUES (1, '{{.Version}}')
+    ON CONFLICT (id) DO UPDATE SET script = excluded.script;
+`
+
 // Script returns the SQL that Setup runs for schema ("" is DefaultSchema):
-// schema.sql, then follow.sql (the functions Follow calls), for programs
-// whose role may not run DDL and apply it from a migration instead. Run it
-// in one transaction.
+// schema.sql, then follow.sql (the functions Follow calls), then the
+// record of their version, for programs whose role may not run DDL and
+// apply it from a migration instead. Run it in one transaction; Setup on a
+// schema it made up to date then does nothing.
 func Script(schema string) string {
-	return strings.ReplaceAll(schemaSQL+"\n"+followSQL, "{{.Schema}}", quoteSchema(schema))
+	return strings.NewReplacer("{{.Schema}}", quoteSchema(schema), "{{.Version}}", schemaVersion).
+		Replace(schemaSQL + "\n" + followSQL + versionSQL)
 }
 
 // Setup creates the store's objects in schema ("" is DefaultSchema), or
-// upgrades its functions in place, in one transaction. It is idempotent
-// and safe when many processes call it at once: the transaction first
-// takes an advisory lock on the schema's name, because concurrent CREATE …
-// IF NOT EXISTS statements can fail on the catalog's unique indexes. No
-// constructor calls it: call it once at start-up, or run Script from a
-// migration. It needs the CREATE privilege on the database.
+// upgrades them in place, in one transaction. It is idempotent and safe
+// when many processes call it at once, also while others write: run it
+// from every replica at start-up.
+//
+// On a schema that this version of the package set up already (its
+// version table says so), Setup only reads that table: it takes no lock
+// that a write, a Watch or another Setup waits for. Otherwise it takes an
+// advisory lock on the schema's name (concurrent CREATE … IF NOT EXISTS
+// statements can fail on the catalog's unique indexes), then the log and
+// head tables in SHARE ROW EXCLUSIVE mode (the DDL's locks on them), which waits for the writes in
+// flight and holds new ones off until it commits (readers go on), and
+// then runs Script. A write can hold those tables in either order, so
+// Setup waits for each at most a short while (100 ms, or half the
+// server's deadlock_timeout if that is less), then lets the writes through
+// and tries again: a write never fails because of Setup, and Setup never
+// deadlocks. It returns ctx's error if ctx ends first; a session idle in a
+// transaction that wrote the log delays it until that transaction ends.
+//
+// No constructor calls it: call it at start-up, or run Script from a
+// migration. It needs the CREATE privilege on the database, unless the
+// schema is up to date.
 func Setup(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	if schema == "" {
 		schema = DefaultSchema
@@ -48,18 +87,75 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	if pool == nil {
 		return errors.New("pgstore: setup: nil pool")
 	}
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	if upToDate(ctx, pool, schema) {
+		return nil
+	}
+	for {
+		err := setupOnce(ctx, pool, schema)
+		var pe *pgconn.PgError
+		switch {
+		case err == nil:
+			return nil
+		case !errors.As(err, &pe) || pe.Code != "55P03": // lock_not_available
+			return fmt.Errorf("pgstore: setup schema %q: %w", schema, err)
+		}
+		// Writes hold the log or head: let them through, then try again.
+		if err := sleep(ctx, rebaseLockWait); err != nil {
+			return fmt.Errorf("pgstore: setup schema %q: waiting for the writes in flight: %w", schema, err)
+		}
+	}
+}
+
+// upToDate reports whether schema's version table holds schemaVersion. It
+// reads one row and locks nothing a writer takes; an error is a no. It
+// looks the table up first, so that a missing one does not abort the
+// transaction q may be.
+func upToDate(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, schema string) bool {
+	s := quoteSchema(schema)
+	var exists, ok bool
+	if err := q.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, s+".version").Scan(&exists); err != nil || !exists {
+		return false
+	}
+	err := q.QueryRow(ctx, `SELECT script = $1 FROM `+s+`.version WHERE id = 1`, schemaVersion).Scan(&ok)
+	return err == nil && ok
+}
+
+// setupOnce is one try of Setup's slow path. Lock order: Setup's advisory
+// lock (as Rebase and Follow), then log, then head, the order in which a
+// write's cached plan locks them. A write's first parse locks head first,
+// though, so the table locks wait at most lock_timeout, set below the
+// server's deadlock_timeout: in a cycle with a write, Setup's wait ends
+// first (55P03, and Setup tries again) and the write goes on.
+func setupOnce(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	s := quoteSchema(schema)
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('converge-setup:' || $1))`, schema); err != nil {
 			return err
+		}
+		if upToDate(ctx, tx, schema) { // another process set it up meanwhile
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', least($1::int,
+			(SELECT setting::int / 2 FROM pg_settings WHERE name = 'deadlock_timeout'))::text || 'ms', true)`,
+			rebaseLockWait.Milliseconds()); err != nil {
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`,
+			s+".head", s+".log").Scan(&exists); err != nil {
+			return err
+		}
+		if exists {
+			if _, err := tx.Exec(ctx, `LOCK TABLE `+s+`.log, `+s+`.head IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+				return err
+			}
 		}
 		// The simple protocol runs the whole script, several statements, at once.
 		_, err := tx.Exec(ctx, Script(schema), pgx.QueryExecModeSimpleProtocol)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("pgstore: setup schema %q: %w", schema, err)
-	}
-	return nil
 }
 
 // maxName is PostgreSQL's limit on a name, in bytes (NAMEDATALEN - 1).

@@ -135,6 +135,9 @@ func (s *Store[V]) resolveHead(ctx context.Context) (int64, error) {
 // which no hole remains: M is the newest change committed before List
 // began, holes below it are resolved (waiting for slow writers), and the
 // keys are read in one snapshot that still holds every change up to M.
+// Every entry carries its value's revision. A value that does not decode
+// is an entry with Err set to a *DecodeError and no Value; it fails
+// nothing.
 func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], informer.Revision, error) {
 	return s.listBy(ctx, s.q.list)
 }
@@ -174,17 +177,17 @@ func (s *Store[V]) listBy(ctx context.Context, query string, args ...any) ([]inf
 					rev  int64
 				)
 				if err := rows.Scan(&key, &data, &rev); err != nil {
-					_, _ = dec.finish()
+					_ = dec.finish()
 					return err
 				}
 				dec.add(key, rev, data)
 			}
 			if err := rows.Err(); err != nil {
-				_, _ = dec.finish()
+				_ = dec.finish()
 				return err
 			}
-			entries, err = dec.finish()
-			return err
+			entries = dec.finish()
+			return nil
 		})
 		if err != nil {
 			return nil, 0, s.wrap("list", "", err)
@@ -200,7 +203,9 @@ func (s *Store[V]) listBy(ctx context.Context, query string, args ...any) ([]inf
 // on, until ctx is done, emit fails, the DB's reader fails (a dropped
 // connection: the error), the DB is closed (ErrClosed), or the log no
 // longer holds what follows after (compacted, or the store was reset or
-// restored): then an error matching informer.ErrRevisionExpired.
+// restored): then an error matching informer.ErrRevisionExpired. A value
+// that does not decode is a Put with Err set to a *DecodeError and no
+// Value; the Watch goes on.
 //
 // Watches share the DB's reader: one behind it catches up on queries of its
 // own (bounded by what the reader resolved, so it fills nothing) and then
@@ -228,10 +233,13 @@ func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func
 			e := informer.Event[string, V]{Type: informer.Put, Key: r.key, Revision: informer.Revision(r.rev)}
 			if r.op == 'd' {
 				e.Type = informer.Delete
-			} else if v, derr := s.opts.codec.Unmarshal(r.value); derr != nil {
-				return &DecodeError{Collection: s.coll, Key: r.key, Revision: e.Revision, Err: derr}
 			} else {
-				e.Value = v
+				// A value that does not decode is this key's bad Put,
+				// not the end of the Watch: a Watch resumed below it
+				// would only meet it again, and every key behind it
+				// would wait.
+				ent := s.entry(r.key, r.rev, r.value)
+				e.Value, e.Err = ent.Value, ent.Err
 			}
 			if s.db.trace != nil {
 				s.db.trace.Emit(r.rev, time.Now())

@@ -58,8 +58,12 @@ func New[V any](db *DB, coll string, opts ...Option[V]) *Store[V] {
 // Collection returns the collection the Store reads, writes and follows.
 func (s *Store[V]) Collection() string { return s.coll }
 
-// DecodeError is the error of a List, Watch or Get that met a value its
-// codec cannot decode. Match it with errors.As.
+// DecodeError says that a value of the collection does not decode with the
+// Store's codec (a psql write of the wrong JSON, a followed table's column
+// whose type changed). Get fails with it; List and Watch fail for no
+// value: they return it as the Err of the key's Entry or Put, with the key
+// and revision, and go on with every other key (see informer.Event.Err).
+// Match it with errors.As.
 type DecodeError struct {
 	Collection string            // the Store's collection
 	Key        string            // the key whose value did not decode

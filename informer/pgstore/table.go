@@ -143,15 +143,18 @@ func NewTable[V any](db *DB, coll string, opts ...Option[V]) *TableSource[V] {
 func (t *TableSource[V]) Collection() string { return t.s.coll }
 
 // List returns every row of the table as of a revision below which no
-// hole remains (see Store.List). A row that does not decode fails it with
-// a *DecodeError.
+// hole remains (see Store.List). A row that does not decode (a column's
+// type changed, say) is an entry with Err set to a *DecodeError; it fails
+// nothing.
 func (t *TableSource[V]) List(ctx context.Context) ([]informer.Entry[string, V], informer.Revision, error) {
 	return t.s.List(ctx)
 }
 
 // Watch emits every change of the table after revision after, in revision
 // order (see Store.Watch): a Put for every inserted or updated row, a
-// Delete for every deleted one, both for an UPDATE of the primary key.
+// Delete for every deleted one, both for an UPDATE of the primary key. A
+// row that does not decode is a Put with Err set to a *DecodeError; the
+// Watch goes on.
 func (t *TableSource[V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, V]) error) error {
 	return t.s.Watch(ctx, after, emit)
 }
