@@ -83,7 +83,10 @@ type Informer[K comparable, V any] struct {
 	// are skipped by revision.
 	resumeRev Revision
 	isCached  bool // the first list has been stored
-	state     runState
+	// bad holds the keys whose latest value could not be taken (see
+	// BadKey); nil until the first.
+	bad   map[K]BadKey[K]
+	state runState
 	// waiters are the WaitForRevision and AfterRevision calls waiting for
 	// lastRev to reach their revision (revision.go); waiterSeq numbers
 	// them in order of arrival.
