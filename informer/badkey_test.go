@@ -283,3 +283,20 @@ func TestEntriesShouldCarryTheKeysCachedRevision(t *testing.T) {
 	assert.Equal(t, map[string]informer.Revision{"a": 11, "b": 10}, revs(inf.List()),
 		"a bad value moves the key's revision: a write conditional on it replaces the bad value")
 }
+
+func TestABadPutInABatchShouldNotHoldUpTheRestOfTheBatch(t *testing.T) {
+	src := newBatchSource(t, 1, map[string]int{"a": 1, "b": 1})
+	inf := informer.New[string, int]("t", src, quiet)
+	start(t, inf)
+	require.NoError(t, inf.WaitForSync(t.Context()))
+	require.NoError(t, src.send(t,
+		put("a", 2, 2),
+		informer.Event[string, int]{Type: informer.Put, Key: "a", Revision: 3, Err: errUndecodable},
+		put("b", 2, 4),
+		put("c", 1, 5),
+	))
+	assert.Equal(t, map[string]int{"a": 2, "b": 2, "c": 1}, cacheMap(inf))
+	assert.Equal(t, []string{"a@3+value"}, badKeys(inf))
+	assert.Equal(t, uint64(4), inf.Stats().Events)
+	assert.Equal(t, informer.Revision(5), inf.LastRevision())
+}
