@@ -142,7 +142,7 @@ func TestEntriesSourceConformance(t *testing.T) {
 					return err
 				},
 				PutUndecodable:    func(_ context.Context, k string) error { set(k, record{bad: true}); return nil },
-				DeletesCarryValue: false, // a bad record's Delete carries the zero value
+				DeletesCarryValue: true,
 				ResumeLatestOnly:  true,
 				Coalesces:         true,
 			}

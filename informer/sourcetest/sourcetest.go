@@ -53,8 +53,10 @@ type Backend[K comparable, V any] struct {
 	// hold such a value (the memory store, whose values are typed): the
 	// subtest AnUndecodableValueIsABadEntryNotAStop is then skipped.
 	PutUndecodable func(ctx context.Context, key K) error
-	// DeletesCarryValue says that Delete events carry the deleted value.
-	// Otherwise a Delete event's Value may also be the zero V.
+	// DeletesCarryValue says that Delete events carry the deleted value
+	// (unless it was one the Source could not decode; see
+	// PutUndecodable). Otherwise a Delete event's Value may also be the
+	// zero V.
 	DeletesCarryValue bool
 	// ResumeLatestOnly says that Watch resumes only after the revision of
 	// the Source's latest List (package poll); after an older one it
