@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/informer/memstore"
 )
 
 // errUndecodable stands for a value the Source could not decode.
@@ -299,4 +300,35 @@ func TestABadPutInABatchShouldNotHoldUpTheRestOfTheBatch(t *testing.T) {
 	assert.Equal(t, []string{"a@3+value"}, badKeys(inf))
 	assert.Equal(t, uint64(4), inf.Stats().Events)
 	assert.Equal(t, informer.Revision(5), inf.LastRevision())
+}
+
+func TestAWriteConditionalOnAListedEntrysRevisionShouldSucceedOnMemstore(t *testing.T) {
+	ctx := t.Context()
+	st := memstore.New[string, int]()
+	_, err := st.Create(ctx, "a", 1)
+	require.NoError(t, err)
+	_, err = st.Create(ctx, "b", 1)
+	require.NoError(t, err)
+	_, err = st.Create(ctx, "c", 1) // the list's revision is above a's and b's
+	require.NoError(t, err)
+	inf := informer.New[string, int]("t", st, quiet, informer.WithIndex("parity", parity))
+	start(t, inf)
+	require.NoError(t, inf.WaitForSync(ctx))
+	revOf := func(entries []informer.Entry[string, int], key string) informer.Revision {
+		for _, e := range entries {
+			if e.Key == key {
+				return e.Revision
+			}
+		}
+		require.FailNow(t, "not listed", key)
+		return 0
+	}
+
+	rev, err := st.Update(ctx, "a", 3, revOf(inf.List(), "a"))
+	require.NoError(t, err, "an entry from the initial list")
+	require.NoError(t, inf.WaitForRevision(ctx, rev))
+	_, err = st.Update(ctx, "a", 5, revOf(inf.ByIndex("parity", "odd"), "a"))
+	require.NoError(t, err, "an entry changed by a watch event")
+	_, err = st.Delete(ctx, "b", revOf(inf.ByIndex("parity", "odd"), "b"))
+	assert.NoError(t, err, "a conditional delete of a listed child")
 }
