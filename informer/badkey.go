@@ -92,7 +92,7 @@ func (inf *Informer[K, V]) markBadLocked(key K, rev Revision, err error, sameIfE
 		inf.panicked(r, key, rev, "the key is bad: the cache keeps its last good value, if any")
 		return
 	}
-	inf.log.Warn("value cannot be decoded; the key is bad, the cache keeps its last good value",
+	inf.log.Warn("value cannot be decoded: the key is bad until a later value of it can, and the cache keeps its last good value, if any",
 		"key", key, "revision", rev, "error", err, "has_value", hasValue)
 }
 

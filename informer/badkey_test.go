@@ -1,6 +1,7 @@
 package informer_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -331,4 +332,54 @@ func TestAWriteConditionalOnAListedEntrysRevisionShouldSucceedOnMemstore(t *test
 	require.NoError(t, err, "an entry changed by a watch event")
 	_, err = st.Delete(ctx, "b", revOf(inf.ByIndex("parity", "odd"), "b"))
 	assert.NoError(t, err, "a conditional delete of a listed child")
+}
+
+func TestABadEntryListedAgainWithoutARevisionShouldNotBeLoggedAgain(t *testing.T) {
+	var logs logBuffer
+	src := newScript()
+	inf := informer.New[string, int]("t", src, logs.option())
+	src.listEntries(1, good("a", 1), bad("b", 0))
+	start(t, inf)
+	w := src.nextWatch(t)
+	src.listEntries(5, good("a", 1), bad("b", 0)) // the same error: taken as the same value
+	w.end <- informer.ErrRevisionExpired
+	w = src.nextWatch(t)
+	assert.Equal(t, 1, strings.Count(logs.String(), "value cannot be decoded"), logs.String())
+	assert.Equal(t, []string{"b@5"}, badKeys(inf), "its revision is the latest list's")
+	src.listEntries(6, good("a", 1), informer.Entry[string, int]{Key: "b", Err: errors.New("another error")})
+	w.end <- informer.ErrRevisionExpired
+	src.nextWatch(t)
+	assert.Equal(t, 2, strings.Count(logs.String(), "value cannot be decoded"), logs.String())
+	assert.Equal(t, uint64(2), inf.Stats().DecodeErrors)
+}
+
+// badBuckets lists one key of a memory store as undecodable.
+type badBuckets struct {
+	*memstore.Buckets[string, int]
+	bad string
+}
+
+func (b badBuckets) ListBuckets(ctx context.Context, buckets []int) ([]informer.Entry[string, int], informer.Revision, error) {
+	entries, rev, err := b.Buckets.ListBuckets(ctx, buckets)
+	for i, e := range entries {
+		if e.Key == b.bad {
+			entries[i] = informer.Entry[string, int]{Key: e.Key, Revision: e.Revision, Err: errUndecodable}
+		}
+	}
+	return entries, rev, err
+}
+
+func TestABucketLoadedWithABadKeyShouldMarkItAndItsReleaseShouldForgetIt(t *testing.T) {
+	store := memstore.New[string, int]()
+	store.Put("1/a", 1)
+	store.Put("1/bad", 1)
+	store.Put("2/a", 1)
+	inf := informer.New("ints", informer.Bucketed(badBuckets{memstore.WithBuckets(store, digitBucket), "1/bad"}, digitBucket), quiet)
+	ctx := runInformer(t, inf)
+	require.NoError(t, inf.AcquireBucket(ctx, 1))
+	assert.Equal(t, []string{"1/a"}, keysOf(inf.List()))
+	assert.Equal(t, []string{"1/bad@2"}, badKeys(inf))
+	inf.ReleaseBucket(1)
+	assert.Empty(t, inf.BadKeys(), "a released bucket's keys are no longer looked at")
+	assert.Equal(t, uint64(0), inf.Stats().BadKeys)
 }
