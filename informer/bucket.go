@@ -258,6 +258,11 @@ const releaseWait = time.Second
 func (inf *Informer[K, V]) drop(bucketOf func(K) int, b int) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
+	for k := range inf.bad {
+		if bucketOf(k) == b {
+			inf.clearBadLocked(k)
+		}
+	}
 	for k := range inf.cache.all() {
 		if bucketOf(k) == b {
 			if _, _, err := inf.cache.remove(k); err != nil {
@@ -275,12 +280,20 @@ func (inf *Informer[K, V]) load(entries []Entry[K, V], rev Revision) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	for _, e := range entries {
-		v, err := inf.ingest(e.Value)
+		r := listedRev(e, rev)
+		err := e.Err
+		var v V
 		if err == nil {
-			_, _, err = inf.cache.set(e.Key, v, rev)
+			v, err = inf.ingest(e.Value)
 		}
 		if err != nil {
-			inf.panicked(err, e.Key, rev, "entry not cached")
+			inf.markBadLocked(e.Key, r, err, e.Revision == 0)
+			continue
 		}
+		if _, _, err := inf.cache.set(e.Key, v, r); err != nil {
+			inf.panicked(err, e.Key, rev, "entry not cached")
+			continue
+		}
+		inf.clearBadLocked(e.Key)
 	}
 }

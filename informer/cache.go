@@ -141,7 +141,7 @@ func (c *cache[K, V]) set(key K, v V, rev Revision) (old V, existed bool, err er
 }
 
 // setRev records that key's cached value is current as of rev; for a
-// relist whose value for key could not be taken (see Informer.relist).
+// value of key that could not be taken (see Informer.markBadLocked).
 func (c *cache[K, V]) setRev(key K, rev Revision) {
 	items := c.items.shard(key)
 	if it, ok := items[key]; ok {
@@ -246,7 +246,7 @@ func (c *cache[K, V]) byIndex(name, value string) []Entry[K, V] {
 	out := make([]Entry[K, V], 0, len(keys))
 	for k := range keys {
 		it, _ := c.items.get(k)
-		out = append(out, Entry[K, V]{Key: k, Value: it.value})
+		out = append(out, Entry[K, V]{Key: k, Value: it.value, Revision: it.rev})
 	}
 	return out
 }
@@ -255,7 +255,7 @@ func (c *cache[K, V]) byIndex(name, value string) []Entry[K, V] {
 func (c *cache[K, V]) entries() []Entry[K, V] {
 	out := make([]Entry[K, V], 0, c.items.len())
 	for k, it := range c.items.all() {
-		out = append(out, Entry[K, V]{Key: k, Value: it.value})
+		out = append(out, Entry[K, V]{Key: k, Value: it.value, Revision: it.rev})
 	}
 	return out
 }

@@ -61,16 +61,27 @@
 //     as an update with old == new, unless a change to it is already pending.
 //   - Errors from the source are never fatal: they are wrapped with the
 //     informer's name, logged, counted ([Informer.Stats]) and retried. A
-//     failed list leaves the cache as it was: an entry the source cannot
-//     read is an error, never a delete.
+//     failed list leaves the cache as it was.
+//   - One bad value never stops the stream: a value the Source cannot
+//     decode comes as an entry or a Put with Err set ([Entry].Err,
+//     [Event].Err), not as a failed List or Watch, and it makes its key
+//     bad ([BadKey]): the cache keeps the key's last good value (or has
+//     none, if it never had one), the handlers are not called, every other
+//     key flows, and the key recovers at its next good value or its
+//     delete. Nothing is deleted because of a bad value: a list that has
+//     the key with Err keeps it. A bad value is counted
+//     ([Stats].DecodeErrors) and logged at Warn once per key and
+//     revision; [Informer.BadKeys] and [Stats].BadKeys tell which keys
+//     are bad now.
 //   - A panic in the user's code (a handler's method, the transform, an
 //     IndexFunc) is recovered, logged with its stack and counted
 //     ([Stats].Panics), and the informer goes on with the next change: a
-//     handler's change counts as delivered (see [Handler]); a watch event
-//     whose value the transform or an IndexFunc panics on is skipped, so
-//     the cache keeps the key's last value; a listed entry is skipped
-//     likewise (on a relist the key keeps its last value, it is not
-//     deleted); a delete is applied anyway.
+//     handler's change counts as delivered (see [Handler]); a value the
+//     transform panics on is a bad value, as above; a watch event whose
+//     value an IndexFunc panics on is skipped, so the cache keeps the
+//     key's last value, and a listed entry is skipped likewise (on a
+//     relist the key keeps its last value, it is not deleted); a delete is
+//     applied anyway.
 //   - [Registration.Remove] returns only once no call of its handler is in
 //     progress; the handler is never called again.
 //   - Run returns only after every goroutine it started has returned.
@@ -78,7 +89,8 @@
 // # Cost
 //
 // One goroutine per handler while running, plus one for resync if enabled.
-// The cache is a map with one revision per entry; an index costs one set
+// The cache is a map with one revision per entry, and a map of the bad
+// keys, empty (nil) unless some are bad; an index costs one set
 // entry per (value, key) and nothing per entry otherwise, since old values'
 // index values are recomputed. Every change is pushed to every handler's
 // buffer under the informer's lock: a map update and, unless the key is

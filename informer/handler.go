@@ -58,7 +58,7 @@ type Handler[K comparable, V any] interface {
 //   - a list or a relist (initial adds, a relist's updates, and deletes of
 //     keys it found gone): the list's revision;
 //   - a resync (WithResync) or the replay of the cache to a handler added
-//     late: the revision at which the cache got the value delivered.
+//     late: the key's cached revision (see Entry.Revision).
 //
 // A panic in ChangeRevision is recovered and counted as one in the method
 // it precedes, which is then not called; the change counts as delivered

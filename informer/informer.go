@@ -83,7 +83,10 @@ type Informer[K comparable, V any] struct {
 	// are skipped by revision.
 	resumeRev Revision
 	isCached  bool // the first list has been stored
-	state     runState
+	// bad holds the keys whose latest value could not be taken (see
+	// BadKey); nil until the first.
+	bad   map[K]BadKey[K]
+	state runState
 	// waiters are the WaitForRevision and AfterRevision calls waiting for
 	// lastRev to reach their revision (revision.go); waiterSeq numbers
 	// them in order of arrival.
@@ -283,7 +286,8 @@ func (inf *Informer[K, V]) waitClosed(ctx context.Context, ch <-chan struct{}, w
 	}
 }
 
-// Get returns the cached value for key.
+// Get returns the cached value for key. For a bad key (see BadKey) that is
+// its last good value, if it had one.
 func (inf *Informer[K, V]) Get(key K) (V, bool) {
 	inf.mu.RLock()
 	defer inf.mu.RUnlock()
@@ -291,9 +295,11 @@ func (inf *Informer[K, V]) Get(key K) (V, bool) {
 	return it.value, ok
 }
 
-// List returns every cached entry, in no particular order. The slice is
-// the caller's; the values are shared with the cache and other readers, so
-// treat them as read-only.
+// List returns every cached entry, in no particular order, each with the
+// key's cached revision (see Entry.Revision); a bad key (see BadKey) with
+// its last good value, if it had one. The slice is the caller's; the
+// values are shared with the cache and other readers, so treat them as
+// read-only.
 func (inf *Informer[K, V]) List() []Entry[K, V] {
 	inf.mu.RLock()
 	defer inf.mu.RUnlock()
@@ -301,10 +307,11 @@ func (inf *Informer[K, V]) List() []Entry[K, V] {
 }
 
 // ByIndex returns the cached entries that the index named index files under
-// value, in no particular order; none if there are none. It panics if the
-// informer has no index of that name (given to New with WithIndex, or added
-// with AddIndex): an unknown name is a typo, or an index added too late,
-// that an empty answer would hide. Check names up front with HasIndex.
+// value, in no particular order, each with its revision as in List; none
+// if there are none. It panics if the informer has no index of that name
+// (given to New with WithIndex, or added with AddIndex): an unknown name
+// is a typo, or an index added too late, that an empty answer would hide.
+// Check names up front with HasIndex.
 func (inf *Informer[K, V]) ByIndex(index, value string) []Entry[K, V] {
 	inf.mu.RLock()
 	defer inf.mu.RUnlock()

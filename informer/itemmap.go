@@ -23,9 +23,10 @@ import (
 // item is a cached value and the revision of the change that set it.
 type item[V any] struct {
 	value V
-	// rev is the revision of the last Put applied to the key, or of the
-	// list that last set it. Events for the key at or below it are
-	// duplicates and are skipped.
+	// rev is the revision of the last Put applied to the key, or the one
+	// the list that last set it gave the entry (the list's own if none),
+	// or that of a bad value of the key met since (see BadKey). Events
+	// for the key at or below it are duplicates and are skipped.
 	rev Revision
 }
 

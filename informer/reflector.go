@@ -101,6 +101,7 @@ func (inf *Informer[K, V]) replace(entries []Entry[K, V], rev Revision) {
 	} else {
 		inf.relist(entries, rev)
 	}
+	inf.keepListedBadLocked(entries)
 	inf.lastRev, inf.resumeRev = rev, rev
 	// After the cache and the handlers' buffers have the list.
 	defer inf.wakeWaitersLocked()
@@ -136,17 +137,23 @@ func (inf *Informer[K, V]) fill(entries []Entry[K, V], rev Revision, initialList
 			l.mu.Lock()
 		}
 		for _, e := range chunk {
-			v, err := inf.ingest(e.Value)
-			var old V
-			var existed bool
+			r := listedRev(e, rev)
+			err := e.Err
+			var v V
 			if err == nil {
-				old, existed, err = inf.cache.set(e.Key, v, rev)
+				v, err = inf.ingest(e.Value)
 			}
+			if err != nil {
+				inf.markBadLocked(e.Key, r, err, e.Revision == 0)
+				continue
+			}
+			old, existed, err := inf.cache.set(e.Key, v, r)
 			if err != nil {
 				// Never seen, so never told: as if it had not been listed.
 				inf.panicked(err, e.Key, rev, "entry not cached")
 				continue
 			}
+			inf.clearBadLocked(e.Key)
 			c := change[V]{kind: kindAdd, cur: v, initialList: initialList, rev: rev}
 			if existed {
 				// A source listed the key twice: the later value wins.
@@ -174,19 +181,26 @@ func (inf *Informer[K, V]) relist(entries []Entry[K, V], rev Revision) {
 	for _, e := range entries {
 		// Listed, so not deleted, even if its value cannot be taken.
 		listed[e.Key] = struct{}{}
-		v, err := inf.ingest(e.Value)
-		var old V
-		var existed bool
+		r := listedRev(e, rev)
+		err := e.Err
+		var v V
 		if err == nil {
-			old, existed, err = inf.cache.set(e.Key, v, rev)
+			v, err = inf.ingest(e.Value)
 		}
+		if err != nil {
+			inf.markBadLocked(e.Key, r, err, e.Revision == 0)
+			continue
+		}
+		old, existed, err := inf.cache.set(e.Key, v, r)
 		switch {
 		case err != nil:
-			inf.cache.setRev(e.Key, rev)
+			inf.cache.setRev(e.Key, r)
 			inf.panicked(err, e.Key, rev, "entry skipped: the cache keeps the key's last value, if any")
 		case existed:
+			inf.clearBadLocked(e.Key)
 			inf.notifyLocked(e.Key, change[V]{kind: kindUpdate, old: old, cur: v, resync: true, rev: rev})
 		default:
+			inf.clearBadLocked(e.Key)
 			inf.notifyLocked(e.Key, change[V]{kind: kindAdd, cur: v, rev: rev})
 		}
 	}
@@ -326,26 +340,40 @@ func (inf *Informer[K, V]) applyLocked(ev Event[K, V], after Revision) (advanced
 		advanced = true
 	}
 	it, ok := inf.cache.get(ev.Key)
+	known := it.rev // the revision the informer holds for the key, if ok
+	if len(inf.bad) > 0 && !ok {
+		// A bad key without a value has a revision all the same.
+		var b BadKey[K]
+		if b, ok = inf.bad[ev.Key]; ok {
+			known = b.Revision
+		}
+	}
 	switch ev.Type {
 	case Put:
 		switch {
-		case ok && ev.Revision == it.rev:
+		case ok && ev.Revision == known:
 			return advanced, false, "" // a duplicate, which the contract allows
-		case ok && ev.Revision < it.rev:
-			return advanced, false, fmt.Sprintf("a Put older than the key's cached revision %d", it.rev)
+		case ok && ev.Revision < known:
+			return advanced, false, fmt.Sprintf("a Put older than the key's cached revision %d", known)
 		case ev.Revision <= after:
 			return advanced, false, "a Put at or below the revision the watch started after"
 		}
-		v, err := inf.ingest(ev.Value)
-		var old V
-		var existed bool
+		err := ev.Err
+		var v V
 		if err == nil {
-			old, existed, err = inf.cache.set(ev.Key, v, ev.Revision)
+			v, err = inf.ingest(ev.Value)
 		}
+		if err != nil {
+			// No handler call: there is no new value to give (see BadKey).
+			inf.markBadLocked(ev.Key, ev.Revision, err, false)
+			return advanced, true, ""
+		}
+		old, existed, err := inf.cache.set(ev.Key, v, ev.Revision)
 		if err != nil {
 			inf.panicked(err, ev.Key, ev.Revision, "event skipped: the cache keeps the key's last value, if any")
 			return advanced, false, ""
 		}
+		inf.clearBadLocked(ev.Key)
 		if existed {
 			inf.pushAllLocked(ev.Key, change[V]{kind: kindUpdate, old: old, cur: v, rev: ev.Revision})
 		} else {
@@ -353,8 +381,8 @@ func (inf *Informer[K, V]) applyLocked(ev Event[K, V], after Revision) (advanced
 		}
 	case Delete:
 		switch {
-		case ok && ev.Revision <= it.rev:
-			return advanced, false, fmt.Sprintf("a Delete at or below the key's cached revision %d", it.rev)
+		case ok && ev.Revision <= known:
+			return advanced, false, fmt.Sprintf("a Delete at or below the key's cached revision %d", known)
 		case !ok && ev.Revision == after:
 			return advanced, false, "" // gone already: a re-sent delete
 		case ev.Revision <= after:
@@ -362,11 +390,14 @@ func (inf *Informer[K, V]) applyLocked(ev Event[K, V], after Revision) (advanced
 		case !ok:
 			return advanced, false, "" // gone already: a duplicate
 		}
-		last, _, err := inf.cache.remove(ev.Key)
+		inf.clearBadLocked(ev.Key)
+		last, existed, err := inf.cache.remove(ev.Key)
 		if err != nil {
 			inf.panicked(err, ev.Key, ev.Revision, "deleted anyway, and removed from every index by a scan")
 		}
-		inf.pushAllLocked(ev.Key, change[V]{kind: kindDelete, old: last, cur: last, rev: ev.Revision})
+		if existed { // else a bad key that never had a value, which no handler was told of
+			inf.pushAllLocked(ev.Key, change[V]{kind: kindDelete, old: last, cur: last, rev: ev.Revision})
+		}
 	case Bookmark:
 		// Every revision up to the bookmark's is complete. One below the
 		// last seen (etcd can send those) says nothing of the last.

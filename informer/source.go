@@ -16,16 +16,22 @@ type Revision uint64
 type Entry[K comparable, V any] struct {
 	Key   K
 	Value V
-	// Revision is the revision the key's value was last written at, if
-	// the Source knows it; 0 means the revision of the list. The
-	// informer's own List, Get-like reads and indexes fill it from the
-	// cache, so that a caller can make a write conditional on it.
+	// Revision is the revision the key's value was last written at (its
+	// mod revision), if the Source knows it; 0 means the revision of the
+	// list. The informer's own List and ByIndex fill it with the key's
+	// cached revision: that of the last change of the key it took (a bad
+	// value's included, see BadKey), which is the mod revision when the
+	// Source lists it or a watch brought it, so that a caller can make a
+	// write conditional on it (ReadWriter.Update and Delete). After a list
+	// from a Source that gives none it is the list's revision, on which
+	// such a write fails with ErrConflict until the key's next change.
 	Revision Revision
 	// Err, if not nil, says the store holds a value for Key that the
-	// Source could not decode (or otherwise take); Value is then unset.
+	// Source could not decode (or otherwise take); Value is then unset,
+	// and Revision should be the bad value's, if the Source knows it.
 	// The informer keeps the key's last good value, if it has one, and
-	// marks the key bad (see Informer.BadKeys); it never deletes a key
-	// because of Err.
+	// marks the key bad (see BadKey); it never deletes a key because of
+	// Err. The informer's own entries never have Err set.
 	Err error
 }
 
@@ -100,9 +106,13 @@ var ErrRevisionExpired = errors.New("informer: revision expired")
 //     again after the last revision it saw. So a source need not retry
 //     itself, and should not hide lost changes: returning an error is
 //     always safe.
-//   - A value the Source cannot decode is an Entry or a Put with Err set,
-//     never a failed List or Watch: one bad value must not stop the
-//     stream for every other key (see Entry.Err and Event.Err).
+//   - A value the Source cannot decode is an Entry or a Put with Err set
+//     (its Key and Revision as for a good value, its Value unset), never a
+//     failed List or Watch: one bad value must not stop the stream for
+//     every other key, and a watch that failed at it would resume below it
+//     and fail again (see Entry.Err and Event.Err). Its key stays listed
+//     while the store has it. A Delete of a key whose last value was bad
+//     may carry the zero V.
 //   - If emit returns an error, Watch returns it.
 //   - List and Watch may be called again at any time, also concurrently
 //     with each other (a relist while an old watch is still stopping).

@@ -39,8 +39,10 @@ type Stats struct {
 	// panicked is documented on Handler and on the package.
 	Panics uint64
 	// DecodeErrors counts values the informer could not take: entries
-	// and Puts with Err set, and values the transform panicked on. Each
-	// makes its key bad (see BadKey) rather than stopping the stream.
+	// and Puts with Err set, and values the transform panicked on, once
+	// per key and revision (a relist that finds the same bad value again
+	// does not count it again). Each makes its key bad (see BadKey) rather
+	// than stopping the stream.
 	DecodeErrors uint64
 	// BadKeys is how many keys are bad now (see Informer.BadKeys).
 	BadKeys uint64
@@ -53,6 +55,9 @@ type Stats struct {
 
 type stats struct {
 	lists, listErrors, watchErrors, expired, events, resyncs, violations, panics atomic.Uint64
+	decodeErrors                                                                 atomic.Uint64
+	// badKeys is len(Informer.bad), stored on every change of it.
+	badKeys atomic.Uint64
 	// lastEvent is Stats.LastEvent in Unix nanoseconds, 0 for none.
 	lastEvent atomic.Int64
 }
@@ -91,15 +96,17 @@ func (inf *Informer[K, V]) Head(ctx context.Context) (rev Revision, ok bool, err
 // Stats returns the informer's counters.
 func (inf *Informer[K, V]) Stats() Stats {
 	return Stats{
-		Lists:       inf.stats.lists.Load(),
-		ListErrors:  inf.stats.listErrors.Load(),
-		WatchErrors: inf.stats.watchErrors.Load(),
-		Expired:     inf.stats.expired.Load(),
-		Events:      inf.stats.events.Load(),
-		Resyncs:     inf.stats.resyncs.Load(),
-		Violations:  inf.stats.violations.Load(),
-		Panics:      inf.stats.panics.Load(),
-		LastEvent:   unixNanos(inf.stats.lastEvent.Load()),
+		Lists:        inf.stats.lists.Load(),
+		ListErrors:   inf.stats.listErrors.Load(),
+		WatchErrors:  inf.stats.watchErrors.Load(),
+		Expired:      inf.stats.expired.Load(),
+		Events:       inf.stats.events.Load(),
+		Resyncs:      inf.stats.resyncs.Load(),
+		Violations:   inf.stats.violations.Load(),
+		Panics:       inf.stats.panics.Load(),
+		DecodeErrors: inf.stats.decodeErrors.Load(),
+		BadKeys:      inf.stats.badKeys.Load(),
+		LastEvent:    unixNanos(inf.stats.lastEvent.Load()),
 	}
 }
 

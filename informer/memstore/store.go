@@ -229,7 +229,7 @@ func (s *Store[K, V]) List(ctx context.Context) ([]informer.Entry[K, V], informe
 	defer s.mu.RUnlock()
 	entries := make([]informer.Entry[K, V], len(s.items))
 	for i, it := range s.items {
-		entries[i] = informer.Entry[K, V]{Key: it.key, Value: it.value}
+		entries[i] = informer.Entry[K, V]{Key: it.key, Value: it.value, Revision: it.modRev}
 	}
 	return entries, s.rev, nil
 }

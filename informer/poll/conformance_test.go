@@ -2,6 +2,7 @@ package poll_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
@@ -88,5 +89,65 @@ func (v values) List(ctx context.Context) ([]informer.Entry[string, int], inform
 func (v values) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, int]) error) error {
 	return v.src.Watch(ctx, after, func(e informer.Event[string, entry]) error {
 		return emit(informer.Event[string, int]{Type: e.Type, Key: e.Key, Value: e.Value.Value, Revision: e.Revision})
+	})
+}
+
+// errBadRecord is what the list function of
+// TestEntriesSourceConformance reports for a record it cannot read.
+var errBadRecord = errors.New("record does not parse")
+
+// TestEntriesSourceConformance runs the suite on a NewEntries Source whose
+// list function reports a bad record as an entry with Err, so that the
+// suite's undecodable-value case runs on poll too.
+func TestEntriesSourceConformance(t *testing.T) {
+	type record struct {
+		value int
+		bad   bool
+	}
+	sourcetest.Run(t, sourcetest.Suite[string, int]{
+		New: func(*testing.T) sourcetest.Backend[string, int] {
+			var (
+				mu   sync.Mutex
+				data = map[string]record{}
+			)
+			src := poll.NewEntries(func(context.Context) ([]informer.Entry[string, int], error) {
+				mu.Lock()
+				defer mu.Unlock()
+				out := make([]informer.Entry[string, int], 0, len(data))
+				for k, r := range data {
+					if r.bad {
+						out = append(out, informer.Entry[string, int]{Key: k, Err: errBadRecord})
+						continue
+					}
+					out = append(out, informer.Entry[string, int]{Key: k, Value: r.value})
+				}
+				return out, nil
+			}, poll.WithInterval(2*time.Millisecond), poll.WithJitter(0))
+			set := func(k string, r record) {
+				mu.Lock()
+				defer mu.Unlock()
+				data[k] = r
+			}
+			return sourcetest.Backend[string, int]{
+				Source: src,
+				Put:    func(_ context.Context, k string, v int) error { set(k, record{value: v}); return nil },
+				Delete: func(_ context.Context, k string) error {
+					mu.Lock()
+					defer mu.Unlock()
+					delete(data, k)
+					return nil
+				},
+				Expire: func(ctx context.Context) error {
+					_, _, err := src.List(ctx)
+					return err
+				},
+				PutUndecodable:    func(_ context.Context, k string) error { set(k, record{bad: true}); return nil },
+				DeletesCarryValue: true,
+				ResumeLatestOnly:  true,
+				Coalesces:         true,
+			}
+		},
+		Key:   func(i int) string { return "k" + strconv.Itoa(i) },
+		Value: func(i int) int { return i + 1 },
 	})
 }

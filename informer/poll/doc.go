@@ -1,6 +1,8 @@
 // Package poll turns any function that lists objects (a REST endpoint, a
 // cloud API, a directory) into an informer.Source, by listing on an interval
-// and diffing each list against the one before.
+// and diffing each list against the one before: New for a function that
+// lists values, NewEntries for one that lists keyed entries and can report
+// a record it could not read.
 //
 // # Revisions
 //
@@ -22,6 +24,13 @@
 //     with the last listed value, for each key that vanished, in the order
 //     of the previous list, then, if it emitted anything, an
 //     informer.Bookmark at its last revision.
+//   - A record the list function cannot read (a list function given to
+//     NewEntries returns it as an entry with Err set) is a bad value of its
+//     key, not a failed list: List has it with Err and no Value, and a diff
+//     emits a Put with Err when the key turns bad or its error's text
+//     changes, and a Put when it turns good again, never a Delete while it
+//     is listed. A bad key that vanishes is a Delete with the zero value.
+//     So one bad record never stops the others (see informer.Entry.Err).
 //   - Duplicate keys in one list: the last value wins, at the position of
 //     the first. Pagination over a changing collection returns duplicates
 //     in practice, and failing the list would stop the informer from ever

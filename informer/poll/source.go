@@ -21,8 +21,7 @@ var _ informer.Source[string, int] = (*Source[string, int])(nil)
 // the package documentation for what concurrent use means for revisions.
 type Source[K comparable, V any] struct {
 	// Set by New and only read afterwards.
-	list     func(ctx context.Context) ([]V, error)
-	key      func(V) K
+	list     func(ctx context.Context) ([]informer.Entry[K, V], error)
 	equal    func(a, b V) bool
 	interval time.Duration
 	jitter   float64
@@ -55,10 +54,39 @@ func New[K comparable, V any](list func(ctx context.Context) ([]V, error), key f
 	if list == nil || key == nil {
 		panic("poll: New: list and key must not be nil")
 	}
+	return newSource(func(ctx context.Context) ([]informer.Entry[K, V], error) {
+		values, err := list(ctx)
+		if err != nil {
+			return nil, err
+		}
+		entries := make([]informer.Entry[K, V], len(values))
+		for i, v := range values {
+			entries[i] = informer.Entry[K, V]{Key: key(v), Value: v}
+		}
+		return entries, nil
+	}, opts)
+}
+
+// NewEntries is New for a list function that keys its values itself and
+// can report a value it could not read: an entry with Err set is a bad
+// value of its key (a record that does not parse, say), which the Source
+// lists with Err and watches as a Put with Err instead of failing, so
+// that one bad record never stops the others (see the package
+// documentation). An entry's Revision is ignored: the Source counts its
+// own. The Source keeps the returned slice and may modify it, so list must
+// return a new one each time. NewEntries panics if list is nil, or on
+// options that cannot work.
+func NewEntries[K comparable, V any](list func(ctx context.Context) ([]informer.Entry[K, V], error), opts ...Option[V]) *Source[K, V] {
+	if list == nil {
+		panic("poll: NewEntries: list must not be nil")
+	}
+	return newSource(list, opts)
+}
+
+func newSource[K comparable, V any](list func(ctx context.Context) ([]informer.Entry[K, V], error), opts []Option[V]) *Source[K, V] {
 	c, equal := newConfig(opts)
 	return &Source[K, V]{
 		list:     list,
-		key:      key,
 		equal:    equal,
 		interval: c.interval,
 		jitter:   c.jitter,
@@ -77,11 +105,11 @@ func (s *Source[K, V]) List(ctx context.Context) ([]informer.Entry[K, V], inform
 	if err := ctx.Err(); err != nil {
 		return nil, 0, fmt.Errorf("poll: list: %w", err)
 	}
-	values, err := s.list(ctx)
+	listed, err := s.list(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("poll: list: %w", err)
 	}
-	next := s.snapshot(values)
+	next := newSnapshot(listed)
 	s.mu.Lock()
 	rev := s.rev + informer.Revision(len(s.diff(s.last, next, s.rev)))
 	s.rev, s.last = rev, next
@@ -113,14 +141,14 @@ func (s *Source[K, V]) Watch(ctx context.Context, after informer.Revision, emit 
 		if err := s.wait(ctx); err != nil {
 			return err
 		}
-		values, err := s.list(ctx)
+		listed, err := s.list(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return fmt.Errorf("poll: watch after revision %d: list: %w", after, err)
 		}
-		next := s.snapshot(values)
+		next := newSnapshot(listed)
 
 		s.mu.Lock()
 		if err := s.expired(after); err != nil {
@@ -179,44 +207,71 @@ func jittered(d time.Duration, f, u float64) time.Duration {
 	return d + time.Duration(float64(d)*f*(2*u-1))
 }
 
-// snapshot deduplicates values by key: the last value wins, at the position
-// of the first.
-func (s *Source[K, V]) snapshot(values []V) snapshot[K, V] {
-	snap := snapshot[K, V]{
-		entries: make([]informer.Entry[K, V], 0, len(values)),
-		index:   make(map[K]int, len(values)),
-	}
-	for _, v := range values {
-		k := s.key(v)
-		if i, dup := snap.index[k]; dup {
-			snap.entries[i].Value = v
+// newSnapshot deduplicates entries by key, in place: the last entry wins,
+// at the position of the first. A bad entry's Value is cleared, and every
+// Revision, which the Source counts itself.
+func newSnapshot[K comparable, V any](entries []informer.Entry[K, V]) snapshot[K, V] {
+	snap := snapshot[K, V]{index: make(map[K]int, len(entries))}
+	kept := entries[:0]
+	for _, e := range entries {
+		e.Revision = 0
+		if e.Err != nil {
+			var zero V
+			e.Value = zero
+		}
+		if i, dup := snap.index[e.Key]; dup {
+			kept[i] = e
 			continue
 		}
-		snap.index[k] = len(snap.entries)
-		snap.entries = append(snap.entries, informer.Entry[K, V]{Key: k, Value: v})
+		snap.index[e.Key] = len(kept)
+		kept = append(kept, e)
 	}
+	clear(entries[len(kept):]) // let the dropped duplicates' values go
+	snap.entries = kept
 	return snap
 }
 
 // diff returns the changes from prev to next, numbered from after+1: Puts
 // for new and changed keys in next's order, then Deletes with the previous
-// value for vanished keys in prev's order.
+// value for vanished keys in prev's order. A key that turned bad, or whose
+// error changed, is a Put with Err; one that turned good again, a Put.
 func (s *Source[K, V]) diff(prev, next snapshot[K, V], after informer.Revision) []informer.Event[K, V] {
 	var events []informer.Event[K, V]
 	add := func(typ informer.EventType, e informer.Entry[K, V]) {
 		after++
-		events = append(events, informer.Event[K, V]{Type: typ, Key: e.Key, Value: e.Value, Revision: after})
+		events = append(events, informer.Event[K, V]{Type: typ, Key: e.Key, Value: e.Value, Revision: after, Err: e.Err})
 	}
 	for _, e := range next.entries {
 		i, ok := prev.index[e.Key]
-		if !ok || !s.equal(prev.entries[i].Value, e.Value) {
+		if !ok {
+			add(informer.Put, e)
+			continue
+		}
+		p := prev.entries[i]
+		if changed(p, e, s.equal) {
 			add(informer.Put, e)
 		}
 	}
 	for _, e := range prev.entries {
 		if _, ok := next.index[e.Key]; !ok {
+			// A bad entry's Value is unset: the Delete then carries
+			// the zero V, which the informer replaces with its last.
+			e.Err = nil
 			add(informer.Delete, e)
 		}
 	}
 	return events
+}
+
+// changed reports whether a key's entry changed from p to e: its value by
+// equal, between good and bad, or its error's text while bad (the error
+// is all a bad entry says of its value).
+func changed[K comparable, V any](p, e informer.Entry[K, V], equal func(a, b V) bool) bool {
+	switch {
+	case p.Err == nil && e.Err == nil:
+		return !equal(p.Value, e.Value)
+	case p.Err != nil && e.Err != nil:
+		return p.Err.Error() != e.Err.Error()
+	}
+	return true
 }

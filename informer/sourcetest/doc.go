@@ -18,7 +18,7 @@
 // # What Run checks
 //
 // Each subtest gets a fresh Backend from Suite.New and changes it only
-// through Backend.Put, Delete and Expire:
+// through Backend.Put, Delete, Expire and PutUndecodable:
 //
 //   - ListIsOneSnapshot: a writer sets a, then b, to the n-th value for
 //     growing n; every List that runs meanwhile has b <= a <= b+1, and
@@ -54,6 +54,18 @@
 //     every value a handler is given, deletes' included, was written to the
 //     key and is no older than the one it was given before; with Expire,
 //     the informer counted an expiry.
+//   - AnUndecodableValueIsABadEntryNotAStop, only if the Backend has
+//     PutUndecodable: good values for keys k0..k2, List at R and a Watch
+//     after R; PutUndecodable of k0 and of a new key k3, then a good Put
+//     of k1. The Watch emits a Put with Err (and no Value) for k0 and k3,
+//     then k1's Put, and does not end; a List then has k0 and k3 with Err
+//     (Revision 0 or above R) and k1 and k2 decoded. An informer started
+//     then syncs, caches k1 and k2, reports k0 and k3 bad without a
+//     value, delivers k2's changes, keeps k1's last good value while a
+//     bad value of it is watched, recovers every key at its next good
+//     value (the handler is given it), and drops a bad key that is
+//     deleted. The Watch and the informer never run at once and nothing
+//     Lists while either runs, for ResumeLatestOnly.
 //
 // # What RunStore checks
 //

@@ -41,14 +41,22 @@ type Backend[K comparable, V any] struct {
 	Expire func(ctx context.Context) error
 	// PutUndecodable writes, at a new revision, a value for key that the
 	// Source cannot decode (or otherwise take), as a person or another
-	// program might. The suite checks that the Source reports it as an
-	// Entry or Put with Err set, that every other key keeps flowing, and
-	// that a later good value of the key recovers it. nil for a store
-	// that cannot hold such a value (the memory store, whose values are
-	// typed).
+	// program might: key may exist, with a good or a bad value, or not.
+	// Like Put, the write must be visible to any List that starts after it
+	// returns, and the store must hold it as key's value until the next
+	// Put or Delete of key. The Source must then list key as an Entry with
+	// Err set and Value unset (Revision, if set, the bad value's), and
+	// watch it as a Put with Err set at the write's revision, without
+	// failing its List or Watch; a later Put of a good value must list and
+	// watch as usual, and a Delete must be watched as a Delete (its Value
+	// may be the zero V). Called as Put is. nil for a store that cannot
+	// hold such a value (the memory store, whose values are typed): the
+	// subtest AnUndecodableValueIsABadEntryNotAStop is then skipped.
 	PutUndecodable func(ctx context.Context, key K) error
-	// DeletesCarryValue says that Delete events carry the deleted value.
-	// Otherwise a Delete event's Value may also be the zero V.
+	// DeletesCarryValue says that Delete events carry the deleted value
+	// (unless it was one the Source could not decode; see
+	// PutUndecodable). Otherwise a Delete event's Value may also be the
+	// zero V.
 	DeletesCarryValue bool
 	// ResumeLatestOnly says that Watch resumes only after the revision of
 	// the Source's latest List (package poll); after an older one it
@@ -100,6 +108,7 @@ func Run[K comparable, V any](t *testing.T, s Suite[K, V]) {
 		{"CancelledContextEndsWatch", testCancelledContextEndsWatch[K, V]},
 		{"EmitErrorIsReturned", testEmitErrorIsReturned[K, V]},
 		{"AnInformerConverges", testAnInformerConverges[K, V]},
+		{"AnUndecodableValueIsABadEntryNotAStop", testUndecodable[K, V]},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, s) })

@@ -24,6 +24,10 @@ type StoreSuite[K comparable, V any] struct {
 	// history up to its current revision (memstore's Compact(Revision()),
 	// etcd's compaction). nil: the store cannot.
 	Expire func(ctx context.Context, s informer.Store[K, V]) error
+	// PutUndecodable is Backend.PutUndecodable for the Source suite: it
+	// writes, behind s, a value for key that s cannot decode. nil: the
+	// store cannot hold one.
+	PutUndecodable func(ctx context.Context, s informer.Store[K, V], key K) error
 	// DeletesCarryValue is Backend.DeletesCarryValue.
 	DeletesCarryValue bool
 	// Key returns the i-th key; distinct i give distinct keys.
@@ -109,6 +113,9 @@ func (s StoreSuite[K, V]) backend(t *testing.T) Backend[K, V] {
 	}
 	if s.Expire != nil {
 		b.Expire = func(ctx context.Context) error { return s.Expire(ctx, st) }
+	}
+	if s.PutUndecodable != nil {
+		b.PutUndecodable = func(ctx context.Context, key K) error { return s.PutUndecodable(ctx, st, key) }
 	}
 	return b
 }
