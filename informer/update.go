@@ -160,6 +160,13 @@ func updateOptions(opts []UpdateOption) (*updateConfig, error) {
 // Differs: V's or *V's method Equal(V) bool if it has one, else
 // reflect.DeepEqual, as controller-runtime's CreateOrUpdate compares.
 //
+// Generation: if *V (or V, a pointer) implements object.SpecObject, the
+// helpers keep its Generation as the Kubernetes API server does: 1 on
+// create, plus 1 on a write that changes ObjectSpec or (RequestDelete)
+// requests deletion, unchanged on any other write, whatever mutate set
+// it to; object.SpecObject says exactly which writes count. For other
+// values Generation is written as mutate leaves it.
+//
 // Finalizer rule: if *V (or V, a pointer) implements object.Object and the
 // value after mutate, changed or not, is Deleting with no finalizers left,
 // the key is deleted at the revision read instead (Op Deleted), so that
@@ -297,6 +304,7 @@ func mutateOnce[K comparable, V any](ctx context.Context, s ReadWriter[K, V], ke
 	if err := mutate(&next); err != nil {
 		return 0, Unchanged, err
 	}
+	keepGeneration(&cur, &next)
 	if m := metaOf(&next); m != nil && m.Deleting() && len(m.Finalizers) == 0 {
 		wrev, err := s.Delete(ctx, key, rev)
 		return result(wrev, err, Deleted, "delete", key)
@@ -315,6 +323,7 @@ func createOnce[K comparable, V any](ctx context.Context, s ReadWriter[K, V], ke
 	if err := mutate(&next); err != nil {
 		return 0, Unchanged, err
 	}
+	createdGeneration(&next)
 	if m := metaOf(&next); m != nil && m.Deleting() && len(m.Finalizers) == 0 {
 		return 0, Unchanged, nil
 	}
@@ -342,6 +351,9 @@ func requestDeleteOnce[K comparable, V any](ctx context.Context, s ReadWriter[K,
 	// UTC drops the monotonic reading, which no store keeps, so that the
 	// value written equals the value read back.
 	metaOf(&next).DeletionRequested = clk.Now().UTC()
+	if isSpecObject[V]() {
+		metaOf(&next).Generation++ // a graceful deletion changes what is wanted
+	}
 	wrev, err := s.Update(ctx, key, next, rev)
 	return result(wrev, err, Updated, "update", key)
 }
