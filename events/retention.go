@@ -111,7 +111,7 @@ func (s *StoreSink) Prune(ctx context.Context) error {
 		s.capKey(ctx, key, &errs)
 	}
 	s.deleteGone(ctx, &errs)
-	return errs.err(0)
+	return errs.err()
 }
 
 // relist rebuilds the index from the store's records under the prefix.

@@ -99,8 +99,8 @@ func WithMaxPerKey(n int) StoreOption {
 type StoreStats struct {
 	// Written counts events written (or found already up to date).
 	Written uint64
-	// Failed counts failed writes and deletes; an event is kept pending
-	// and retried, a delete is tried again at the next prune.
+	// Failed counts failed writes, deletes and lists of the store; an
+	// event is kept pending and retried, a delete is tried again later.
 	Failed uint64
 	// Dropped counts events dropped because WithMaxPending was reached.
 	Dropped uint64
@@ -308,7 +308,7 @@ func (s *StoreSink) Flush(ctx context.Context) error {
 		s.capKey(ctx, k, &errs)
 	}
 	s.deleteGone(ctx, &errs)
-	return errs.err(len(batch))
+	return errs.err()
 }
 
 // Stats returns the sink's counters, how many events are pending, and how
@@ -350,11 +350,10 @@ func (c *errCount) add(err error) {
 	c.n++
 }
 
-// err returns nil, or the first error with how many of the writes and
-// deletes failed.
-func (c *errCount) err(writes int) error {
+// err returns nil, or the first error with how many failed.
+func (c *errCount) err() error {
 	if c.first == nil {
 		return nil
 	}
-	return fmt.Errorf("events: %d of the writes and deletes failed (%d writes), first: %w", c.n, writes, c.first)
+	return fmt.Errorf("events: %d store writes or deletes failed, first: %w", c.n, c.first)
 }
