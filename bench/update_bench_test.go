@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
 	"github.com/converge-go/converge/informer/memstore"
@@ -25,7 +26,7 @@ import (
 // BenchmarkUpdate measures informer.Update against the loop a user would
 // write by hand for the same status write-back: Get, shallow copy, mutate,
 // reflect.DeepEqual, Update at the revision read, and on ErrConflict the
-// same jittered backoff (informer.DefaultUpdateBackoff) for at most the
+// same jittered backoff (updateBackoff, the helper's default) for at most the
 // same attempts (informer.DefaultUpdateAttempts). The helper's overhead is
 // what its generality costs: the option handling, the DeepCopy, Equal and
 // object.Object lookups on V, mutate through a function value.
@@ -188,10 +189,18 @@ func runUpdateBench[V any](b *testing.B, s informer.Store[string, V], impl strin
 	b.ReportMetric(float64(gaveUp.Load())/float64(b.N), "gaveup/op")
 }
 
+// updateBackoff is informer.WithUpdateBackoff's default, copied: the
+// hand-written loop waits as the helper does.
+var updateBackoff = backoff.Exponential{
+	Base:   10 * time.Millisecond,
+	Cap:    200 * time.Millisecond,
+	Jitter: backoff.FullJitter,
+}
+
 // handwrittenUpdate is the write-back without the helper, doing the same
 // work: it returns how many conflicts it retried.
 func handwrittenUpdate[V any](ctx context.Context, s informer.Store[string, V], key string, mutate func(*V)) (int, error) {
-	bo := informer.DefaultUpdateBackoff
+	bo := updateBackoff
 	for attempt := 0; ; attempt++ {
 		cur, rev, ok, err := s.Get(ctx, key)
 		if err != nil {

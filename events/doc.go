@@ -24,7 +24,10 @@
 // and coalesced, to any informer.Store, so that another process (a CLI, a
 // dashboard) can read them. Both keep, of two versions of one event, the one
 // with the larger Count, so versions reaching them out of order never move a
-// count back.
+// count back. Both are bounded too: MemorySink by its key limit, StoreSink
+// with Kubernetes' retention (a TTL of an hour by default, at most
+// MaxEventsPerKey records a key, and a key's records deleted with it when
+// the program says it is gone: StoreSink.DeleteKey, DeletionHandler).
 //
 // Events are not a log and not state: a controller must never read them to
 // decide anything. A nil *Recorder records nothing, so a reconciler can hold

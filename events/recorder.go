@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 )
 
@@ -80,15 +81,15 @@ func WithClock(c clock.PassiveClock) Option {
 	}
 }
 
-// WithRateLimit sets the per-key token bucket: burst new events at once
-// (burst >= 1), then one every refill (refill > 0). Default DefaultBurst,
-// DefaultRefill.
+// WithRateLimit sets the per-key token bucket (a golang.org/x/time/rate
+// Limiter on the recorder's clock): burst new events at once (burst >= 1),
+// then one every refill (refill > 0). Default DefaultBurst, DefaultRefill.
 func WithRateLimit(burst int, refill time.Duration) Option {
 	return func(r *Recorder) {
 		if burst < 1 || refill <= 0 {
 			panic(fmt.Sprintf("events: WithRateLimit(%d, %v): want burst >= 1 and refill > 0", burst, refill))
 		}
-		r.burst, r.refill = float64(burst), refill
+		r.burst, r.refill = burst, refill
 	}
 }
 
@@ -134,7 +135,7 @@ type Recorder struct {
 	source     string
 	sinks      []Sink
 	clock      clock.PassiveClock
-	burst      float64
+	burst      int
 	refill     time.Duration
 	maxKeys    int
 	maxMessage int
@@ -153,9 +154,8 @@ type Recorder struct {
 type keyState struct {
 	key  string
 	elem *list.Element
-	// tokens is the rate limit's bucket as of refilled.
-	tokens   float64
-	refilled time.Time
+	// limit is the key's rate limit, on the times the recorder gives it.
+	limit *rate.Limiter
 	// events are the key's correlated events, most recently recorded
 	// first; at most MaxEventsPerKey.
 	events []*Event
@@ -231,7 +231,7 @@ func (r *Recorder) Event(ctx context.Context, key string, typ Type, reason, mess
 	now := r.clock.Now()
 
 	r.mu.Lock()
-	ks := r.keyLocked(key, now)
+	ks := r.keyLocked(key)
 	e, ok := ks.find(typ, reason, message)
 	if ok {
 		e.Count++
@@ -239,7 +239,7 @@ func (r *Recorder) Event(ctx context.Context, key string, typ Type, reason, mess
 		ks.touch(e)
 		r.merged.Add(1)
 	} else {
-		if !ks.take(now, r.burst, r.refill) {
+		if !ks.limit.AllowN(now, 1) {
 			r.mu.Unlock()
 			r.rateLimited.Add(1)
 			return
@@ -269,7 +269,7 @@ func (r *Recorder) Stats() Stats {
 // keyLocked returns key's state, creating it with a full bucket and
 // evicting the least recently recorded key beyond maxKeys, and marks it
 // the most recently recorded.
-func (r *Recorder) keyLocked(key string, now time.Time) *keyState {
+func (r *Recorder) keyLocked(key string) *keyState {
 	if ks, ok := r.keys[key]; ok {
 		r.lru.MoveToFront(ks.elem)
 		return ks
@@ -278,24 +278,10 @@ func (r *Recorder) keyLocked(key string, now time.Time) *keyState {
 		old := r.lru.Remove(r.lru.Back()).(*keyState)
 		delete(r.keys, old.key)
 	}
-	ks := &keyState{key: key, tokens: r.burst, refilled: now}
+	ks := &keyState{key: key, limit: rate.NewLimiter(rate.Every(r.refill), r.burst)}
 	ks.elem = r.lru.PushFront(ks)
 	r.keys[key] = ks
 	return ks
-}
-
-// take refills the bucket for the time since it was last refilled and
-// takes a token if there is one. A clock that went back refills nothing.
-func (ks *keyState) take(now time.Time, burst float64, refill time.Duration) bool {
-	if d := now.Sub(ks.refilled); d > 0 {
-		ks.tokens = min(burst, ks.tokens+float64(d)/float64(refill))
-		ks.refilled = now
-	}
-	if ks.tokens < 1 {
-		return false
-	}
-	ks.tokens--
-	return true
 }
 
 func (ks *keyState) find(typ Type, reason, message string) (*Event, bool) {

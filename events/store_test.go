@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/utils/clock"
 
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
@@ -41,7 +40,7 @@ func TestTheStoreSinkWritesEventsThroughTheStore(t *testing.T) {
 	assert.Equal(t, "exceeded quota", got.Message)
 	assert.Equal(t, 1, got.Count)
 	assert.Equal(t, 2, st.Len())
-	assert.Equal(t, events.StoreStats{Written: 2}, sink.Stats())
+	assert.Equal(t, events.StoreStats{Written: 2, Records: 2}, sink.Stats())
 }
 
 func TestTheStoreSinkCoalescesTheVersionsOfOneEventIntoOneWrite(t *testing.T) {
@@ -118,7 +117,7 @@ func TestAFlushWithADoneContextKeepsTheEventsPending(t *testing.T) {
 
 // flaky fails the first n writes.
 type flaky struct {
-	informer.ReadWriter[string, events.Event]
+	informer.Store[string, events.Event]
 	n atomic.Int32
 }
 
@@ -128,14 +127,14 @@ func (f *flaky) Create(ctx context.Context, k string, v events.Event) (informer.
 	if f.n.Add(-1) >= 0 {
 		return 0, errDown
 	}
-	return f.ReadWriter.Create(ctx, k, v)
+	return f.Store.Create(ctx, k, v)
 }
 
 func TestRunWritesQueuedEventsRetriesAfterAFailureAndStopsWithItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := &flaky{ReadWriter: memstore.New[string, events.Event]()}
+		st := &flaky{Store: memstore.New[string, events.Event]()}
 		st.n.Store(1)
-		sink := events.NewStoreSink(st, events.WithRetry(clock.RealClock{}, 5*time.Second))
+		sink := events.NewStoreSink(st, events.WithRetryInterval(5*time.Second))
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- sink.Run(ctx) }()
@@ -146,7 +145,7 @@ func TestRunWritesQueuedEventsRetriesAfterAFailureAndStopsWithItsContext(t *test
 
 		time.Sleep(5 * time.Second) // the bubble's fake clock: the retry interval
 		synctest.Wait()
-		assert.Equal(t, events.StoreStats{Written: 1, Failed: 1}, sink.Stats())
+		assert.Equal(t, events.StoreStats{Written: 1, Failed: 1, Records: 1}, sink.Stats())
 
 		sink.Write(ctx, ev("web", "b", 1))
 		synctest.Wait()
@@ -167,6 +166,4 @@ func TestBadStoreSinkOptionsPanicAtStartUp(t *testing.T) {
 	st := memstore.New[string, events.Event]()
 	assert.Panics(t, func() { events.NewStoreSink(nil) })
 	assert.Panics(t, func() { events.NewStoreSink(st, events.WithMaxPending(0)) })
-	assert.Panics(t, func() { events.NewStoreSink(st, events.WithRetry(nil, time.Second)) })
-	assert.Panics(t, func() { events.NewStoreSink(st, events.WithRetry(clock.RealClock{}, 0)) })
 }

@@ -112,7 +112,7 @@ func New[K comparable, V any](name string, src Source[K, V], opts ...Option) *In
 		name:        name,
 		src:         src,
 		resync:      c.resync,
-		backoff:     DefaultWatchBackoff,
+		backoff:     defaultWatchBackoff,
 		clock:       c.clock,
 		log:         c.logger,
 		transform:   optionFor[func(V) V]("WithTransform", c.transform),

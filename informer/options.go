@@ -11,10 +11,11 @@ import (
 	"github.com/converge-go/converge/backoff"
 )
 
-// DefaultWatchBackoff is the backoff between failed lists and watches when
-// WithWatchBackoff is not given: 100ms doubling up to 30s, with full jitter
-// so that many informers that lost one store do not reconnect in step.
-var DefaultWatchBackoff = backoff.Exponential{
+// defaultWatchBackoff is WithWatchBackoff's default (documented there).
+// Unexported, so that a program cannot change every later informer's
+// backoff from afar: an informer that wants another says so with the
+// option.
+var defaultWatchBackoff = backoff.Exponential{
 	Base:   100 * time.Millisecond,
 	Cap:    30 * time.Second,
 	Jitter: backoff.FullJitter,
@@ -58,7 +59,9 @@ func WithResync(period time.Duration) Option {
 
 // WithWatchBackoff sets the delays between failed lists and watches. It is
 // used as given, so its zero fields take package backoff's defaults, not
-// DefaultWatchBackoff's. Default: DefaultWatchBackoff.
+// this option's default. Default: 100ms doubling up to 30s, with full
+// jitter, so that many informers that lost one store do not reconnect in
+// step.
 func WithWatchBackoff(b backoff.Exponential) Option {
 	return func(c *config) { c.backoff = &b }
 }

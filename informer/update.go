@@ -48,11 +48,10 @@ func (o Op) String() string {
 // they give up with ErrConflict, as client-go's DefaultRetry.
 const DefaultUpdateAttempts = 5
 
-// DefaultUpdateBackoff is the wait between attempts: ~10ms doubling up to
-// 200ms, full jitter, so writers that conflicted together do not retry in
-// step. With DefaultUpdateAttempts it sleeps at most 10+20+40+80 = 150ms
-// in all before the caller's own backoff (a reconcile's requeue) takes over.
-var DefaultUpdateBackoff = backoff.Exponential{
+// defaultUpdateBackoff is WithUpdateBackoff's default (documented there).
+// Unexported, so that a program cannot change every helper's wait from
+// afar: a caller that wants another wait says so with the option.
+var defaultUpdateBackoff = backoff.Exponential{
 	Base:   10 * time.Millisecond,
 	Cap:    200 * time.Millisecond,
 	Jitter: backoff.FullJitter,
@@ -73,28 +72,40 @@ type updateConfig struct {
 // so that the common call allocates no config.
 var defaultUpdateConfig = updateConfig{
 	attempts: DefaultUpdateAttempts,
-	backoff:  DefaultUpdateBackoff,
+	backoff:  defaultUpdateBackoff,
 	clock:    clock.RealClock{},
 }
 
-// WithRetry sets how many times (attempts >= 1) the helper reads, mutates
-// and writes before it returns ErrConflict, and the wait b.Delay(i) before
-// attempt i+2. The wait ends early, with ctx's error, if ctx is done. b is
-// used as given (its zero fields take package backoff's defaults); settings
-// b.Validate rejects are an error. Its Rand, if set, must not be shared by
-// concurrent calls. Default: DefaultUpdateAttempts and
-// DefaultUpdateBackoff. WithRetry(1, b) never retries.
-func WithRetry(attempts int, b backoff.Exponential) UpdateOption {
+// WithAttempts sets how many times (n >= 1) the helper reads, mutates and
+// writes before it returns ErrConflict; n below 1 is an error.
+// WithAttempts(1) never retries. Default: DefaultUpdateAttempts.
+func WithAttempts(n int) UpdateOption {
 	return func(c *updateConfig) {
-		if attempts < 1 {
-			c.fail(fmt.Errorf("informer: WithRetry: %d attempts, want at least 1", attempts))
+		if n < 1 {
+			c.fail(fmt.Errorf("informer: WithAttempts: %d attempts, want at least 1", n))
 			return
 		}
+		c.attempts = n
+	}
+}
+
+// WithUpdateBackoff sets the wait b.Delay(i) before attempt i+2 after a
+// conflict. The wait ends early, with ctx's error, if ctx is done. b is
+// used as given (its zero fields take package backoff's defaults, not
+// this option's default); settings b.Validate rejects are an error. Its
+// Rand, if set, must not be shared by concurrent calls.
+//
+// Default: 10ms doubling up to 200ms, full jitter, so that writers that
+// conflicted together do not retry in step. With DefaultUpdateAttempts
+// that sleeps at most 10+20+40+80 = 150ms in all before the caller's own
+// backoff (a reconcile's requeue) takes over.
+func WithUpdateBackoff(b backoff.Exponential) UpdateOption {
+	return func(c *updateConfig) {
 		if err := b.Validate(); err != nil {
-			c.fail(fmt.Errorf("informer: WithRetry: %w", err))
+			c.fail(fmt.Errorf("informer: WithUpdateBackoff: %w", err))
 			return
 		}
-		c.attempts, c.backoff = attempts, b
+		c.backoff = b
 	}
 }
 
@@ -136,8 +147,8 @@ func updateOptions(opts []UpdateOption) (*updateConfig, error) {
 // Update reads key, calls mutate on a copy of its value and, if the copy
 // differs from what was read, writes it at the revision read. On
 // ErrConflict (someone wrote in between) it reads and mutates again, up to
-// the attempts configured (WithRetry), waiting a jittered backoff between
-// attempts; mutate may therefore run once per attempt, and must decide
+// the attempts configured (WithAttempts), waiting a jittered backoff
+// (WithUpdateBackoff) between attempts; mutate may therefore run once per attempt, and must decide
 // from the value it is given each time.
 //
 // The copy: if V or *V has a method DeepCopy() V or DeepCopy() *V (the
@@ -148,6 +159,13 @@ func updateOptions(opts []UpdateOption) (*updateConfig, error) {
 //
 // Differs: V's or *V's method Equal(V) bool if it has one, else
 // reflect.DeepEqual, as controller-runtime's CreateOrUpdate compares.
+//
+// Generation: if *V (or V, a pointer) implements object.SpecObject, the
+// helpers keep its Generation as the Kubernetes API server does: 1 on
+// create, plus 1 on a write that changes ObjectSpec or (RequestDelete)
+// requests deletion, unchanged on any other write, whatever mutate set
+// it to; object.SpecObject says exactly which writes count. For other
+// values Generation is written as mutate leaves it.
 //
 // Finalizer rule: if *V (or V, a pointer) implements object.Object and the
 // value after mutate, changed or not, is Deleting with no finalizers left,
@@ -286,6 +304,7 @@ func mutateOnce[K comparable, V any](ctx context.Context, s ReadWriter[K, V], ke
 	if err := mutate(&next); err != nil {
 		return 0, Unchanged, err
 	}
+	keepGeneration(&cur, &next)
 	if m := metaOf(&next); m != nil && m.Deleting() && len(m.Finalizers) == 0 {
 		wrev, err := s.Delete(ctx, key, rev)
 		return result(wrev, err, Deleted, "delete", key)
@@ -304,6 +323,7 @@ func createOnce[K comparable, V any](ctx context.Context, s ReadWriter[K, V], ke
 	if err := mutate(&next); err != nil {
 		return 0, Unchanged, err
 	}
+	createdGeneration(&next)
 	if m := metaOf(&next); m != nil && m.Deleting() && len(m.Finalizers) == 0 {
 		return 0, Unchanged, nil
 	}
@@ -331,6 +351,9 @@ func requestDeleteOnce[K comparable, V any](ctx context.Context, s ReadWriter[K,
 	// UTC drops the monotonic reading, which no store keeps, so that the
 	// value written equals the value read back.
 	metaOf(&next).DeletionRequested = clk.Now().UTC()
+	if isSpecObject[V]() {
+		metaOf(&next).Generation++ // a graceful deletion changes what is wanted
+	}
 	wrev, err := s.Update(ctx, key, next, rev)
 	return result(wrev, err, Updated, "update", key)
 }

@@ -103,9 +103,9 @@ func TestHelpersShouldRejectBadOptionsBeforeReadingAnything(t *testing.T) {
 	s.Put("w", widget{})
 	noop := func(*widget) error { return nil }
 	for name, opt := range map[string]informer.UpdateOption{
-		"zero attempts":     informer.WithRetry(0, informer.DefaultUpdateBackoff),
-		"negative attempts": informer.WithRetry(-1, informer.DefaultUpdateBackoff),
-		"bad backoff":       informer.WithRetry(3, backoff.Exponential{Base: -time.Second}),
+		"zero attempts":     informer.WithAttempts(0),
+		"negative attempts": informer.WithAttempts(-1),
+		"bad backoff":       informer.WithUpdateBackoff(backoff.Exponential{Base: -time.Second}),
 		"nil clock":         informer.WithUpdateClock(nil),
 		"nil option":        nil,
 	} {
@@ -128,14 +128,14 @@ func TestHelpersShouldRejectBadOptionsBeforeReadingAnything(t *testing.T) {
 	assert.Equal(t, 1, s.Len(), "nothing was deleted")
 }
 
-func TestWithRetryOfOneAttemptShouldNeverWait(t *testing.T) {
+func TestWithAttemptsOfOneShouldNeverWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newHooked[widget]()
 		s.Put("w", widget{})
 		s.conflict = true
 		start := time.Now()
 		_, _, err := informer.Update(t.Context(), s, "w", func(w *widget) error { w.Size++; return nil },
-			informer.WithRetry(1, fixedBackoff(time.Hour)))
+			informer.WithAttempts(1), informer.WithUpdateBackoff(fixedBackoff(time.Hour)))
 		require.ErrorIs(t, err, informer.ErrConflict)
 		assert.Zero(t, time.Since(start))
 	})

@@ -61,3 +61,41 @@ func ExampleUpdate() {
 	// Updated true
 	// Deleted false
 }
+
+// Cluster says what its spec is, so the helpers keep its Generation.
+type Cluster struct {
+	object.Meta
+	Spec   ClusterSpec `json:"spec"`
+	Status struct {
+		ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	} `json:"status"`
+}
+
+type ClusterSpec struct {
+	Nodes int `json:"nodes"`
+}
+
+// ObjectSpec makes *Cluster an object.SpecObject.
+func (c *Cluster) ObjectSpec() any { return c.Spec }
+
+// A spec change bumps the generation, a status write does not, as the
+// Kubernetes API server does: a controller records the generation it acted
+// on, and a reader compares the two.
+func ExampleUpdate_generation() {
+	ctx := context.Background()
+	store := memstore.New[string, Cluster]()
+	show := func() {
+		c, _, _, _ := store.Get(ctx, "c")
+		fmt.Println("generation", c.Generation, "observed", c.Status.ObservedGeneration)
+	}
+	_, _, _ = informer.CreateOrUpdate(ctx, store, "c", func(c *Cluster) error { c.Spec.Nodes = 3; return nil })
+	show()
+	_, _, _ = informer.Update(ctx, store, "c", func(c *Cluster) error { c.Status.ObservedGeneration = c.Generation; return nil })
+	show()
+	_, _, _ = informer.Update(ctx, store, "c", func(c *Cluster) error { c.Spec.Nodes = 5; return nil })
+	show()
+	// Output:
+	// generation 1 observed 0
+	// generation 1 observed 1
+	// generation 2 observed 1
+}

@@ -247,7 +247,7 @@ func TestUpdateShouldRetryOnConflictAndLoseNoIncrement(t *testing.T) {
 						w.Size++
 						w.Status = fmt.Sprint("size ", w.Size)
 						return nil
-					}, informer.WithRetry(1000, informer.DefaultUpdateBackoff))
+					}, informer.WithAttempts(1000))
 					assert.NoError(t, err)
 					assert.Equal(t, informer.Updated, op)
 				}
@@ -272,7 +272,7 @@ func TestUpdateShouldReturnErrConflictAfterTheLastAttemptHavingWaitedBetweenThem
 			calls++
 			w.Size++
 			return nil
-		}, informer.WithRetry(3, fixedBackoff(10*time.Millisecond)))
+		}, informer.WithAttempts(3), informer.WithUpdateBackoff(fixedBackoff(10*time.Millisecond)))
 		require.ErrorIs(t, err, informer.ErrConflict)
 		assert.ErrorContains(t, err, "3 attempts")
 		assert.Equal(t, informer.Unchanged, op)
@@ -294,6 +294,20 @@ func TestUpdateShouldRetryByDefaultFiveTimesWithinTheDefaultBackoffsCap(t *testi
 	})
 }
 
+func TestWithUpdateBackoffShouldChangeTheWaitAndKeepTheDefaultAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newHooked[widget]()
+		s.Put("w", widget{})
+		s.conflict = true
+		start := time.Now()
+		_, _, err := informer.Update(t.Context(), s, "w", func(w *widget) error { w.Size++; return nil },
+			informer.WithUpdateBackoff(fixedBackoff(time.Minute)))
+		require.ErrorIs(t, err, informer.ErrConflict)
+		assert.Equal(t, int64(informer.DefaultUpdateAttempts), s.gets.Load())
+		assert.Equal(t, time.Duration(informer.DefaultUpdateAttempts-1)*time.Minute, time.Since(start))
+	})
+}
+
 func TestUpdateShouldStopWaitingWhenTheContextEndsDuringABackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newHooked[widget]()
@@ -303,7 +317,7 @@ func TestUpdateShouldStopWaitingWhenTheContextEndsDuringABackoff(t *testing.T) {
 		defer cancel()
 		start := time.Now()
 		_, _, err := informer.Update(ctx, s, "w", func(w *widget) error { w.Size++; return nil },
-			informer.WithRetry(5, fixedBackoff(time.Hour)))
+			informer.WithAttempts(5), informer.WithUpdateBackoff(fixedBackoff(time.Hour)))
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Equal(t, time.Second, time.Since(start), "returned when ctx ended, not after the backoff")
 		assert.Equal(t, int64(1), s.gets.Load())
@@ -318,7 +332,7 @@ func TestUpdateShouldWaitOnTheGivenClock(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := informer.Update(t.Context(), s, "w", func(w *widget) error { w.Size++; return nil },
-			informer.WithRetry(2, fixedBackoff(time.Minute)), informer.WithUpdateClock(clk))
+			informer.WithAttempts(2), informer.WithUpdateBackoff(fixedBackoff(time.Minute)), informer.WithUpdateClock(clk))
 		done <- err
 	}()
 	require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond, "the helper waits on the fake clock")

@@ -89,3 +89,63 @@ func metaOf[V any](p *V) *object.Meta {
 	}
 	return nil
 }
+
+// isSpecObject reports whether the helpers keep V's Generation: whether
+// *V, or V if it is a pointer, implements object.SpecObject. It asks nil
+// values, so that nothing escapes.
+func isSpecObject[V any]() bool {
+	if _, ok := any((*V)(nil)).(object.SpecObject); ok {
+		return true
+	}
+	if !isPointer[V]() {
+		return false
+	}
+	var zero V // a nil *T, whose method set is *T's
+	_, ok := any(zero).(object.SpecObject)
+	return ok
+}
+
+// specObjectOf returns the value as an object.SpecObject, or nil if it is
+// not one (or is a nil pointer).
+func specObjectOf[V any](p *V) object.SpecObject {
+	if o, ok := any(p).(object.SpecObject); ok {
+		return o
+	}
+	if isPointer[V]() {
+		if o, ok := any(*p).(object.SpecObject); ok && !reflect.ValueOf(*p).IsNil() {
+			return o
+		}
+	}
+	return nil
+}
+
+// keepGeneration sets the Generation of next, mutate's result from cur, as
+// object.SpecObject documents: cur's, plus 1 if the spec changed. It does
+// nothing for other values.
+func keepGeneration[V any](cur, next *V) {
+	if !isSpecObject[V]() {
+		return
+	}
+	c := new(V) // so that cur does not escape to the heap
+	*c = *cur
+	co, no := specObjectOf(c), specObjectOf(next)
+	if co == nil || no == nil {
+		return
+	}
+	gen := co.ObjectMeta().Generation
+	if !reflect.DeepEqual(co.ObjectSpec(), no.ObjectSpec()) {
+		gen++
+	}
+	no.ObjectMeta().Generation = gen
+}
+
+// createdGeneration sets the Generation of a value about to be created:
+// 1 for an object.SpecObject, as the API server does.
+func createdGeneration[V any](next *V) {
+	if !isSpecObject[V]() {
+		return
+	}
+	if o := specObjectOf(next); o != nil {
+		o.ObjectMeta().Generation = 1
+	}
+}

@@ -15,6 +15,13 @@
 // that had a top-level "generation" keeps its stored form, and *Thing
 // implements Object. Types without Meta are unaffected by everything here.
 //
+// A value that also says what its spec is implements SpecObject,
+//
+//	func (t *Thing) ObjectSpec() any { return t.Spec }
+//
+// and informer's write helpers then keep its Generation as the Kubernetes
+// API server does: bumped on a spec change, never on a status write.
+//
 // Values read from a store may be shared with the store and with informer
 // caches. Every helper here is therefore copy-on-write: it never writes
 // into a slice it was given, it replaces the slice. Call them on a copy of

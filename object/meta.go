@@ -11,9 +11,12 @@ import (
 //
 // The zero Meta is a live object without finalizers at generation 0.
 type Meta struct {
-	// Generation counts changes to the desired state. Whoever writes the
-	// spec bumps it; status writes do not, so that a controller can record
-	// in a condition's ObservedGeneration which spec it acted on.
+	// Generation counts changes to the desired state; status writes do
+	// not move it, so that a controller can record in a condition's
+	// ObservedGeneration which spec it acted on. For a value that
+	// implements SpecObject, informer's write helpers keep it, as the
+	// Kubernetes API server does (see SpecObject); for any other value,
+	// whoever writes the spec bumps it.
 	Generation int64 `json:"generation,omitempty"`
 	// Finalizers name the cleanups still due before the key may be
 	// deleted. While the list is not empty informer.RequestDelete only
@@ -32,6 +35,39 @@ type Meta struct {
 type Object interface {
 	// ObjectMeta returns the value's metadata, to read or change in place.
 	ObjectMeta() *Meta
+}
+
+// SpecObject is an Object that tells its spec (what its writers want)
+// apart from its status (what a controller observed) and its Meta, so
+// that informer.Update, CreateOrUpdate and RequestDelete keep its
+// Generation as the Kubernetes API server keeps metadata.generation; a
+// mutate function's own change to Generation is discarded:
+//
+//   - a create (CreateOrUpdate of an absent key) sets it to 1;
+//   - a write whose ObjectSpec, after mutate, is not reflect.DeepEqual to
+//     the ObjectSpec of the value read (a spec change) sets it to the
+//     Generation read plus 1;
+//   - RequestDelete's write that marks a value with finalizers
+//     (DeletionRequested) adds 1 too, as the API server does on a graceful
+//     deletion: it changes what is wanted of the controllers;
+//   - every other write (status, finalizers, conditions, anything outside
+//     the spec) keeps the Generation read.
+//
+// The comparison is reflect.DeepEqual, so a nil and an empty slice or map
+// differ, and a time.Time with a monotonic clock reading differs from the
+// same instant read back from a store: keep such times in UTC (t.UTC()).
+// Raw store writes (Put, Store.Update) and writers outside Go (SQL) keep
+// Generation themselves.
+//
+// A struct that embeds Meta and holds its spec in a field Spec implements
+// it with:
+//
+//	func (t *Thing) ObjectSpec() any { return t.Spec }
+type SpecObject interface {
+	Object
+	// ObjectSpec returns the value's spec: what is compared between two
+	// versions of the value. It must not return the status.
+	ObjectSpec() any
 }
 
 // ObjectMeta returns m itself; embedding Meta promotes it, so that a

@@ -15,7 +15,9 @@
 //     key does not exist, Update and Delete at a revision only if the key is
 //     at it, and otherwise they return an error that errors.Is
 //     informer.ErrConflict. Put is the one blind write, for seeding and
-//     tests.
+//     tests. A test store may also fail compare-and-swap writes on purpose,
+//     at a rate and reproducibly (WithConflicts), so that a controller's
+//     conflict path runs on it.
 //   - The informer.ReadWriter methods take a context only to share the
 //     contract of every backend: they do no I/O, and fail only if it is
 //     done when they are called.

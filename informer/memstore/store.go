@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,10 @@ var _ informer.Store[string, int] = (*Store[string, int])(nil)
 type Store[K comparable, V any] struct {
 	// size is the history's capacity, from WithHistory; set by New.
 	size uint64
+	// conflictRate is WithConflicts' rate; set by New.
+	conflictRate float64
+	// injected counts the conflicts WithConflicts made.
+	injected atomic.Uint64
 
 	mu sync.RWMutex
 	// Everything below is guarded by mu.
@@ -50,6 +55,8 @@ type Store[K comparable, V any] struct {
 	// lock, cannot miss it.
 	wake    chan struct{}
 	waiting atomic.Bool
+	// conflicts draws WithConflicts' conflicts; nil at rate 0.
+	conflicts *rand.Rand
 }
 
 // item is a live key, its value and its mod revision.
@@ -75,11 +82,31 @@ type change[K comparable, V any] struct {
 // on options that cannot work, with a message naming the option.
 func New[K comparable, V any](opts ...Option) *Store[K, V] {
 	o := newOptions(opts)
-	return &Store[K, V]{
-		size:  uint64(o.history),
-		index: make(map[K]int),
-		wake:  make(chan struct{}),
+	s := &Store[K, V]{
+		size:         uint64(o.history),
+		conflictRate: o.conflictRate,
+		index:        make(map[K]int),
+		wake:         make(chan struct{}),
 	}
+	if o.conflictRate > 0 {
+		s.conflicts = rand.New(rand.NewPCG(o.conflictSeed, 0))
+	}
+	return s
+}
+
+// InjectedConflicts returns how many conflicts WithConflicts has made so
+// far: 0 for a store without it.
+func (s *Store[K, V]) InjectedConflicts() uint64 { return s.injected.Load() }
+
+// injectConflict draws whether this compare-and-swap write fails, and if
+// so returns the error. s.mu must be held for writing, which orders the
+// draws.
+func (s *Store[K, V]) injectConflict(op string, key K) error {
+	if s.conflicts == nil || s.conflicts.Float64() >= s.conflictRate {
+		return nil
+	}
+	s.injected.Add(1)
+	return fmt.Errorf("memstore: %s %v: injected conflict (WithConflicts): %w", op, key, informer.ErrConflict)
 }
 
 // Get returns key's value and mod revision (the revision of the write that
@@ -122,6 +149,9 @@ func (s *Store[K, V]) Create(ctx context.Context, key K, v V) (informer.Revision
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.injectConflict("create", key); err != nil {
+		return 0, err
+	}
 	if it, ok := s.get(key); ok {
 		return 0, fmt.Errorf("memstore: create %v: key exists at revision %d: %w", key, it.modRev, informer.ErrConflict)
 	}
@@ -143,6 +173,9 @@ func (s *Store[K, V]) Update(ctx context.Context, key K, v V, rev informer.Revis
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.injectConflict("update", key); err != nil {
+		return 0, err
+	}
 	if err := s.check(key, rev, "update"); err != nil {
 		return 0, err
 	}
@@ -167,6 +200,9 @@ func (s *Store[K, V]) Delete(ctx context.Context, key K, rev informer.Revision) 
 			return 0, nil
 		}
 		return s.remove(key, it.value), nil
+	}
+	if err := s.injectConflict("delete", key); err != nil {
+		return 0, err
 	}
 	if err := s.check(key, rev, "delete"); err != nil {
 		return 0, err

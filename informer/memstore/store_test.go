@@ -226,7 +226,7 @@ func TestListShouldNotShareItsSliceWithTheStore(t *testing.T) {
 
 func TestNewShouldPanicOnAHistoryBelowOne(t *testing.T) {
 	assert.PanicsWithValue(t,
-		"memory: WithHistory(0): the history must hold at least one change",
+		"memstore: WithHistory(0): the history must hold at least one change",
 		func() { memstore.New[string, int](memstore.WithHistory(0)) })
 }
 

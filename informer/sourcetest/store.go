@@ -363,7 +363,7 @@ func incrementWithUpdate[K comparable, V any](ctx context.Context, st informer.S
 		}
 		*v = value(n + 1)
 		return nil
-	}, informer.WithRetry(casWriters*casIncrements, informer.DefaultUpdateBackoff))
+	}, informer.WithAttempts(casWriters*casIncrements))
 	if err == nil && op != informer.Updated {
 		return fmt.Errorf("informer.Update of the counter %v: %v, want Updated", key, op)
 	}

@@ -375,7 +375,7 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		}
 	}
 	if sched.Expire > 0 {
-		first = max(first, 31*time.Second) // informer.DefaultWatchBackoff's cap, and one
+		first = max(first, 31*time.Second) // the informer's default watch backoff cap, and one
 	}
 	for tick := first; waited < spec.Converge; tick = min(2*tick, max(first, time.Minute)) {
 		before := rs.writeCount()
