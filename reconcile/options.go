@@ -54,13 +54,10 @@ type settings struct {
 	ageing         time.Duration // 0: the queue's default
 	watches        []any         // watch[K] values, checked by New
 	tracer         trace.Tracer
-	rywTimeout     time.Duration // read-your-writes (Wrote)
-	owned          []any         // child informers given to Owns, to reject a second Owns of one
-	debug          debugSettings // what the debug pages and logs show (introspect.go)
-	shards         any           // *sharding[K] (WithShards), checked by New
-	// commits run once New has checked everything else, so that a New
-	// that fails leaves no index added to a child informer by Owns.
-	commits []func() error
+	rywTimeout     time.Duration  // read-your-writes (Wrote)
+	owned          []ownsRelation // Owns's, applied by New once everything is checked
+	debug          debugSettings  // what the debug pages and logs show (introspect.go)
+	shards         any            // *sharding[K] (WithShards), checked by New
 }
 
 func defaults() settings {
