@@ -114,7 +114,8 @@ type ownsRelation struct {
 // controller that New accepted (it has no owner index), like
 // informer.Informer.ByIndex for an unknown index, or if several
 // controllers own child (use OwnedBy): an empty or mixed answer would hide
-// the mistake.
+// the mistake. A controller that New accepted owns child for as long as
+// child exists, whether or not the controller still runs.
 //
 // The values are shared with the cache: treat them as read-only. Each
 // entry carries the revision its value was written at (Entry.Revision),
