@@ -121,3 +121,29 @@ func TestAReconcileThatFailsDuringTheShutdownGraceShouldStillBeAFailure(t *testi
 	assert.Equal(t, 1.0, reg.value(t, "controller_runtime_reconcile_errors_total", nil))
 	assert.Equal(t, 0.0, reg.value(t, "converge_reconcile_cancelled_errors_total", nil))
 }
+
+// A reconcile that returns nil once the shutdown cancelled its context did
+// its work: a success.
+func TestAReconcileThatSucceedsAfterTheShutdownCancelledItShouldCountAsASuccess(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memstore.New[string, int]()
+	store.Put("a", 1)
+	started := make(chan struct{})
+	rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		close(started)
+		<-ctx.Done()
+		return reconcile.Result{}, nil
+	})
+	reg := newRegistry()
+	c, err := reconcile.New("c", rec, reconcile.For(reconciletest.Informer(h, "ints", store)), reconcile.WithClock(h.Clock),
+		reconcile.WithMetrics(reg), reconcile.WithShutdownGrace(0), quiet)
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(h.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	<-started
+	stop()
+	require.NoError(t, <-done)
+	assert.Equal(t, 1.0, reg.value(t, "controller_runtime_reconcile_total", map[string]string{"result": "success"}))
+	assert.Equal(t, 0.0, reg.value(t, "converge_reconcile_cancelled_errors_total", nil))
+}

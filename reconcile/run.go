@@ -415,7 +415,11 @@ func (r *run[K]) call(ctx *reconcileInfo[K], key K) (res Result, err error, pani
 // settle acts on a reconcile's outcome and returns its result label.
 func (r *run[K]) settle(ctx *reconcileInfo[K], key K, res Result, err error, panicked bool) string {
 	c, m := r.c, r.c.metrics
-	if cause := r.cancelled(ctx); cause != "" {
+	cause := r.cancelled(ctx)
+	if cause == cancelShutdown && err == nil {
+		cause = "" // it did its work all the same: a success
+	}
+	if cause != "" {
 		if err != nil {
 			if m != nil {
 				m.cancelled.WithLabelValues(cause).Inc()
