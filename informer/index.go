@@ -34,3 +34,25 @@ func (inf *Informer[K, V]) AddIndex(name string, fn IndexFunc[K, V]) error {
 
 // errIndexExists is AddIndex's error for a name in use.
 var errIndexExists = errors.New("an index of that name exists")
+
+// RemoveIndex removes the secondary index named name, if there is one, and
+// reports whether there was. ByIndex then panics for name, as for an index
+// never added, and the name can be added again. It is for code that adds an
+// index as one step of a setup that may fail after it (reconcile.New rolls
+// an Owns back this way); an index given to New with WithIndex can be
+// removed too.
+func (inf *Informer[K, V]) RemoveIndex(name string) bool {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	c := inf.cache
+	i, ok := c.byName[name]
+	if !ok {
+		return false
+	}
+	c.indexes = append(c.indexes[:i], c.indexes[i+1:]...)
+	delete(c.byName, name)
+	for j := i; j < len(c.indexes); j++ {
+		c.byName[c.indexes[j].name] = j
+	}
+	return true
+}

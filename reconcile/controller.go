@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -58,7 +59,9 @@ type Controller[K comparable] struct {
 // watches deliver. opts must include at least one watch (For, Watch,
 // FromFunc, FromChannel). New reports bad input as an error: an empty name,
 // a nil reconciler, an invalid option, a watch or rate limiter for another key
-// type, metrics already registered under this name.
+// type, metrics already registered under this name. A New that fails leaves
+// nothing behind: no metrics registered, no index added to a child informer
+// (Owns), no handler added to a Sharder (WithShards).
 func New[K comparable](name string, rec Reconciler[K], opts ...Option) (*Controller[K], error) {
 	if name == "" {
 		return nil, errors.New("reconcile.New: empty controller name")
@@ -113,30 +116,54 @@ func New[K comparable](name string, rec Reconciler[K], opts ...Option) (*Control
 		return nil, fmt.Errorf("reconcile.New(%q): %w", name, err)
 	}
 	c.valueOf = valueOf
-	// Last of the checks, before the metrics (whose registration cannot be
-	// undone for the queue's): the side effects of options (Owns's index).
-	for _, commit := range s.commits {
-		if err := commit(); err != nil {
+	for _, o := range s.owned {
+		if err := o.check(name); err != nil {
 			return nil, fmt.Errorf("reconcile.New(%q): %w", name, err)
 		}
 	}
-	if err := c.initShards(); err != nil {
+	if err := c.apply(); err != nil {
 		return nil, fmt.Errorf("reconcile.New(%q): %w", name, err)
-	}
-	if s.registerer != nil {
-		m, err := newMetrics(name, s.workers, s.registerer)
-		if err != nil {
-			return nil, fmt.Errorf("reconcile.New(%q): metrics: %w", name, err)
-		}
-		if c.queueMetrics, err = queue.NewMetrics(s.registerer, name, name); err != nil {
-			s.registerer.Unregister(m)
-			return nil, fmt.Errorf("reconcile.New(%q): metrics: %w", name, err)
-		}
-		c.metrics = m
 	}
 	c.keys.init()
 	c.gate.init(&c.s, c.metrics)
 	return c, nil
+}
+
+// apply makes New's side effects, once everything is checked: it
+// registers the metrics, adds Owns's indexes, and registers with the
+// Sharder, in that order, and undoes those it made if one fails, so that a
+// New that fails leaves nothing behind. The Sharder comes last because a
+// Sharder cannot forget a handler.
+func (c *Controller[K]) apply() (err error) {
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for _, u := range slices.Backward(undo) {
+				u()
+			}
+		}
+	}()
+	if reg := c.s.registerer; reg != nil {
+		m, err := newMetrics(c.name, c.s.workers, reg)
+		if err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		undo = append(undo, func() { reg.Unregister(m) })
+		qm, err := queue.NewMetrics(reg, c.name, c.name)
+		if err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		undo = append(undo, func() { qm.Unregister() })
+		c.metrics, c.queueMetrics = m, qm
+	}
+	for _, o := range c.s.owned {
+		u, err := o.add(c.name)
+		if err != nil {
+			return err
+		}
+		undo = append(undo, u)
+	}
+	return c.initShards()
 }
 
 // isNilFunc catches a nil Func[K] (or any nil func) passed as a Reconciler.

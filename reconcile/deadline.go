@@ -70,3 +70,45 @@ func (c deadlineContext) Err() error {
 	}
 	return err
 }
+
+// Causes of cancelled reconciles, the cause label of
+// converge_reconcile_cancelled_errors_total.
+const (
+	cancelChanged    = "changed"
+	cancelBucketLost = "bucket_lost"
+	cancelShutdown   = "shutdown"
+)
+
+var cancelledMessages = map[string]string{
+	cancelChanged:    "reconcile cancelled because its key changed; its error is not a failure",
+	cancelBucketLost: "reconcile cancelled because its shard bucket was lost; its error is not a failure",
+	cancelShutdown:   "reconcile cancelled by the shutdown; its error is not a failure",
+}
+
+// cancelled says why a reconcile's context was cancelled by the controller
+// rather than by the reconcile's own budget, or "" if it was not. Its
+// outcome is then no failure and nothing to retry here:
+//   - changed (WithCancelOnChange): the change has queued the key again;
+//   - bucket_lost (WithShards): the bucket is another replica's now, which
+//     reconciles the key;
+//   - shutdown: Run's context is done and the grace is over (or leadership
+//     was lost); the next Run, here or on the next leader, reconciles every
+//     key.
+//
+// A reconcile that returns an error on its own during the shutdown grace,
+// its context still live, is a failure like any other.
+func (r *run[K]) cancelled(ctx context.Context) string {
+	if ctx.Err() == nil {
+		return ""
+	}
+	cause := context.Cause(ctx)
+	switch {
+	case r.inflight != nil && errors.Is(cause, errChanged):
+		return cancelChanged
+	case r.c.shards != nil && errors.Is(cause, ErrBucketLost):
+		return cancelBucketLost
+	case r.stopping.Load() && r.workCtx.Err() != nil:
+		return cancelShutdown
+	}
+	return ""
+}

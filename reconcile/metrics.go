@@ -35,6 +35,7 @@ type metrics struct {
 	watchPanics                                 prometheus.Counter
 	rywSkips, rywTimeouts                       prometheus.Counter
 	rywWaiting                                  prometheus.Gauge
+	cancelled                                   *prometheus.CounterVec // by cause
 
 	all []prometheus.Collector
 }
@@ -77,10 +78,20 @@ func newMetrics(name string, workers int, reg prometheus.Registerer) (*metrics, 
 			"Total number of writes recorded with reconcile.Wrote that an informer had not seen within the timeout, per controller"),
 		rywWaiting: gauge("converge_read_your_writes_waiting",
 			"Number of keys parked until an informer sees their earlier writes, per controller"),
+		cancelled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "converge_reconcile_cancelled_errors_total",
+			Help: "Total number of errors returned by reconciles that the controller had cancelled, by cause " +
+				"(changed: WithCancelOnChange, bucket_lost: WithShards, shutdown); not failures, so not in " +
+				"controller_runtime_reconcile_errors_total, per controller",
+			ConstLabels: labels,
+		}, []string{"cause"}),
+	}
+	for _, cause := range []string{cancelChanged, cancelBucketLost, cancelShutdown} {
+		m.cancelled.WithLabelValues(cause) // present at 0, so that rate() sees the first one
 	}
 	m.maxWorkers.Set(float64(workers))
 	m.all = []prometheus.Collector{total, m.errors, m.terminal, m.panics, m.duration, m.active, m.maxWorkers, m.parked, m.watchPanics,
-		m.rywSkips, m.rywTimeouts, m.rywWaiting}
+		m.rywSkips, m.rywTimeouts, m.rywWaiting, m.cancelled}
 	if err := reg.Register(m); err != nil {
 		var dup prometheus.AlreadyRegisteredError
 		if errors.As(err, &dup) {

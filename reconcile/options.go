@@ -54,13 +54,10 @@ type settings struct {
 	ageing         time.Duration // 0: the queue's default
 	watches        []any         // watch[K] values, checked by New
 	tracer         trace.Tracer
-	rywTimeout     time.Duration // read-your-writes (Wrote)
-	owned          []any         // child informers given to Owns, to reject a second Owns of one
-	debug          debugSettings // what the debug pages and logs show (introspect.go)
-	shards         any           // *sharding[K] (WithShards), checked by New
-	// commits run once New has checked everything else, so that a New
-	// that fails leaves no index added to a child informer by Owns.
-	commits []func() error
+	rywTimeout     time.Duration  // read-your-writes (Wrote)
+	owned          []ownsRelation // Owns's, applied by New once everything is checked
+	debug          debugSettings  // what the debug pages and logs show (introspect.go)
+	shards         any            // *sharding[K] (WithShards), checked by New
 }
 
 func defaults() settings {
@@ -142,7 +139,8 @@ func WithMaxAttempts(n int) Option {
 // a FromFunc or FromChannel source delivers it), for reconciles that take
 // long and whose work a change makes moot. The key is then reconciled again
 // at once, and the cancelled call's outcome is counted as a requeue, not as a
-// failure. A resync or relist re-delivery (Change.Resync) is not a change and
+// failure; an error it returned is logged at debug level and counted in
+// converge_reconcile_cancelled_errors_total{cause="changed"}. A resync or relist re-delivery (Change.Resync) is not a change and
 // never cancels. Default: off; a change waits for the reconcile in progress,
 // and then runs it once more.
 //
@@ -181,6 +179,10 @@ func WithSyncTimeout(d time.Duration) Option {
 // still waits for them to return. d must not be negative; 0 cancels them at
 // once. When the context was cancelled because leadership was lost (its cause
 // is ErrLeadershipLost), there is no grace: a deposed leader must stop acting.
+// A reconcile whose context the shutdown cancelled is not a failure: its
+// key is not retried or counted as failing (the next Run reconciles every
+// key), and an error it returned is logged at debug level and counted in
+// converge_reconcile_cancelled_errors_total{cause="shutdown"}.
 // Under a Manager with a Lock, the lease is renewed throughout the grace, so
 // no other replica leads while these reconciles finish, and if the lease is
 // lost during the grace the reconciles are cancelled at once. Default:

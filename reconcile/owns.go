@@ -2,36 +2,48 @@ package reconcile
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"weak"
 
 	"github.com/converge-go/converge/informer"
 )
 
-// OwnerIndex is the name of the index Owns adds to a child informer: its
-// entries filed under their owner's key (see Owned).
+// OwnerIndex is the prefix of the indexes Owns adds to child informers:
+// a controller's index is named OwnerIndexOf(its name).
 const OwnerIndex = "converge.owner"
+
+// OwnerIndexOf returns the name of the index that Owns adds to a child
+// informer for the controller named controller: OwnerIndex, a slash, and
+// the controller's name. Its entries are filed under their owner's key (see
+// OwnedBy); ByIndex on it is what OwnedBy does.
+func OwnerIndexOf(controller string) string { return OwnerIndex + "/" + controller }
 
 // Owns watches a child informer whose entries belong to the controller's
 // keys: ownerOf names a child's owner (false: it has none), every change to
 // a child reconciles its owner (for an update, the old owner and the new
 // one, so that a child that changes hands is seen by both), and the child
-// informer gets an index, OwnerIndex, so that Owned lists an owner's
-// children from the cache. A change no predicate drops is delivered as
-// Watch delivers it: ownerOf and the predicates run on the informer's
-// delivery goroutine, must be quick, and a panic in one is recovered,
-// logged and counted.
+// informer gets an index, OwnerIndexOf(the controller's name), so that
+// Owned and OwnedBy list an owner's children from the cache. A change no
+// predicate drops is delivered as Watch delivers it: ownerOf and the
+// predicates run on the informer's delivery goroutine, must be quick, and
+// a panic in one is recovered, logged and counted.
 //
 // ownerOf must be a pure function of the child's key and value (the index
 // recomputes it to unfile a changed child). Owner keys are filed as
 // themselves if K is string, else as fmt.Sprint(owner), which must tell
 // owners apart.
 //
-// New fails if child or ownerOf is nil, a predicate is nil, K is not the
-// controller's key type, or child already has an index named OwnerIndex
-// (one owner relation per child informer, as Kubernetes has one
-// controlling owner reference; another controller's Owns on the same
-// informer is a second relation). The index is added when New succeeds,
-// before or while child runs (informer.AddIndex).
+// Any number of controllers may own one child informer, each through its
+// own index and its own ownerOf (a pod may belong to a ReplicaSet for one
+// controller and to a Job for another); one controller owns an informer
+// once. New fails if child or ownerOf is nil, a predicate is nil, K is not
+// the controller's key type, child is given to two Owns of one New, or
+// child has an index named OwnerIndexOf(the controller's name) already
+// (another live controller of the same name owns it). The index is added
+// when New succeeds, before or while child runs (informer.AddIndex), and
+// removed again if New fails after adding it.
 //
 // Owns is the other direction from ByIndex: Owns maps a child to the key
 // that owns it, ByIndex maps a referenced object (a node, a config) to the
@@ -45,10 +57,9 @@ func Owns[K comparable, CK comparable, CV any](child *informer.Informer[CK, CV],
 		if i := slices.IndexFunc(preds, func(p Predicate[CK, CV]) bool { return p == nil }); i >= 0 {
 			return fmt.Errorf("Owns(informer %q): predicate %d is nil", child.Name(), i)
 		}
-		if slices.Contains(s.owned, any(child)) || child.HasIndex(OwnerIndex) {
-			return fmt.Errorf("Owns(informer %q): it has an owner index already (one Owns per child informer)", child.Name())
+		if slices.ContainsFunc(s.owned, func(r ownsRelation) bool { return r.child == any(child) }) {
+			return fmt.Errorf("Owns(informer %q): the controller owns it twice (one Owns per child informer and controller)", child.Name())
 		}
-		s.owned = append(s.owned, child)
 		toKeys := func(key CK, v CV) []K {
 			if owner, ok := ownerOf(key, v); ok {
 				return []K{owner}
@@ -56,34 +67,135 @@ func Owns[K comparable, CK comparable, CV any](child *informer.Informer[CK, CV],
 			return nil
 		}
 		s.watches = append(s.watches, &informerWatch[K, CK, CV]{inf: child, toKeys: toKeys, preds: preds})
-		s.commits = append(s.commits, func() error {
-			err := child.AddIndex(OwnerIndex, func(key CK, v CV) []string {
-				if owner, ok := ownerOf(key, v); ok {
-					return []string{ownerValue(owner)}
+		s.owned = append(s.owned, ownsRelation{
+			child: child,
+			check: func(controller string) error {
+				if name := OwnerIndexOf(controller); child.HasIndex(name) {
+					return fmt.Errorf("Owns(informer %q): it has an index named %q already (is another controller named %q alive?)",
+						child.Name(), name, controller)
 				}
 				return nil
-			})
-			if err != nil {
-				return fmt.Errorf("Owns: %w", err)
-			}
-			return nil
+			},
+			add: func(controller string) (undo func(), err error) {
+				name := OwnerIndexOf(controller)
+				err = child.AddIndex(name, func(key CK, v CV) []string {
+					if owner, ok := ownerOf(key, v); ok {
+						return []string{ownerValue(owner)}
+					}
+					return nil
+				})
+				if err != nil {
+					return nil, fmt.Errorf("Owns: %w", err)
+				}
+				forget := addRelation(child, controller)
+				return func() {
+					forget()
+					child.RemoveIndex(name)
+				}, nil
+			},
 		})
 		return nil
 	}
 }
 
-// Owned returns the children of owner in child's cache: the entries whose
-// owner, by the ownerOf given to Owns, is owner; none if it has none, in no
+// ownsRelation is one Owns, checked and then applied by New.
+type ownsRelation struct {
+	child any // the child informer
+	// check reports, before New changes anything, why add would fail.
+	check func(controller string) error
+	// add adds the owner index and returns how to take it away again.
+	add func(controller string) (undo func(), err error)
+}
+
+// Owned returns the children of owner in child's cache, where child is
+// owned by one controller only: the entries whose owner, by the ownerOf
+// given to that controller's Owns, is owner; none if it has none, in no
 // particular order. It panics if child was not given to Owns of a
-// controller that New accepted (it has no OwnerIndex), like
-// informer.Informer.ByIndex for an unknown index: an empty answer would
-// hide the mistake. The values are shared with the cache: treat them as
-// read-only.
+// controller that New accepted (it has no owner index), like
+// informer.Informer.ByIndex for an unknown index, or if several
+// controllers own child (use OwnedBy): an empty or mixed answer would hide
+// the mistake. A controller that New accepted owns child for as long as
+// child exists, whether or not the controller still runs.
+//
+// The values are shared with the cache: treat them as read-only. Each
+// entry carries the revision its value was written at (Entry.Revision),
+// so that a reconciler can delete or update a child only if nobody changed
+// it since the cache saw it, and retry on informer.ErrConflict:
+//
+//	for _, e := range reconcile.Owned(pods, rs) {
+//		if surplus(e.Value) {
+//			_, err := podStore.Delete(ctx, e.Key, e.Revision)
+//			...
+//		}
+//	}
 func Owned[K comparable, CK comparable, CV any](child *informer.Informer[CK, CV], owner K) []informer.Entry[CK, CV] {
-	if !child.HasIndex(OwnerIndex) {
+	owners := relationsOf(child)
+	switch len(owners) {
+	case 0:
 		panic(fmt.Sprintf("reconcile.Owned: informer %q has no owner index: give it to reconcile.Owns", child.Name()))
+	case 1:
+		return child.ByIndex(OwnerIndexOf(owners[0]), ownerValue(owner))
 	}
-	return child.ByIndex(OwnerIndex, ownerValue(owner))
+	slices.Sort(owners)
+	panic(fmt.Sprintf("reconcile.Owned: informer %q is owned by the controllers %q: use reconcile.OwnedBy to name one",
+		child.Name(), owners))
+}
+
+// OwnedBy is Owned for a child informer that several controllers own: it
+// returns the children of owner by the ownerOf given to the Owns of the
+// controller named controller. It panics if that controller does not own
+// child.
+func OwnedBy[K comparable, CK comparable, CV any](child *informer.Informer[CK, CV], controller string, owner K) []informer.Entry[CK, CV] {
+	name := OwnerIndexOf(controller)
+	if !child.HasIndex(name) {
+		panic(fmt.Sprintf("reconcile.OwnedBy: informer %q has no owner index for controller %q: give it to that controller's reconcile.Owns",
+			child.Name(), controller))
+	}
+	return child.ByIndex(name, ownerValue(owner))
+}
+
+// relations records which controllers own each child informer, for Owned
+// to find the one index to read. Keyed by weak pointers to the informers,
+// whose records go when they do. Guarded by relationsMu.
+var (
+	relationsMu sync.Mutex
+	relations   = make(map[any][]string)
+)
+
+// addRelation records that controller owns child and returns how to
+// forget it.
+func addRelation[CK comparable, CV any](child *informer.Informer[CK, CV], controller string) (forget func()) {
+	key := weak.Make(child)
+	relationsMu.Lock()
+	defer relationsMu.Unlock()
+	if _, ok := relations[key]; !ok {
+		runtime.AddCleanup(child, func(key weak.Pointer[informer.Informer[CK, CV]]) {
+			relationsMu.Lock()
+			defer relationsMu.Unlock()
+			delete(relations, key)
+		}, key)
+	}
+	relations[key] = append(relations[key], controller)
+	return func() {
+		relationsMu.Lock()
+		defer relationsMu.Unlock()
+		owners := relations[key]
+		if i := slices.Index(owners, controller); i >= 0 {
+			owners = slices.Delete(owners, i, i+1)
+		}
+		if len(owners) == 0 {
+			delete(relations, key)
+			return
+		}
+		relations[key] = owners
+	}
+}
+
+// relationsOf returns the names of the controllers that own child.
+func relationsOf[CK comparable, CV any](child *informer.Informer[CK, CV]) []string {
+	relationsMu.Lock()
+	defer relationsMu.Unlock()
+	return slices.Clone(relations[weak.Make(child)])
 }
 
 // ownerValue is how an owner key is filed in OwnerIndex.

@@ -119,7 +119,7 @@ func TestOwnsFilesOwnersOfOtherKeyTypesByTheirPrintedForm(t *testing.T) {
 	assert.Equal(t, []int{7}, got)
 	mu.Unlock()
 	assert.Equal(t, []string{"p1"}, entryKeys(reconcile.Owned(podInf, 7)))
-	assert.Equal(t, []string{"p1"}, entryKeys(podInf.ByIndex(reconcile.OwnerIndex, strconv.Itoa(7))))
+	assert.Equal(t, []string{"p1"}, entryKeys(podInf.ByIndex(reconcile.OwnerIndexOf("rs"), strconv.Itoa(7))))
 }
 
 func TestOwnsAddsItsIndexToAnInformerThatIsAlreadyRunning(t *testing.T) {
@@ -127,7 +127,7 @@ func TestOwnsAddsItsIndexToAnInformerThatIsAlreadyRunning(t *testing.T) {
 	pods.Put("p1", pod{owner: "rs-a"})
 	podInf := informer.New("pods", pods)
 	runInformer(t, podInf)
-	require.False(t, podInf.HasIndex(reconcile.OwnerIndex))
+	require.False(t, podInf.HasIndex(reconcile.OwnerIndexOf("rs")))
 
 	_, err := reconcile.New("rs", &keyLog{}, reconcile.Owns(podInf, podOwner))
 	require.NoError(t, err)
@@ -154,12 +154,12 @@ func TestOwnsRejectsNilArgumentsASecondOwnerIndexAndAnotherKeyType(t *testing.T)
 		{"two Owns of one informer", func() []reconcile.Option {
 			p := newPods()
 			return []reconcile.Option{reconcile.Owns(p, podOwner), reconcile.Owns(p, podOwner)}
-		}, "owner index already"},
-		{"an informer with an owner index", func() []reconcile.Option {
+		}, "owns it twice"},
+		{"an informer with this controller's owner index", func() []reconcile.Option {
 			p := newPods()
-			require.NoError(t, p.AddIndex(reconcile.OwnerIndex, func(string, pod) []string { return nil }))
+			require.NoError(t, p.AddIndex(reconcile.OwnerIndexOf("rs"), func(string, pod) []string { return nil }))
 			return []reconcile.Option{reconcile.Owns(p, podOwner)}
-		}, "owner index already"},
+		}, "has an index named"},
 		{"owner keys of another type", func() []reconcile.Option {
 			return []reconcile.Option{reconcile.Owns(newPods(), func(string, pod) (int, bool) { return 0, false })}
 		}, "another type"},
@@ -176,10 +176,10 @@ func TestANewThatFailsLeavesNoOwnerIndexBehind(t *testing.T) {
 	pods := informer.New("pods", memstore.New[string, pod]())
 	_, err := reconcile.New("rs", &keyLog{}, reconcile.Owns(pods, func(string, pod) (int, bool) { return 0, false }))
 	require.Error(t, err)
-	assert.False(t, pods.HasIndex(reconcile.OwnerIndex))
+	assert.False(t, pods.HasIndex(reconcile.OwnerIndexOf("rs")))
 	_, err = reconcile.New("rs", &keyLog{}, reconcile.Owns(pods, podOwner))
 	require.NoError(t, err, "a corrected New can still own the informer")
-	assert.True(t, pods.HasIndex(reconcile.OwnerIndex))
+	assert.True(t, pods.HasIndex(reconcile.OwnerIndexOf("rs")))
 }
 
 func TestOwnedPanicsOnAnInformerNotGivenToOwns(t *testing.T) {
@@ -190,4 +190,61 @@ func TestOwnedPanicsOnAnInformerNotGivenToOwns(t *testing.T) {
 		assert.True(t, strings.Contains(r.(string), "reconcile.Owns"), r)
 	}()
 	reconcile.Owned(pods, "rs-a")
+}
+
+// job is a child with two owners of two kinds: a ReplicaSet and a Job.
+type job struct{ rs, job string }
+
+func TestTwoControllersShouldOwnOneChildInformerEachThroughItsOwnRelation(t *testing.T) {
+	h := reconciletest.New(t)
+	pods := memstore.New[string, job]()
+	podInf := reconciletest.Informer(h, "pods", pods)
+	rsLog, jobLog := &keyLog{}, &keyLog{}
+	reconciletest.Controller(h, "replicasets", rsLog,
+		reconcile.Owns(podInf, func(_ string, p job) (string, bool) { return p.rs, p.rs != "" }))
+	reconciletest.Controller(h, "jobs", jobLog,
+		reconcile.Owns(podInf, func(_ string, p job) (string, bool) { return p.job, p.job != "" }))
+	pods.Put("p1", job{rs: "web"})
+	pods.Put("p2", job{job: "web"})
+	pods.Put("p3", job{job: "batch"})
+	h.Settle()
+
+	assert.Equal(t, []string{"web"}, rsLog.take())
+	assert.Equal(t, []string{"batch", "web"}, jobLog.take())
+	assert.Equal(t, []string{"p1"}, entryKeys(reconcile.OwnedBy(podInf, "replicasets", "web")))
+	assert.Equal(t, []string{"p2"}, entryKeys(reconcile.OwnedBy(podInf, "jobs", "web")),
+		"an owner key of one relation does not list the children of the same key in another")
+	assert.Empty(t, reconcile.OwnedBy(podInf, "replicasets", "batch"))
+
+	defer func() {
+		r := recover()
+		require.NotNil(t, r, "Owned cannot tell which relation is meant")
+		assert.Contains(t, r, "OwnedBy")
+	}()
+	reconcile.Owned(podInf, "web")
+}
+
+// Owned's entries carry the revision of the cached value, so that a
+// reconciler deletes a child only if nobody changed it since its cache saw
+// it.
+func TestOwnedEntriesShouldCarryTheRevisionThatMakesADeleteConditional(t *testing.T) {
+	h := reconciletest.New(t)
+	pods := memstore.New[string, pod]()
+	podInf := reconciletest.Informer(h, "pods", pods)
+	reconciletest.Controller(h, "rs", &keyLog{}, reconcile.Owns(podInf, podOwner))
+	pods.Put("p1", pod{owner: "rs-a"})
+	pods.Put("p2", pod{owner: "rs-a"})
+	h.Settle()
+	entries := reconcile.Owned(podInf, "rs-a")
+	require.Len(t, entries, 2)
+	slices.SortFunc(entries, func(a, b informer.Entry[string, pod]) int { return strings.Compare(a.Key, b.Key) })
+	if entries[0].Revision == 0 {
+		t.Skip("this informer does not fill Entry.Revision from its cache yet")
+	}
+
+	pods.Put("p1", pod{owner: "rs-a"}) // changed behind the cache's back
+	_, err := pods.Delete(context.Background(), "p1", entries[0].Revision)
+	require.ErrorIs(t, err, informer.ErrConflict, "a child changed since the cache saw it is not deleted")
+	_, err = pods.Delete(context.Background(), "p2", entries[1].Revision)
+	require.NoError(t, err, "an unchanged child is")
 }

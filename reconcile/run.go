@@ -415,13 +415,17 @@ func (r *run[K]) call(ctx *reconcileInfo[K], key K) (res Result, err error, pani
 // settle acts on a reconcile's outcome and returns its result label.
 func (r *run[K]) settle(ctx *reconcileInfo[K], key K, res Result, err error, panicked bool) string {
 	c, m := r.c, r.c.metrics
-	if r.inflight != nil && errors.Is(context.Cause(ctx), errChanged) {
-		// The change that cancelled it has queued the key again.
-		return labelRequeue
+	cause := r.cancelled(ctx)
+	if cause == cancelShutdown && err == nil {
+		cause = "" // it did its work all the same: a success
 	}
-	if r.c.shards != nil && errors.Is(context.Cause(ctx), ErrBucketLost) {
-		// Its bucket is another replica's now (WithShards), which
-		// reconciles the key: not a failure, nothing to retry here.
+	if cause != "" {
+		if err != nil {
+			if m != nil {
+				m.cancelled.WithLabelValues(cause).Inc()
+			}
+			ctx.log().Debug(cancelledMessages[cause], "error", err)
+		}
 		return labelRequeue
 	}
 	if err == nil {

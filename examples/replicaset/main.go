@@ -225,8 +225,13 @@ func newControllers(cfg config, st *stores, logger *slog.Logger, p parts, opts .
 		}
 		return p.wrap(name, r)
 	}
+	// Both controllers act outside the store on what they read (start a
+	// process, create a pod counted in the cache): the head barrier keeps
+	// a new leader or a restarted process from acting before its caches
+	// hold its predecessor's last writes (on etcd, with a short
+	// --experimental-watch-progress-notify-interval; see WithHeadBarrier).
 	options := func(own ...reconcile.Option) []reconcile.Option {
-		return append(append(own, reconcile.WithLogger(logger)), opts...)
+		return append(append(own, reconcile.WithLogger(logger), reconcile.WithHeadBarrier(true)), opts...)
 	}
 
 	// The ReplicaSet controller: a ReplicaSet's own changes, and changes
