@@ -50,8 +50,9 @@
 // Owns watches a child informer (pods of a replica set): every change to a
 // child reconciles its owner, old and new, and Owned lists an owner's
 // children from the child informer's cache through the index Owns adds
-// (OwnerIndex), so that a reconciler counts its children without a store
-// round trip. ByIndex is the other direction: a referenced object (a node)
+// (one per controller, OwnerIndexOf), so that a reconciler counts its
+// children without a store round trip. Any number of controllers may own
+// the same child informer; OwnedBy names the relation when several do. ByIndex is the other direction: a referenced object (a node)
 // reconciles the primaries that refer to it.
 //
 // A cache lags the store: a reconcile that created a child and is run again
