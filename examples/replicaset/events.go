@@ -36,16 +36,18 @@ const (
 // write their events to the events store, where describe reads them from
 // any process.
 type eventRecorders struct {
-	rs, agent *events.Recorder
-	sinks     []*events.StoreSink
+	rs, agent       *events.Recorder
+	rsSink, podSink *events.StoreSink
+	sinks           []*events.StoreSink
 }
 
 func newEventRecorders(st informer.Store[string, events.Event]) *eventRecorders {
 	rsSink := events.NewStoreSink(st, events.WithPrefix(rsEventPrefix))
 	podSink := events.NewStoreSink(st, events.WithPrefix(podEventPrefix))
 	return &eventRecorders{
-		rs:    events.NewRecorder(rsEventSource, events.WithSink(rsSink)),
-		agent: events.NewRecorder(agentEventSource, events.WithSink(podSink)),
+		rs:     events.NewRecorder(rsEventSource, events.WithSink(rsSink)),
+		agent:  events.NewRecorder(agentEventSource, events.WithSink(podSink)),
+		rsSink: rsSink, podSink: podSink,
 		sinks: []*events.StoreSink{rsSink, podSink},
 	}
 }

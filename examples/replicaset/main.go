@@ -167,7 +167,12 @@ func newSystem(cfg config, st *stores, logger *slog.Logger, output *os.File) (*s
 	if err != nil {
 		return nil, err
 	}
+	// A deleted ReplicaSet's or pod's events go with it; the others expire
+	// after the sinks' TTL.
+	_, rsErr := c.rsInf.AddHandler(events.DeletionHandler[string, ReplicaSet](rec.rsSink))
+	_, podErr := c.podInf.AddHandler(events.DeletionHandler[string, Pod](rec.podSink))
 	for _, err := range []error{
+		rsErr, podErr,
 		mgr.AddInformer(c.rsInf),
 		mgr.AddInformer(c.podInf),
 		mgr.AddController(c.rs),

@@ -140,9 +140,9 @@ func schemaName(prefix string) string {
 // requested: its pods are on their way out, and so is it.
 var errDeleting = errors.New("the replicaset is being deleted")
 
-// apply sets a ReplicaSet's spec, creating it if needed, and bumps its
-// generation when the spec changed: the API server's part. The status and
-// the finalizers are kept.
+// apply sets a ReplicaSet's spec, creating it if needed; CreateOrUpdate
+// bumps its generation when the spec changed (ReplicaSet is an
+// object.SpecObject). The status and the finalizers are kept.
 func apply(ctx context.Context, s informer.Store[string, ReplicaSet], name string, spec ReplicaSetSpec) error {
 	_, _, err := informer.CreateOrUpdate(ctx, s, name, func(rs *ReplicaSet) error {
 		switch {
@@ -151,7 +151,6 @@ func apply(ctx context.Context, s informer.Store[string, ReplicaSet], name strin
 		case rs.Generation > 0 && sameJSON(rs.Spec, spec):
 			return nil // nothing to write
 		}
-		rs.Generation++
 		rs.Spec = spec
 		return nil
 	})

@@ -9,8 +9,9 @@ import (
 )
 
 // ReplicaSet is the desired state a user writes, and the status the
-// controller writes back. Spec and Generation belong to the user: apply bumps
-// Generation whenever Spec changes, as the Kubernetes API server does. Status
+// controller writes back. Spec belongs to the user; Generation is kept by
+// informer's write helpers, because ReplicaSet is an object.SpecObject: they
+// bump it whenever Spec changes, as the Kubernetes API server does. Status
 // belongs to the controller, which writes it with compare-and-swap and never
 // touches Spec or Generation, so a status write does not bump Generation.
 // The key in the store is the name.
@@ -25,6 +26,9 @@ type ReplicaSet struct {
 	Spec   ReplicaSetSpec   `json:"spec"`
 	Status ReplicaSetStatus `json:"status,omitzero"`
 }
+
+// ObjectSpec makes ReplicaSet an object.SpecObject.
+func (rs *ReplicaSet) ObjectSpec() any { return rs.Spec }
 
 // ReplicaSetSpec is what the user asks for: Replicas copies of Command.
 type ReplicaSetSpec struct {
