@@ -31,6 +31,29 @@ type runState struct {
 	log        []writeRecord
 	reconciles map[string]int
 	total      int // reconciles
+	// busy counts the reconciles and writes under way: a system with one
+	// under way (an Effect that takes virtual time) has not converged,
+	// though it writes nothing for a while.
+	busy int
+}
+
+// begin and end bracket a reconcile or a write, for busy.
+func (r *runState) begin() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.busy++
+}
+
+func (r *runState) end() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.busy--
+}
+
+func (r *runState) idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.busy == 0
 }
 
 // writeRecord is one write of a run, for the report.
@@ -202,9 +225,14 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 	w := spec.World()
 	ctx := context.Background()
 	incarnation := 0
+	// cur is the newest process; all every process of the run, so that
+	// none outlives its bubble whatever went wrong (a deposed process
+	// runs beside cur until its depose ends).
 	var cur *Process
+	var all []*Process
 	start := func(lag int) error {
 		cur = newProcess(rs, incarnation, lag, spec.StaleFor)
+		all = append(all, cur)
 		incarnation++
 		if err := spec.Process(cur, w); err != nil {
 			return fmt.Errorf("process %d: %w", cur.incarnation, err)
@@ -230,6 +258,9 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 				out.oracle, out.failure = "process", err.Error()
 			}
 		}
+		for _, p := range all {
+			_ = p.stop() // stopped already, unless the run failed
+		}
 		out.writes, out.log = rs.writeCount(), rs.log
 		for _, wr := range rs.log {
 			if wr.fault != nil {
@@ -237,8 +268,12 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 			}
 		}
 	}()
-	// restart replaces the crashed process with a fresh one.
+	// restart replaces the crashed process with a fresh one. A deposed
+	// process that crashes or exits only ends: its successor runs.
 	restart := func(c crash) error {
+		if c.p != cur {
+			return c.p.stop()
+		}
 		if err := cur.stop(); err != nil {
 			return err
 		}
@@ -261,7 +296,9 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 	// process's work run on for resumeWindow before its clock's timers
 	// catch up (a resumed process's work may run before its watchdog, as
 	// the leader package says), checks the invariants, then thaws the old
-	// process and lets it end.
+	// process and lets it end. A process frozen again while it runs on
+	// after its first depose has its successor already: it is held as
+	// long again beside the processes that run, with no new one.
 	depose := func(c crash) error {
 		old := c.p
 		released, stopped := false, false
@@ -275,8 +312,10 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 				_ = old.stop()
 			}
 		}()
-		if err := start(0); err != nil {
-			return err
+		if old == cur {
+			if err := start(0); err != nil {
+				return err
+			}
 		}
 		if err := settle(spec.DeposeFor); err != nil {
 			return err
@@ -388,7 +427,7 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		}
 		// Stable, not necessarily right: a wrong end state is the
 		// differential oracle's to report.
-		if rs.writeCount() == before {
+		if rs.writeCount() == before && rs.idle() {
 			converged = true
 			break
 		}

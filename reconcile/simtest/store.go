@@ -104,11 +104,13 @@ func (p *Process) Effect(ctx context.Context, what string, do func(ctx context.C
 // schedule's fault at it.
 func hook[R any](p *Process, ctx context.Context, what string, do func() (R, error)) (R, error) {
 	var zero R
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
+	p.lock()
+	defer p.unlock()
 	if p.dead.Load() {
 		return zero, ErrCrashed
 	}
+	p.run.begin()
+	defer p.run.end()
 	who, _ := ctx.Value(reconcilingKey{}).(string)
 	if p.run.deposeNext(what, who) {
 		// Frozen before the write: the driver starts a successor, and lets
@@ -116,6 +118,7 @@ func hook[R any](p *Process, ctx context.Context, what string, do func() (R, err
 		// still live (its clock was frozen too), so the write is made as
 		// the process decided it, for the old term.
 		release := make(chan struct{})
+		p.deposed.Store(true)
 		p.freeze()
 		p.run.crashed <- crash{p: p, release: release}
 		<-release
