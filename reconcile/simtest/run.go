@@ -56,36 +56,9 @@ func (r *runState) idle() bool {
 	return r.busy == 0
 }
 
-// writeRecord is one write of a run, for the report.
-type writeRecord struct {
-	n        int
-	what     string // "Create children/a-0-0"
-	by       string // "parents/a", or "" outside a counted reconcile
-	err      error
-	fault    *Fault // the schedule's fault at this write, if any
-	sequence int    // the how-manieth write of this reconcile's key
-}
-
-func (w writeRecord) String() string {
-	s := fmt.Sprintf("write %d = %s", w.n, w.what)
-	if w.by != "" {
-		s += fmt.Sprintf(" by reconcile of %s (its write #%d)", w.by, w.sequence)
-	}
-	if w.err != nil {
-		s += fmt.Sprintf(" (failed: %v)", w.err)
-	}
-	switch {
-	case w.fault != nil && w.fault.Kind == Depose:
-		s += "; the process froze before it, and made it late"
-	case w.fault != nil:
-		s += fmt.Sprintf("; %s after it", w.fault.Kind)
-	}
-	return s
-}
-
-// wrote numbers a write that has just been made and returns the fault
-// the schedule puts after it, if any.
-func (r *runState) wrote(what, by string, err error) (n int, fault *Fault, over bool) {
+// wrote numbers a write that has just been made, w, and returns the
+// fault the schedule puts after it, if any.
+func (r *runState) wrote(w writeRecord) (n int, fault *Fault, over bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.writes++
@@ -95,7 +68,8 @@ func (r *runState) wrote(what, by string, err error) (n int, fault *Fault, over 
 		return n, nil, true
 	}
 	fault = r.faultAt[n]
-	r.log = append(r.log, writeRecord{n: n, what: what, by: by, err: err, fault: fault, sequence: r.sequence(by)})
+	w.n, w.fault, w.sequence = n, fault, r.sequence(w.by)
+	r.log = append(r.log, w)
 	return n, fault, false
 }
 
@@ -112,19 +86,26 @@ func (r *runState) sequence(by string) int {
 }
 
 // deposeNext says whether the schedule freezes the process before this
-// write, the next one; if so the write is numbered and logged now (its
-// outcome comes later), and the fault is used up.
-func (r *runState) deposeNext(what, by string) bool {
+// write, w, the next one; if so the write is numbered and logged now, the
+// fault is used up, and the returned function records the write's outcome
+// once it is made.
+func (r *runState) deposeNext(w writeRecord) (outcome func(error), ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f := r.faultAt[r.writes+1]
 	if f == nil || f.Kind != Depose {
-		return false
+		return nil, false
 	}
 	r.writes++
 	delete(r.faultAt, r.writes)
-	r.log = append(r.log, writeRecord{n: r.writes, what: what, by: by, fault: f, sequence: r.sequence(by)})
-	return true
+	w.n, w.fault, w.sequence = r.writes, f, r.sequence(w.by)
+	i := len(r.log)
+	r.log = append(r.log, w)
+	return func(err error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.log[i].err = err
+	}, true
 }
 
 // addSource registers a faulty source, healthy already if the run is in
@@ -164,6 +145,19 @@ func (r *runState) overBudget() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.exhausted
+}
+
+// writesSince returns the logged writes numbered after n.
+func (r *runState) writesSince(n int) []writeRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []writeRecord
+	for _, w := range r.log {
+		if w.n > n {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 func (r *runState) writeCount() int {
@@ -427,7 +421,7 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		}
 		// Stable, not necessarily right: a wrong end state is the
 		// differential oracle's to report.
-		if rs.writeCount() == before && rs.idle() {
+		if len(unplanned(spec.Periodic, rs.writesSince(before))) == 0 && rs.idle() {
 			converged = true
 			break
 		}
@@ -440,14 +434,8 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 	if err := settle(spec.Quiet); err != nil {
 		return fail("process", "%v", err)
 	}
-	if n := rs.writeCount() - before; n > 0 {
-		return fail("liveness", "%d writes in the %v after it converged (not stable)", n, spec.Quiet)
-	}
-	for who, n := range rs.reconcileCounts() {
-		if d := n - counts[who]; d > spec.MaxReconcilesPerKey {
-			return fail("liveness", "%s reconciled %d times in the %v after it converged (at most %d allowed): a hot loop",
-				who, d, spec.Quiet, spec.MaxReconcilesPerKey)
-		}
+	if f := quietFailure(spec, rs.writesSince(before), counts, rs.reconcileCounts()); f != "" {
+		return fail("liveness", "%s", f)
 	}
 	for i, inv := range spec.Converged {
 		if err := inv(w); err != nil {
