@@ -105,3 +105,15 @@ func TestAHeartbeatFasterThanDeclaredShouldBeAHotLoop(t *testing.T) {
 	require.NotEmpty(t, r.Failure)
 	assert.Contains(t, r.Failure, "ints/hb written 600 times in the 10m0s after it converged (at most 61 for its declared period of 10s): a hot loop")
 }
+
+func TestAPanicAtAWriteOutsideAReconcileShouldCrashTheProcessNotTheTest(t *testing.T) {
+	if isolated(t, 2*time.Minute) {
+		return
+	}
+	spec := heartbeat(10 * time.Second)
+	spec.Periodic = map[string]time.Duration{"ints/hb": 10 * time.Second}
+	withSchedule(t, "panic@1")
+	r := simtest.Check(t, spec)
+	require.Empty(t, r.Failure)
+	assert.Equal(t, 1, r.FaultPoints)
+}

@@ -35,6 +35,9 @@ type runState struct {
 	// under way (an Effect that takes virtual time) has not converged,
 	// though it writes nothing for a while.
 	busy int
+	// ended has room for one signal: a reconcile or write ended, which
+	// may have made an Await's condition hold.
+	ended chan struct{}
 }
 
 // begin and end bracket a reconcile or a write, for busy.
@@ -46,8 +49,12 @@ func (r *runState) begin() {
 
 func (r *runState) end() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.busy--
+	r.mu.Unlock()
+	select {
+	case r.ended <- struct{}{}:
+	default:
+	}
 }
 
 func (r *runState) idle() bool {
@@ -210,7 +217,7 @@ func execute[W any](t *testing.T, spec *Spec[W], sched Schedule, ref *outcome) (
 
 // drive is a run, on the bubble's goroutine.
 func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
-	rs := &runState{crashed: make(chan crash, 1), sched: sched, gate: newGate(), faultAt: map[int]*Fault{}, reconciles: map[string]int{}, budget: spec.Budget}
+	rs := &runState{crashed: make(chan crash, 1), ended: make(chan struct{}, 1), sched: sched, gate: newGate(), faultAt: map[int]*Fault{}, reconciles: map[string]int{}, budget: spec.Budget}
 	for i, f := range sched.Faults {
 		if _, taken := rs.faultAt[f.At]; !taken {
 			rs.faultAt[f.At] = &sched.Faults[i]
@@ -285,6 +292,7 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 	// settle waits until everything is blocked, restarting crashed
 	// processes, then lets d of virtual time pass the same way.
 	var settle func(d time.Duration) error
+	var settleUntil func(d time.Duration, cond func() error) error
 	// depose runs a successor beside the frozen process c.p, lets the
 	// frozen write go once the successor has run DeposeFor, lets the old
 	// process's work run on for resumeWindow before its clock's timers
@@ -333,8 +341,13 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		}
 		return restart(c)
 	}
-	settle = func(d time.Duration) error {
+	settle = func(d time.Duration) error { return settleUntil(d, nil) }
+	// settleUntil is settle that, given cond, returns as soon as cond
+	// holds when everything is blocked, and if it never does, an error
+	// wrapping its last one once d has passed.
+	settleUntil = func(d time.Duration, cond func() error) error {
 		deadline := time.Now().Add(d)
+		var last error
 		for {
 			synctest.Wait()
 			if rs.overBudget() {
@@ -351,14 +364,28 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 			if rs.gate.next() {
 				continue
 			}
+			if cond != nil {
+				if last = cond(); last == nil {
+					return nil
+				}
+			}
 			left := time.Until(deadline)
 			if left <= 0 {
+				if cond != nil {
+					return notMet{d: d, err: last}
+				}
 				return nil
+			}
+			var ended <-chan struct{}
+			if cond != nil {
+				ended = rs.ended
 			}
 			tm := time.NewTimer(left)
 			select {
 			case <-tm.C:
 			case <-rs.gate.arrived:
+				tm.Stop()
+			case <-ended:
 				tm.Stop()
 			case c := <-rs.crashed:
 				tm.Stop()
@@ -378,6 +405,19 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 			}
 		}
 	}
+	// await is Await's, for the workload's steps; a failure of the run
+	// while a step waits is kept for the oracles, not the step's.
+	var awaitErr error
+	stepCtx := context.WithValue(ctx, awaitKey{}, func(cond func() error) error {
+		if awaitErr != nil {
+			return awaitErr
+		}
+		err := settleUntil(spec.Converge, cond)
+		if _, ok := err.(notMet); err != nil && !ok {
+			awaitErr = err
+		}
+		return err
+	})
 
 	if err := start(0); err != nil {
 		return fail("process", "%v", err)
@@ -386,7 +426,11 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		if err := settle(spec.StepTime); err != nil {
 			return fail("process", "%v", err)
 		}
-		if err := step(ctx, w); err != nil {
+		err := step(stepCtx, w)
+		if awaitErr != nil {
+			return fail("process", "%v", awaitErr)
+		}
+		if err != nil {
 			return fail("workload", "step %d: %v", i, err)
 		}
 		if f := check(fmt.Sprintf("step %d", i)); f != "" {

@@ -45,8 +45,13 @@ type Spec[W any] struct {
 	// at the start and after every crash: it must keep nothing outside p.
 	Process func(p *Process, w W) error
 	// Workload steps write desired state to w's raw stores (not counted,
-	// never crashed). Each runs once the system has settled and StepTime
-	// has passed.
+	// never crashed). Each runs once StepTime has passed and every
+	// process is blocked with nothing waiting at the kit's gate (crashed
+	// processes restarted, every event and reconcile let through so far
+	// run). That is not "the controllers have acted on the step before":
+	// a coalescing window or a stale restart may still hold its events
+	// back, which is the fault. A step that must come after them waits
+	// with Await on its context.
 	Workload []func(ctx context.Context, w W) error
 	// Observe returns the end state that must equal the fault-free run's.
 	// Leave out what may differ (generated names, times, revisions): it
@@ -84,7 +89,7 @@ type Spec[W any] struct {
 	// writing, such as a lease to expire after a crash. Default 1 s.
 	Idle time.Duration
 	// StepTime is virtual time let pass before each workload step;
-	// default 0 (the system settles first in any case).
+	// default 0 (everything is blocked first in any case).
 	StepTime time.Duration
 	// Converge bounds, in virtual time, how long after the workload the
 	// system may take to converge: to stop writing for a tick (1 s,
