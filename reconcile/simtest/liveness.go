@@ -30,13 +30,17 @@ func declared(periodic map[string]time.Duration, name string) (string, time.Dura
 	return best, periodic[best]
 }
 
-// periodOf returns the declared name and period a write counts under: its
-// key's, or else the reconcile's that made it.
+// periodOf returns the name a write counts under, its key's or else the
+// reconcile's that made it, whichever Spec.Periodic covers, and the
+// declared period; "" if neither is covered.
 func periodOf(periodic map[string]time.Duration, w writeRecord) (string, time.Duration) {
 	if n, d := declared(periodic, w.object); n != "" {
-		return n, d
+		return w.object, d
 	}
-	return declared(periodic, w.by)
+	if n, d := declared(periodic, w.by); n != "" {
+		return w.by, d
+	}
+	return "", 0
 }
 
 // unplanned returns the writes of ws no declared period covers.
@@ -68,13 +72,16 @@ func quietFailure[W any](spec *Spec[W], ws []writeRecord, before, after map[stri
 	if bad := unplanned(spec.Periodic, ws); len(bad) > 0 {
 		return fmt.Sprintf("%d writes in the %v after it converged (not stable), the first: %s", len(bad), spec.Quiet, bad[0])
 	}
-	perName := map[string]int{}
+	// Counted per key, not per declared name: "pods/*" gives each pod
+	// its period.
+	perName, period := map[string]int{}, map[string]time.Duration{}
 	for _, w := range ws {
-		n, _ := periodOf(spec.Periodic, w)
+		n, d := periodOf(spec.Periodic, w)
 		perName[n]++
+		period[n] = d
 	}
 	for _, n := range slices.Sorted(maps.Keys(perName)) {
-		d := spec.Periodic[n]
+		d := period[n]
 		if most := allowance(d, spec.Quiet); perName[n] > most {
 			return fmt.Sprintf("%s written %d times in the %v after it converged (at most %d for its declared period of %v): a hot loop",
 				n, perName[n], spec.Quiet, most, d)

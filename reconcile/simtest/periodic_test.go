@@ -52,8 +52,12 @@ func TestAKeyReconciledMoreOftenThanItsDeclaredPeriodShouldStillBeAHotLoop(t *te
 }
 
 // heartbeat writes key "hb" of the world's store every period from a
-// goroutine of the process, as a node agent's heartbeat does.
-func heartbeat(period time.Duration) simtest.Spec[*counters] {
+// goroutine of the process, as a node agent's heartbeat does; or the keys
+// given, each every period.
+func heartbeat(period time.Duration, keys ...string) simtest.Spec[*counters] {
+	if len(keys) == 0 {
+		keys = []string{"hb"}
+	}
 	spec := counterSpec(func(*simtest.Process, *counters, informer.Store[string, int]) reconcile.Func[string] {
 		return func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil }
 	})
@@ -72,8 +76,10 @@ func heartbeat(period time.Duration) simtest.Spec[*counters] {
 					return nil
 				case <-tick.C:
 				}
-				// A failed beat is retried at the next tick.
-				_, _, _ = informer.CreateOrUpdate(ctx, s, "hb", func(v *int) error { *v++; return nil })
+				for _, k := range keys {
+					// A failed beat is retried at the next tick.
+					_, _, _ = informer.CreateOrUpdate(ctx, s, k, func(v *int) error { *v++; return nil })
+				}
 			}
 		})
 		return nil
@@ -96,6 +102,14 @@ func TestAHeartbeatShouldPassOnceItsPeriodIsDeclared(t *testing.T) {
 	r := simtest.Check(t, spec)
 	assert.Empty(t, r.Failure)
 	assert.Equal(t, 20, r.Schedules)
+}
+
+func TestAPrefixShouldGiveEachKeyItCoversItsOwnPeriod(t *testing.T) {
+	spec := heartbeat(10*time.Second, "hb-a", "hb-b", "hb-c")
+	spec.Periodic = map[string]time.Duration{"ints/hb-*": 10 * time.Second}
+	spec.Mode, spec.Seed, spec.Runs = simtest.Sampled, 1, 10
+	r := simtest.Check(t, spec)
+	assert.Empty(t, r.Failure, "three heartbeats of one period are not one hot loop")
 }
 
 func TestAHeartbeatFasterThanDeclaredShouldBeAHotLoop(t *testing.T) {

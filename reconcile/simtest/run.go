@@ -226,7 +226,14 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 				if rs.overBudget() {
 					return errBudget
 				}
-				if err := handle(<-rs.crashed); err != nil {
+				// Its notice may have been dropped (the channel holds
+				// one): it is the current process that ended.
+				c := crash{p: cur}
+				select {
+				case c = <-rs.crashed:
+				default:
+				}
+				if err := handle(c); err != nil {
 					return err
 				}
 			}
