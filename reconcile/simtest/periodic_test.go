@@ -131,3 +131,17 @@ func TestAPanicAtAWriteOutsideAReconcileShouldCrashTheProcessNotTheTest(t *testi
 	require.Empty(t, r.Failure)
 	assert.Equal(t, 1, r.FaultPoints)
 }
+
+func TestASpecThatCannotRunShouldBeReportedAsSuch(t *testing.T) {
+	for want, edit := range map[string]func(*simtest.Spec[*counters]){
+		`Spec.Periodic["ints/k"] = 0s: want a name`: func(s *simtest.Spec[*counters]) { s.Periodic = map[string]time.Duration{"ints/k": 0} },
+		`Spec.Periodic["*"] = 1s`:                   func(s *simtest.Spec[*counters]) { s.Periodic = map[string]time.Duration{"*": time.Second} },
+		"Spec.Observe is nil":                       func(s *simtest.Spec[*counters]) { s.Observe = nil },
+	} {
+		spec := recheck(time.Second)
+		edit(&spec)
+		r := simtest.Check(t, spec)
+		assert.Contains(t, r.Failure, want)
+		assert.Zero(t, r.Schedules)
+	}
+}

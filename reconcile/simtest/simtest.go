@@ -2,6 +2,7 @@ package simtest
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"testing"
@@ -110,13 +111,33 @@ type Spec[W any] struct {
 	// reconcile beyond MaxReconcilesPerKey, per period, and one more; more
 	// is still a hot loop. Other names stay held to "no write, at most
 	// MaxReconcilesPerKey reconciles". A write counts under its key's name
-	// or under the reconcile that made it, whichever is declared. Default:
-	// none.
+	// or under the reconcile that made it, whichever is declared. A
+	// period must be positive, and a name neither empty nor "*" alone
+	// (which would turn the oracle off): Check reports such a Spec as its
+	// failure. Default: none.
 	Periodic map[string]time.Duration
 	// Budget bounds the writes, and separately the reconciles, of one
 	// run (default 10,000): a controller that loops without letting
 	// virtual time pass would otherwise never let the run settle.
 	Budget int
+}
+
+// validate says what of s cannot be run.
+func (s *Spec[W]) validate() error {
+	switch {
+	case s.World == nil:
+		return errors.New("Spec.World is nil: it makes each run's stores")
+	case s.Process == nil:
+		return errors.New("Spec.Process is nil: it builds the controllers under test")
+	case s.Observe == nil:
+		return errors.New("Spec.Observe is nil: it returns the end state the runs are compared on")
+	}
+	for name, d := range s.Periodic {
+		if name == "" || name == "*" || d <= 0 {
+			return fmt.Errorf("Spec.Periodic[%q] = %v: want a name (or a prefix ending in *) of some keys, and a positive period", name, d)
+		}
+	}
+	return nil
 }
 
 func (s *Spec[W]) defaults() {
@@ -219,6 +240,10 @@ func Check[W any](t *testing.T, spec Spec[W]) *Report {
 	spec.defaults()
 	began := time.Now()
 	r := &Report{Mode: spec.Mode, Seed: spec.Seed}
+	if err := spec.validate(); err != nil {
+		r.Failure = fmt.Sprintf("simtest: %s: %v", t.Name(), err)
+		return r
+	}
 	ref := execute(t, &spec, Schedule{}, nil)
 	r.Writes = ref.writes
 	if ref.failure == "" {
