@@ -156,9 +156,9 @@ func (p *Process) kill() {
 }
 
 // stop ends the process and waits for everything it ran, and returns the
-// errors of its goroutines that failed while it was alive.
-// A write under way when it is called completes (it checked that the
-// process was alive); no write starts after. It may be called again.
+// errors of its goroutines that failed while it was alive. A write under
+// way when it is called completes (it found the process alive); none
+// starts after. It may be called again.
 func (p *Process) stop() error {
 	p.unfreeze()
 	p.dead.Store(true)
