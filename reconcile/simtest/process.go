@@ -41,10 +41,16 @@ type Process struct {
 	cancel     context.CancelCauseFunc
 	wg         sync.WaitGroup
 
-	// writeMu serialises the process's writes, so that the dead check and
-	// the write are one step: no write slips past a crash.
-	writeMu sync.Mutex
+	// writing serialises the process's writes, so that the dead check and
+	// the write are one step: no write slips past a crash. A channel, not a
+	// sync.Mutex: a goroutine that waits for it (while another's Effect
+	// takes virtual time, or the holder is frozen by a Depose fault) is
+	// durably blocked, so synctest.Wait returns and virtual time moves on.
+	writing chan struct{}
 	dead    atomic.Bool
+	// deposed is set once a Depose fault has frozen the process: a
+	// successor runs beside it, and it only ends.
+	deposed atomic.Bool
 
 	errMu sync.Mutex
 	errs  []error // Run errors of goroutines that failed while alive
@@ -59,8 +65,13 @@ func newProcess(run *runState, incarnation, lag int, staleFor time.Duration) *Pr
 	// The cause is ErrLeadershipLost so that a controller skips its
 	// shutdown grace: a dead process gets no grace.
 	ctx, cancel := context.WithCancelCause(context.Background())
-	return &Process{run: run, incarnation: incarnation, lag: lag, staleUntil: time.Now().Add(staleFor), ctx: ctx, cancel: cancel}
+	return &Process{run: run, incarnation: incarnation, lag: lag, staleUntil: time.Now().Add(staleFor), ctx: ctx, cancel: cancel,
+		writing: make(chan struct{}, 1)}
 }
+
+// lock and unlock bracket one write of the process.
+func (p *Process) lock()   { p.writing <- struct{}{} }
+func (p *Process) unlock() { <-p.writing }
 
 // Context is cancelled when the process crashes or the run ends.
 func (p *Process) Context() context.Context { return p.ctx }
@@ -80,10 +91,19 @@ func (p *Process) Logger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func (p *Process) Add(r Runnable) { p.Go(r.Name(), r.Run) }
 
 // Go runs f on the process's context until the process ends. An error it
-// returns while the process is alive fails the run.
+// returns while the process is alive fails the run, except one that wraps
+// reconcile.ErrLeadershipLost: that is how a reconcile.Manager with a Lock
+// ends when its lease is lost, and a program is to exit on it. The process
+// then exits: a deposed one (a Depose fault) ends, as it was meant to; any
+// other is started afresh, as after a crash, as a supervisor would.
 func (p *Process) Go(name string, f func(ctx context.Context) error) {
 	p.wg.Go(func() {
-		if err := f(p.ctx); err != nil && p.ctx.Err() == nil {
+		err := f(p.ctx)
+		switch {
+		case err == nil || p.ctx.Err() != nil:
+		case errors.Is(err, reconcile.ErrLeadershipLost):
+			p.exit()
+		default:
 			p.errMu.Lock()
 			p.errs = append(p.errs, fmt.Errorf("%s: %w", name, err))
 			p.errMu.Unlock()
@@ -91,11 +111,25 @@ func (p *Process) Go(name string, f func(ctx context.Context) error) {
 	})
 }
 
+// exit ends a process that left on its own. The driver starts the next
+// one unless this one was deposed: its successor runs already.
+func (p *Process) exit() {
+	p.dead.Store(true)
+	p.cancel(reconcile.ErrLeadershipLost)
+	if p.deposed.Load() {
+		return
+	}
+	select {
+	case p.run.crashed <- crash{p: p}:
+	default:
+	}
+}
+
 // crash kills the process: no write of it succeeds any more, and
 // everything it runs is told to stop. It does not wait (it runs on a
 // reconcile's goroutine, which the stop waits for); the driver does, and
-// starts the next process lag revisions behind (0: up to date).
-// writeMu must be held.
+// starts the next process lag revisions behind (0: up to date). The
+// write lock must be held.
 func (p *Process) crash(lag int) {
 	p.dead.Store(true)
 	p.cancel(reconcile.ErrLeadershipLost)
@@ -115,19 +149,19 @@ type crash struct {
 }
 
 // kill ends a process that went past the run's budget: like crash, but
-// the driver does not start another. writeMu must be held.
+// the driver does not start another. The write lock must be held.
 func (p *Process) kill() {
 	p.dead.Store(true)
 	p.cancel(reconcile.ErrLeadershipLost)
 }
 
 // stop ends the process and waits for everything it ran, and returns the
-// errors of its goroutines that failed while it was alive.
+// errors of its goroutines that failed while it was alive. A write under
+// way when it is called completes (it found the process alive); none
+// starts after. It may be called again.
 func (p *Process) stop() error {
 	p.unfreeze()
-	p.writeMu.Lock()
 	p.dead.Store(true)
-	p.writeMu.Unlock()
 	p.cancel(reconcile.ErrLeadershipLost)
 	p.wg.Wait()
 	p.errMu.Lock()
@@ -147,11 +181,13 @@ func Count[K comparable](p *Process, controller string, rec reconcile.Reconciler
 			return reconcile.Result{}, err
 		}
 		if p.run.reconciled(who) {
-			p.writeMu.Lock()
+			p.lock()
 			p.kill()
-			p.writeMu.Unlock()
+			p.unlock()
 			return reconcile.Result{}, errBudget
 		}
+		p.run.begin()
+		defer p.run.end()
 		return rec.Reconcile(context.WithValue(ctx, reconcilingKey{}, who), key)
 	})
 }

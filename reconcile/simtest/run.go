@@ -5,159 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 )
-
-// runState is what one run shares among its processes: the write
-// numbering, the schedule's crash points, the write log and the
-// reconcile counts.
-type runState struct {
-	// crashed carries a process that crashed to the driver (buffered 1:
-	// one process is alive at a time).
-	crashed chan crash
-	sched   Schedule
-	gate    *gate
-
-	mu         sync.Mutex
-	faultAt    map[int]*Fault
-	sources    []interface{ SetHealthy(bool) }
-	healthy    bool // set when the liveness phase begins
-	budget     int  // writes, and reconciles, a run may make at most
-	exhausted  bool // set when either went past budget
-	writes     int
-	log        []writeRecord
-	reconciles map[string]int
-	total      int // reconciles
-}
-
-// writeRecord is one write of a run, for the report.
-type writeRecord struct {
-	n        int
-	what     string // "Create children/a-0-0"
-	by       string // "parents/a", or "" outside a counted reconcile
-	err      error
-	fault    *Fault // the schedule's fault at this write, if any
-	sequence int    // the how-manieth write of this reconcile's key
-}
-
-func (w writeRecord) String() string {
-	s := fmt.Sprintf("write %d = %s", w.n, w.what)
-	if w.by != "" {
-		s += fmt.Sprintf(" by reconcile of %s (its write #%d)", w.by, w.sequence)
-	}
-	if w.err != nil {
-		s += fmt.Sprintf(" (failed: %v)", w.err)
-	}
-	switch {
-	case w.fault != nil && w.fault.Kind == Depose:
-		s += "; the process froze before it, and made it late"
-	case w.fault != nil:
-		s += fmt.Sprintf("; %s after it", w.fault.Kind)
-	}
-	return s
-}
-
-// wrote numbers a write that has just been made and returns the fault
-// the schedule puts after it, if any.
-func (r *runState) wrote(what, by string, err error) (n int, fault *Fault, over bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.writes++
-	n = r.writes
-	if n > r.budget {
-		r.exhausted = true
-		return n, nil, true
-	}
-	fault = r.faultAt[n]
-	r.log = append(r.log, writeRecord{n: n, what: what, by: by, err: err, fault: fault, sequence: r.sequence(by)})
-	return n, fault, false
-}
-
-// sequence is the number the next write of reconciles of by gets. r.mu
-// must be held.
-func (r *runState) sequence(by string) int {
-	seq := 1
-	for _, w := range r.log {
-		if by != "" && w.by == by {
-			seq++
-		}
-	}
-	return seq
-}
-
-// deposeNext says whether the schedule freezes the process before this
-// write, the next one; if so the write is numbered and logged now (its
-// outcome comes later), and the fault is used up.
-func (r *runState) deposeNext(what, by string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	f := r.faultAt[r.writes+1]
-	if f == nil || f.Kind != Depose {
-		return false
-	}
-	r.writes++
-	delete(r.faultAt, r.writes)
-	r.log = append(r.log, writeRecord{n: r.writes, what: what, by: by, fault: f, sequence: r.sequence(by)})
-	return true
-}
-
-// addSource registers a faulty source, healthy already if the run is in
-// its liveness phase.
-func (r *runState) addSource(s interface{ SetHealthy(bool) }) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s.SetHealthy(r.healthy)
-	r.sources = append(r.sources, s)
-}
-
-// heal turns the source faults off, for the liveness phase: as with
-// informer/faults in any test, the system must converge once they stop.
-func (r *runState) heal() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.healthy = true
-	for _, s := range r.sources {
-		s.SetHealthy(true)
-	}
-}
-
-// reconciled counts a reconcile of who, and reports whether the run has
-// gone past its budget.
-func (r *runState) reconciled(who string) (over bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reconciles[who]++
-	r.total++
-	if r.total > r.budget {
-		r.exhausted = true
-	}
-	return r.exhausted
-}
-
-func (r *runState) overBudget() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.exhausted
-}
-
-func (r *runState) writeCount() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.writes
-}
-
-func (r *runState) reconcileCounts() map[string]int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m := make(map[string]int, len(r.reconciles))
-	for k, v := range r.reconciles {
-		m[k] = v
-	}
-	return m
-}
 
 // resumeWindow is how long a deposed process's work runs after its frozen
 // write goes out, before the timers of its Clock fire.
@@ -193,7 +44,7 @@ func execute[W any](t *testing.T, spec *Spec[W], sched Schedule, ref *outcome) (
 
 // drive is a run, on the bubble's goroutine.
 func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
-	rs := &runState{crashed: make(chan crash, 1), sched: sched, gate: newGate(), faultAt: map[int]*Fault{}, reconciles: map[string]int{}, budget: spec.Budget}
+	rs := &runState{crashed: make(chan crash, 1), ended: make(chan struct{}, 1), sched: sched, gate: newGate(), faultAt: map[int]*Fault{}, reconciles: map[string]int{}, budget: spec.Budget}
 	for i, f := range sched.Faults {
 		if _, taken := rs.faultAt[f.At]; !taken {
 			rs.faultAt[f.At] = &sched.Faults[i]
@@ -202,9 +53,14 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 	w := spec.World()
 	ctx := context.Background()
 	incarnation := 0
+	// cur is the newest process; all every process of the run, so that
+	// none outlives its bubble whatever went wrong (a deposed process
+	// runs beside cur until its depose ends).
 	var cur *Process
+	var all []*Process
 	start := func(lag int) error {
 		cur = newProcess(rs, incarnation, lag, spec.StaleFor)
+		all = append(all, cur)
 		incarnation++
 		if err := spec.Process(cur, w); err != nil {
 			return fmt.Errorf("process %d: %w", cur.incarnation, err)
@@ -230,6 +86,9 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 				out.oracle, out.failure = "process", err.Error()
 			}
 		}
+		for _, p := range all {
+			_ = p.stop() // stopped already, unless the run failed
+		}
 		out.writes, out.log = rs.writeCount(), rs.log
 		for _, wr := range rs.log {
 			if wr.fault != nil {
@@ -237,8 +96,12 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 			}
 		}
 	}()
-	// restart replaces the crashed process with a fresh one.
+	// restart replaces the crashed process with a fresh one. A deposed
+	// process that crashes or exits only ends: its successor runs.
 	restart := func(c crash) error {
+		if c.p != cur {
+			return c.p.stop()
+		}
 		if err := cur.stop(); err != nil {
 			return err
 		}
@@ -256,12 +119,15 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 	// settle waits until everything is blocked, restarting crashed
 	// processes, then lets d of virtual time pass the same way.
 	var settle func(d time.Duration) error
+	var settleUntil func(d time.Duration, cond func() error) error
 	// depose runs a successor beside the frozen process c.p, lets the
 	// frozen write go once the successor has run DeposeFor, lets the old
 	// process's work run on for resumeWindow before its clock's timers
 	// catch up (a resumed process's work may run before its watchdog, as
 	// the leader package says), checks the invariants, then thaws the old
-	// process and lets it end.
+	// process and lets it end. A process frozen again while it runs on
+	// after its first depose has its successor already: it is held as
+	// long again beside the processes that run, with no new one.
 	depose := func(c crash) error {
 		old := c.p
 		released, stopped := false, false
@@ -275,8 +141,10 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 				_ = old.stop()
 			}
 		}()
-		if err := start(0); err != nil {
-			return err
+		if old == cur {
+			if err := start(0); err != nil {
+				return err
+			}
 		}
 		if err := settle(spec.DeposeFor); err != nil {
 			return err
@@ -300,8 +168,13 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		}
 		return restart(c)
 	}
-	settle = func(d time.Duration) error {
+	settle = func(d time.Duration) error { return settleUntil(d, nil) }
+	// settleUntil is settle that, given cond, returns as soon as cond
+	// holds when everything is blocked, and if it never does, an error
+	// wrapping its last one once d has passed.
+	settleUntil = func(d time.Duration, cond func() error) error {
 		deadline := time.Now().Add(d)
+		var last error
 		for {
 			synctest.Wait()
 			if rs.overBudget() {
@@ -318,14 +191,28 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 			if rs.gate.next() {
 				continue
 			}
+			if cond != nil {
+				if last = cond(); last == nil {
+					return nil
+				}
+			}
 			left := time.Until(deadline)
 			if left <= 0 {
+				if cond != nil {
+					return notMet{d: d, err: last}
+				}
 				return nil
+			}
+			var ended <-chan struct{}
+			if cond != nil {
+				ended = rs.ended
 			}
 			tm := time.NewTimer(left)
 			select {
 			case <-tm.C:
 			case <-rs.gate.arrived:
+				tm.Stop()
+			case <-ended:
 				tm.Stop()
 			case c := <-rs.crashed:
 				tm.Stop()
@@ -339,12 +226,32 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 				if rs.overBudget() {
 					return errBudget
 				}
-				if err := handle(<-rs.crashed); err != nil {
+				// Its notice may have been dropped (the channel holds
+				// one): it is the current process that ended.
+				c := crash{p: cur}
+				select {
+				case c = <-rs.crashed:
+				default:
+				}
+				if err := handle(c); err != nil {
 					return err
 				}
 			}
 		}
 	}
+	// await is Await's, for the workload's steps; a failure of the run
+	// while a step waits is kept for the oracles, not the step's.
+	var awaitErr error
+	stepCtx := context.WithValue(ctx, awaitKey{}, func(cond func() error) error {
+		if awaitErr != nil {
+			return awaitErr
+		}
+		err := settleUntil(spec.Converge, cond)
+		if _, ok := err.(notMet); err != nil && !ok {
+			awaitErr = err
+		}
+		return err
+	})
 
 	if err := start(0); err != nil {
 		return fail("process", "%v", err)
@@ -353,7 +260,11 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		if err := settle(spec.StepTime); err != nil {
 			return fail("process", "%v", err)
 		}
-		if err := step(ctx, w); err != nil {
+		err := step(stepCtx, w)
+		if awaitErr != nil {
+			return fail("process", "%v", awaitErr)
+		}
+		if err != nil {
 			return fail("workload", "step %d: %v", i, err)
 		}
 		if f := check(fmt.Sprintf("step %d", i)); f != "" {
@@ -388,7 +299,7 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 		}
 		// Stable, not necessarily right: a wrong end state is the
 		// differential oracle's to report.
-		if rs.writeCount() == before {
+		if len(unplanned(spec.Periodic, rs.writesSince(before))) == 0 && rs.idle() {
 			converged = true
 			break
 		}
@@ -401,14 +312,8 @@ func drive[W any](spec *Spec[W], sched Schedule, ref *outcome) (out outcome) {
 	if err := settle(spec.Quiet); err != nil {
 		return fail("process", "%v", err)
 	}
-	if n := rs.writeCount() - before; n > 0 {
-		return fail("liveness", "%d writes in the %v after it converged (not stable)", n, spec.Quiet)
-	}
-	for who, n := range rs.reconcileCounts() {
-		if d := n - counts[who]; d > spec.MaxReconcilesPerKey {
-			return fail("liveness", "%s reconciled %d times in the %v after it converged (at most %d allowed): a hot loop",
-				who, d, spec.Quiet, spec.MaxReconcilesPerKey)
-		}
+	if f := quietFailure(spec, rs.writesSince(before), counts, rs.reconcileCounts()); f != "" {
+		return fail("liveness", "%s", f)
 	}
 	for i, inv := range spec.Converged {
 		if err := inv(w); err != nil {

@@ -21,7 +21,9 @@ const (
 	// Spec.StaleFor, as behind a lagging replica (Sieve's stale state).
 	Stale
 	// Panic: write At commits, then the reconcile panics; the controller
-	// recovers and retries with its caches intact.
+	// recovers and retries with its caches intact. At a write made
+	// outside a Count-wrapped reconcile (a goroutine of Process.Go),
+	// where nothing recovers it, the process dies: a crash.
 	Panic
 	// Ambiguous: write At commits, but the reconciler is told
 	// context.DeadlineExceeded, as after a client timeout: it cannot
@@ -112,7 +114,7 @@ func (s Schedule) String() string {
 }
 
 // ParseSchedule reads what Schedule.String writes. "crash@3,7" is two
-// crashes.
+// crashes. Two faults at one write are an error.
 func ParseSchedule(s string) (Schedule, error) {
 	var sch Schedule
 	bad := func(part, why string) (Schedule, error) {
@@ -165,6 +167,9 @@ func ParseSchedule(s string) (Schedule, error) {
 					return bad(part, "bad lag")
 				}
 			}
+			if slices.ContainsFunc(sch.Faults, func(g Fault) bool { return g.At == fault.At }) {
+				return bad(part, fmt.Sprintf("two faults at write %d: a write takes one", fault.At))
+			}
 			sch.Faults = append(sch.Faults, fault)
 		}
 	}
@@ -172,8 +177,8 @@ func ParseSchedule(s string) (Schedule, error) {
 }
 
 // Sample draws schedule seed's faults for a run whose reference made
-// writes writes: one or two faults at writes, of kinds (DefaultKinds if
-// none), and, each with some chance, coalescing, duplicates and expiries.
+// writes writes: one or two faults at writes, never two at one write, of
+// kinds (DefaultKinds if none), and, each with some chance, coalescing, duplicates and expiries.
 // The same arguments give the same schedule.
 func Sample(seed uint64, writes int, kinds ...Kind) Schedule {
 	if len(kinds) == 0 {
@@ -186,6 +191,14 @@ func Sample(seed uint64, writes int, kinds ...Kind) Schedule {
 			f := Fault{Kind: kinds[rnd.IntN(len(kinds))], At: 1 + rnd.IntN(writes)}
 			if f.Kind == Stale {
 				f.Arg = 1 + rnd.IntN(3)
+			}
+			if len(s.Faults) > 0 && s.Faults[0].At == f.At {
+				// One fault a write: the next write instead (the draws stay
+				// those of every other seed), or none if there is no other.
+				if writes < 2 {
+					continue
+				}
+				f.At = f.At%writes + 1
 			}
 			s.Faults = append(s.Faults, f)
 		}

@@ -2,9 +2,9 @@ package simtest
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 )
@@ -46,8 +46,13 @@ type Spec[W any] struct {
 	// at the start and after every crash: it must keep nothing outside p.
 	Process func(p *Process, w W) error
 	// Workload steps write desired state to w's raw stores (not counted,
-	// never crashed). Each runs once the system has settled and StepTime
-	// has passed.
+	// never crashed). Each runs once StepTime has passed and every
+	// process is blocked with nothing waiting at the kit's gate (crashed
+	// processes restarted, every event and reconcile let through so far
+	// run). That is not "the controllers have acted on the step before":
+	// a coalescing window or a stale restart may still hold its events
+	// back, which is the fault. A step that must come after them waits
+	// with Await on its context.
 	Workload []func(ctx context.Context, w W) error
 	// Observe returns the end state that must equal the fault-free run's.
 	// Leave out what may differ (generated names, times, revisions): it
@@ -85,7 +90,7 @@ type Spec[W any] struct {
 	// writing, such as a lease to expire after a crash. Default 1 s.
 	Idle time.Duration
 	// StepTime is virtual time let pass before each workload step;
-	// default 0 (the system settles first in any case).
+	// default 0 (everything is blocked first in any case).
 	StepTime time.Duration
 	// Converge bounds, in virtual time, how long after the workload the
 	// system may take to converge: to stop writing for a tick (1 s,
@@ -96,10 +101,43 @@ type Spec[W any] struct {
 	// Default 10 minutes and 2.
 	Quiet               time.Duration
 	MaxReconcilesPerKey int
+	// Periodic declares the work the converged system does on purpose,
+	// by name, with its period: a key reconciled ("controller/key", as
+	// Count names it: a re-check every 30 s) or written ("store/key", as
+	// Wrap names it, or an Effect's what: a heartbeat every 10 s). A name
+	// ending in "*" covers every name it is a prefix of ("ints/*"). The
+	// liveness oracle leaves a declared name's writes out of "converged"
+	// and "stable", and in the quiet window allows it one write, or
+	// reconcile beyond MaxReconcilesPerKey, per period, and one more; more
+	// is still a hot loop. Other names stay held to "no write, at most
+	// MaxReconcilesPerKey reconciles". A write counts under its key's name
+	// or under the reconcile that made it, whichever is declared. A
+	// period must be positive, and a name neither empty nor "*" alone
+	// (which would turn the oracle off): Check reports such a Spec as its
+	// failure. Default: none.
+	Periodic map[string]time.Duration
 	// Budget bounds the writes, and separately the reconciles, of one
 	// run (default 10,000): a controller that loops without letting
 	// virtual time pass would otherwise never let the run settle.
 	Budget int
+}
+
+// validate says what of s cannot be run.
+func (s *Spec[W]) validate() error {
+	switch {
+	case s.World == nil:
+		return errors.New("Spec.World is nil: it makes each run's stores")
+	case s.Process == nil:
+		return errors.New("Spec.Process is nil: it builds the controllers under test")
+	case s.Observe == nil:
+		return errors.New("Spec.Observe is nil: it returns the end state the runs are compared on")
+	}
+	for name, d := range s.Periodic {
+		if name == "" || name == "*" || d <= 0 {
+			return fmt.Errorf("Spec.Periodic[%q] = %v: want a name (or a prefix ending in *) of some keys, and a positive period", name, d)
+		}
+	}
+	return nil
 }
 
 func (s *Spec[W]) defaults() {
@@ -155,37 +193,57 @@ type Report struct {
 	// schedule as drawn.
 	Failure       string
 	Failed, Found *Schedule
+	// Replayed is the one schedule run, given by -simtest.schedule; nil
+	// when the schedules came from Mode.
+	Replayed *Schedule
 }
 
 // Summary is the one line a passing run logs.
 func (r *Report) Summary() string {
 	how := fmt.Sprintf("exhaustive over %d writes", r.Writes)
-	if r.Mode == Sampled {
+	switch {
+	case r.Replayed != nil:
+		how = fmt.Sprintf("-simtest.schedule='%s', %d writes in the reference", r.Replayed, r.Writes)
+	case r.Mode == Sampled:
 		how = fmt.Sprintf("sampled from seed %d, %d writes in the reference", r.Seed, r.Writes)
 	}
-	return fmt.Sprintf("simtest: %d schedules (%s), %d fault points reached, %d runs/s",
-		r.Schedules, how, r.FaultPoints, int(float64(r.Schedules+1)/max(r.Elapsed.Seconds(), 1e-9)))
+	noun := "schedules"
+	if r.Schedules == 1 {
+		noun = "schedule"
+	}
+	return fmt.Sprintf("simtest: %d %s (%s), %d fault points reached, %d runs/s",
+		r.Schedules, noun, how, r.FaultPoints, int(float64(r.Schedules+1)/max(r.Elapsed.Seconds(), 1e-9)))
 }
 
-// Run checks spec and fails t with the report if a schedule fails; else
-// it logs the summary.
-func Run[W any](t *testing.T, spec Spec[W]) {
+// Run is the entry point of a test: it checks spec (see Check), fails t
+// with the failure report if a schedule fails, and otherwise logs the
+// summary and returns the report, for assertions on what was covered
+// (Writes, Schedules, FaultPoints). It takes a *testing.T, not a
+// testing.TB: every run is a testing/synctest bubble, which needs one.
+func Run[W any](t *testing.T, spec Spec[W]) *Report {
 	t.Helper()
 	r := Check(t, spec)
 	if r.Failure != "" {
 		t.Fatal(r.Failure)
 	}
 	t.Log(r.Summary())
+	return r
 }
 
 // Check runs the reference run and then every schedule of spec's mode (or
-// only -simtest.schedule), and reports the first failure instead of
-// failing t: for tests of the kit itself, and of bugs it must find.
+// only -simtest.schedule), and returns the report of the first failure
+// instead of failing t: for a test that expects a failure (a known
+// finding kept as a test, a planted bug the kit must find). A test that
+// expects its spec to pass calls Run.
 func Check[W any](t *testing.T, spec Spec[W]) *Report {
 	t.Helper()
 	spec.defaults()
 	began := time.Now()
 	r := &Report{Mode: spec.Mode, Seed: spec.Seed}
+	if err := spec.validate(); err != nil {
+		r.Failure = fmt.Sprintf("simtest: %s: %v", t.Name(), err)
+		return r
+	}
 	ref := execute(t, &spec, Schedule{}, nil)
 	r.Writes = ref.writes
 	if ref.failure == "" {
@@ -214,6 +272,7 @@ func Check[W any](t *testing.T, spec Spec[W]) *Report {
 			t.Fatal(err)
 		}
 		next = func(i int) (Schedule, bool) { return s, i == 0 }
+		r.Replayed = &s
 	}
 	for i := 0; ; i++ {
 		s, ok := next(i)
@@ -257,37 +316,4 @@ func shrink[W any](t *testing.T, spec *Spec[W], s Schedule, ref *outcome, out ou
 		}
 	}
 	return s, out
-}
-
-// failureReport reruns the shrunk schedule twice more (the Go scheduler is
-// not under the kit's control, §5 of the design) and formats the report.
-func failureReport[W any](t *testing.T, spec *Spec[W], found, s Schedule, ref *outcome, out outcome) string {
-	again := 1
-	for range 2 {
-		if o := execute(t, spec, s, ref); o.failure != "" {
-			again++
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "simtest: %s: %s oracle failed (reproduced %d/3)\n", t.Name(), out.oracle, again)
-	fmt.Fprintf(&b, "  schedule: %s", s)
-	if found.String() != s.String() {
-		fmt.Fprintf(&b, "   (shrunk from %s)", found)
-	}
-	fmt.Fprintf(&b, "\n  %s\n", out.failure)
-	for _, w := range out.log {
-		if w.fault != nil {
-			fmt.Fprintf(&b, "  %s\n", w)
-		}
-	}
-	if out.oracle == "differential" {
-		fmt.Fprintf(&b, "  observed: %s\n", diff(ref.observed, out.observed))
-	}
-	fmt.Fprintf(&b, "  rerun: go test -run '^%s$' -args -simtest.schedule='%s'", t.Name(), s)
-	return b.String()
-}
-
-// diff shows both end states; Observe's values are small by design.
-func diff(want, got any) string {
-	return fmt.Sprintf("reference %+v, this run %+v", want, got)
 }

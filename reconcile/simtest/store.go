@@ -86,7 +86,8 @@ func (s *wrapped[K, V]) Delete(ctx context.Context, key K, rev informer.Revision
 
 // write is the hook every store write goes through.
 func (s *wrapped[K, V]) write(ctx context.Context, op string, key K, do func() (informer.Revision, error)) (informer.Revision, error) {
-	return hook(s.p, ctx, fmt.Sprintf("%s %s/%v", op, s.name, key), do)
+	object := fmt.Sprintf("%s/%v", s.name, key)
+	return hook(s.p, ctx, op+" "+object, object, do)
 }
 
 // Effect runs do, an action on something outside the world's stores (a
@@ -96,33 +97,41 @@ func (s *wrapped[K, V]) write(ctx context.Context, op string, key K, do func() (
 // what names it in a failure report ("start pod a-1"). Do not count a
 // store write twice: Wrap's writes are counted already.
 func (p *Process) Effect(ctx context.Context, what string, do func(ctx context.Context) error) error {
-	_, err := hook(p, ctx, what, func() (struct{}, error) { return struct{}{}, do(ctx) })
+	_, err := hook(p, ctx, what, what, func() (struct{}, error) { return struct{}{}, do(ctx) })
 	return err
 }
 
-// hook numbers a write, records it for the report, and applies the
-// schedule's fault at it.
-func hook[R any](p *Process, ctx context.Context, what string, do func() (R, error)) (R, error) {
+// hook numbers a write of object, what in a report, records it for the
+// report, and applies the schedule's fault at it.
+func hook[R any](p *Process, ctx context.Context, what, object string, do func() (R, error)) (R, error) {
 	var zero R
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
+	p.lock()
+	defer p.unlock()
 	if p.dead.Load() {
 		return zero, ErrCrashed
 	}
+	p.run.begin()
+	defer p.run.end()
 	who, _ := ctx.Value(reconcilingKey{}).(string)
-	if p.run.deposeNext(what, who) {
+	rec := writeRecord{what: what, object: object, by: who, incarnation: p.incarnation,
+		late: p.deposed.Load(), stale: p.lag > 0 && time.Now().Before(p.staleUntil)}
+	if outcome, ok := p.run.deposeNext(rec); ok {
 		// Frozen before the write: the driver starts a successor, and lets
 		// the write go when it has taken over. The process's context is
 		// still live (its clock was frozen too), so the write is made as
 		// the process decided it, for the old term.
 		release := make(chan struct{})
+		p.deposed.Store(true)
 		p.freeze()
 		p.run.crashed <- crash{p: p, release: release}
 		<-release
-		return do()
+		r, err := do()
+		outcome(err)
+		return r, err
 	}
 	r, err := do()
-	n, fault, over := p.run.wrote(what, who, err)
+	rec.err = err
+	n, fault, over := p.run.wrote(rec)
 	if over {
 		p.kill()
 		return zero, ErrCrashed
@@ -132,6 +141,10 @@ func hook[R any](p *Process, ctx context.Context, what string, do func() (R, err
 		return r, err
 	case fault.Kind == Crash || fault.Kind == Stale:
 		p.crash(fault.Arg)
+		return zero, fmt.Errorf("%w after write %d", ErrCrashed, n)
+	case fault.Kind == Panic && who == "":
+		// Outside a reconcile nothing recovers a panic: the process dies.
+		p.crash(0)
 		return zero, fmt.Errorf("%w after write %d", ErrCrashed, n)
 	case fault.Kind == Panic:
 		panic(fmt.Sprintf("simtest: panic injected after write %d", n))
