@@ -46,9 +46,6 @@ type DebugOptions struct {
 // debugRoot is the prefix of every debug page.
 const debugRoot = "/debug/converge/"
 
-// headTimeout bounds the overview's wait for each informer's store head.
-const headTimeout = 200 * time.Millisecond
-
 // inspectable is what the pages need of a controller: *Controller[K] for
 // any K.
 type inspectable interface {
@@ -58,15 +55,6 @@ type inspectable interface {
 	enableDebug()
 	enableValues()
 	clockNow() time.Time
-}
-
-// informerStats is what the pages read from an informer: *informer.Informer
-// has all of it.
-type informerStats interface {
-	Stats() informer.Stats
-	LastRevision() informer.Revision
-	Len() int
-	Head(ctx context.Context) (informer.Revision, bool, error)
 }
 
 // Overview is the debug overview page's data.
@@ -91,13 +79,18 @@ type InformerInfo struct {
 	Len          int
 	LastRevision informer.Revision
 	// Head is the store's current revision, if the Source can tell
-	// (informer.HeadRevisioner) and answered within 200ms; HeadError says
-	// why not otherwise.
+	// (informer.HeadRevisioner): asked of every store at once, at most
+	// once a second, and shown as last told if the store has not answered
+	// within 200ms; HeadError is the last ask's error.
 	Head      informer.Revision
 	HeadKnown bool
 	HeadError string `json:",omitempty"`
 	// Lag is Head minus LastRevision, when HeadKnown.
 	Lag informer.Revision
+	// StalledFor is how long LastRevision has stood still behind Head;
+	// Stuck says it passed ManagerOptions.StuckAfter (/readyz fails).
+	StalledFor time.Duration
+	Stuck      bool
 	// Relists counts the lists after the first (Stats.Lists - 1).
 	Relists uint64
 	Stats   informer.Stats
@@ -199,24 +192,10 @@ func (m *Manager) overview(ctx context.Context) Overview {
 	for _, c := range m.inspectables() {
 		o.Controllers = append(o.Controllers, c.Inspect())
 	}
-	m.mu.Lock()
-	caches := append([]Cache(nil), m.caches...)
-	m.mu.Unlock()
-	for _, c := range caches {
-		info := InformerInfo{Name: c.Name(), Synced: c.HasSynced()}
-		if s, ok := c.(informerStats); ok {
-			info.Len, info.LastRevision, info.Stats = s.Len(), s.LastRevision(), s.Stats()
-			info.Relists = max(info.Stats.Lists, 1) - 1
-			hctx, cancel := context.WithTimeout(ctx, headTimeout)
-			head, known, err := s.Head(hctx)
-			cancel()
-			switch {
-			case err != nil:
-				info.HeadError = err.Error()
-			case known:
-				info.Head, info.HeadKnown, info.Lag = head, true, max(head-info.LastRevision, 0)
-			}
-		}
+	for _, v := range m.informerViews(ctx) {
+		info := InformerInfo{Name: v.Name, Synced: v.Synced, Len: v.Len, LastRevision: v.LastRevision, Stats: v.Stats,
+			Head: v.Head, HeadKnown: v.HeadKnown, HeadError: v.HeadError, Lag: v.Lag, Stuck: v.Stuck, StalledFor: v.StalledFor}
+		info.Relists = max(info.Stats.Lists, 1) - 1
 		o.Informers = append(o.Informers, info)
 	}
 	if m.elector != nil {
