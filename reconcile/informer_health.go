@@ -74,7 +74,7 @@ type informerView struct {
 	// the store's head (0: it has not); Stuck is whether that passed
 	// ManagerOptions.StuckAfter.
 	StalledFor time.Duration
-	Stuck    bool
+	Stuck      bool
 }
 
 // healthOf returns the Manager's record of c, creating it.

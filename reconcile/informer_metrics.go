@@ -23,8 +23,8 @@ type informerMetrics struct {
 	c Cache
 
 	synced, size, lastRev, head, lag, lastEventAge, stuck, stalled *prometheus.Desc
-	lists, relists, listErrors, watchErrors, decodeErrors, events   *prometheus.Desc
-	badKeys                                                         *prometheus.Desc
+	lists, relists, listErrors, watchErrors, decodeErrors, events  *prometheus.Desc
+	badKeys                                                        *prometheus.Desc
 }
 
 func newInformerMetrics(m *Manager, c Cache) *informerMetrics {
