@@ -165,7 +165,10 @@ func (m *Manager) DebugHandler() http.Handler {
 	return loopbackOnly(mux)
 }
 
-// loopbackOnly answers 403 to clients whose address is not loopback.
+// loopbackOnly answers 403 to clients whose address is not loopback, and
+// to requests whose Host is not a loopback name: a page of another site
+// whose name was made to resolve to 127.0.0.1 (DNS rebinding) would
+// otherwise read the pages from the user's own browser.
 func loopbackOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
@@ -173,11 +176,49 @@ func loopbackOnly(h http.Handler) http.Handler {
 			host = r.RemoteAddr
 		}
 		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-			http.Error(w, "debug pages answer loopback clients only (ManagerOptions.Debug.AllowRemote)", http.StatusForbidden)
+			forbid(w, r, "debug pages answer loopback clients only (ManagerOptions.Debug.AllowRemote)")
+			return
+		}
+		if !loopbackHost(r.Host) {
+			forbid(w, r, fmt.Sprintf("debug pages answer requests for localhost, 127.0.0.1 or [::1] only, not Host %q "+
+				"(ManagerOptions.Debug.AllowRemote)", r.Host))
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// loopbackHost reports whether a Host header names this machine's loopback:
+// localhost or a loopback address, with any port.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// forbid answers 403, in JSON if the client asked for it.
+func forbid(w http.ResponseWriter, r *http.Request, msg string) {
+	pageError(w, r, msg, http.StatusForbidden)
+}
+
+// pageError answers an error, as {"Error": msg} if the client asked for
+// JSON, else as text.
+func pageError(w http.ResponseWriter, r *http.Request, msg string, code int) {
+	if !wantsJSON(r) {
+		http.Error(w, msg, code)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(struct{ Error string }{msg})
 }
 
 func (m *Manager) serveOverview(w http.ResponseWriter, r *http.Request) {
@@ -212,7 +253,7 @@ func (m *Manager) overview(ctx context.Context) Overview {
 func (m *Manager) serveController(w http.ResponseWriter, r *http.Request) {
 	c := m.inspectable(r.PathValue("name"))
 	if c == nil {
-		http.Error(w, fmt.Sprintf("no controller %q", r.PathValue("name")), http.StatusNotFound)
+		pageError(w, r, fmt.Sprintf("no controller %q", r.PathValue("name")), http.StatusNotFound)
 		return
 	}
 	m.render(w, r, "controller", ControllerPage{ControllerInfo: c.Inspect(), Now: c.clockNow()})
@@ -222,12 +263,13 @@ func (m *Manager) serveKey(w http.ResponseWriter, r *http.Request) {
 	name, key := r.PathValue("name"), r.PathValue("key")
 	c := m.inspectable(name)
 	if c == nil {
-		http.Error(w, fmt.Sprintf("no controller %q", name), http.StatusNotFound)
+		pageError(w, r, fmt.Sprintf("no controller %q", name), http.StatusNotFound)
 		return
 	}
 	info, ok := c.inspectKeyString(key)
 	if !ok {
-		http.Error(w, fmt.Sprintf("controller %q knows nothing of key %q: not queued, not failing, not among its recent reconciles", name, key), http.StatusNotFound)
+		pageError(w, r, fmt.Sprintf("controller %q knows nothing of key %q: not in its informer, not queued, not failing, "+
+			"not among its recent reconciles", name, key), http.StatusNotFound)
 		return
 	}
 	m.render(w, r, "key", KeyPage{Controller: name, KeyInfo: info, Now: c.clockNow()})
