@@ -52,6 +52,8 @@ type inspectable interface {
 	Name() string
 	Inspect() ControllerInfo
 	inspectKeyString(key string) (KeyInfo, bool)
+	unparkString(key string) bool
+	UnparkAll() int
 	enableDebug()
 	enableValues()
 	clockNow() time.Time
@@ -154,15 +156,68 @@ func listed[T any](items []T) string {
 // mounts it under /debug/converge/ when Debug.Enabled: for a program that
 // serves the pages on a server of its own. It applies Debug.AllowRemote
 // (loopback clients only by default); Enabled is not needed.
+//
+// Besides the pages (GET), it takes two POSTs, each a button on a page:
+// controllers/{name}/unpark/{key} unparks a key (Controller.Unpark) and
+// controllers/{name}/unpark-all every parked key of the controller
+// (Controller.UnparkAll). They answer 303 back to the page, or, for
+// ?format=json, {"Unparked": n}; 409 if the key is not parked. A POST that
+// a browser marks as coming from another site (Sec-Fetch-Site, or an
+// Origin other than the Host) is refused with 403, so that a page
+// elsewhere cannot make the user's browser press the button.
 func (m *Manager) DebugHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+debugRoot+"{$}", m.serveOverview)
 	mux.HandleFunc("GET "+debugRoot+"controllers/{name}", m.serveController)
 	mux.HandleFunc("GET "+debugRoot+"controllers/{name}/keys/{key...}", m.serveKey)
+	mux.HandleFunc("POST "+debugRoot+"controllers/{name}/unpark/{key...}", m.serveUnpark)
+	mux.HandleFunc("POST "+debugRoot+"controllers/{name}/unpark-all", m.serveUnparkAll)
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		forbid(w, r, "a POST from another site: the debug pages take POSTs from their own pages only")
+	}))
+	h := cop.Handler(mux)
 	if m.opts.Debug.AllowRemote {
-		return mux
+		return h
 	}
-	return loopbackOnly(mux)
+	return loopbackOnly(h)
+}
+
+func (m *Manager) serveUnpark(w http.ResponseWriter, r *http.Request) {
+	name, key := r.PathValue("name"), r.PathValue("key")
+	c := m.inspectable(name)
+	if c == nil {
+		pageError(w, r, fmt.Sprintf("no controller %q", name), http.StatusNotFound)
+		return
+	}
+	if !c.unparkString(key) {
+		pageError(w, r, fmt.Sprintf("controller %q: key %q is not parked", name, key), http.StatusConflict)
+		return
+	}
+	m.opts.Logger.Info("key unparked from the debug pages", "controller", name, "key", key)
+	m.unparkDone(w, r, 1, debugRoot+"controllers/"+url.PathEscape(name)+"/keys/"+url.PathEscape(key))
+}
+
+func (m *Manager) serveUnparkAll(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	c := m.inspectable(name)
+	if c == nil {
+		pageError(w, r, fmt.Sprintf("no controller %q", name), http.StatusNotFound)
+		return
+	}
+	n := c.UnparkAll()
+	m.opts.Logger.Info("parked keys unparked from the debug pages", "controller", name, "keys", n)
+	m.unparkDone(w, r, n, debugRoot+"controllers/"+url.PathEscape(name))
+}
+
+// unparkDone answers an unpark: JSON, or a redirect back to the page.
+func (m *Manager) unparkDone(w http.ResponseWriter, r *http.Request, n int, page string) {
+	if wantsJSON(r) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(struct{ Unparked int }{n})
+		return
+	}
+	http.Redirect(w, r, page, http.StatusSeeOther)
 }
 
 // loopbackOnly answers 403 to clients whose address is not loopback, and
