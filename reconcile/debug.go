@@ -96,6 +96,11 @@ type InformerInfo struct {
 	// Relists counts the lists after the first (Stats.Lists - 1).
 	Relists uint64
 	Stats   informer.Stats
+	// BadKeys lists the first BadKeysShown bad keys by key, and
+	// BadKeysTotal counts them all: keys whose latest value could not be
+	// taken (see informer.BadKey). They do not fail /readyz.
+	BadKeys      []BadKeyLine `json:",omitempty"`
+	BadKeysTotal int
 }
 
 // ControllerPage is the data of a controller's page.
@@ -292,6 +297,7 @@ func (m *Manager) overview(ctx context.Context) Overview {
 		info := InformerInfo{Name: v.Name, Synced: v.Synced, Len: v.Len, LastRevision: v.LastRevision, Stats: v.Stats,
 			Head: v.Head, HeadKnown: v.HeadKnown, HeadError: v.HeadError, Lag: v.Lag, Stuck: v.Stuck, StalledFor: v.StalledFor}
 		info.Relists = max(info.Stats.Lists, 1) - 1
+		info.BadKeys, info.BadKeysTotal = badKeysOf(v.cache, BadKeysShown)
 		o.Informers = append(o.Informers, info)
 	}
 	if m.elector != nil {

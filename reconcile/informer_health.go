@@ -58,6 +58,7 @@ type informerHealth struct {
 // informerView is the Manager's view of one informer, as /readyz, the
 // metrics and the overview page use it.
 type informerView struct {
+	cache  Cache
 	Name   string
 	Synced bool
 	// Stats and the rest are zero for a Cache that is not an
@@ -77,40 +78,23 @@ type informerView struct {
 	Stuck      bool
 }
 
-// healthOf returns the Manager's record of c, creating it.
-func (m *Manager) healthOf(c Cache) *informerHealth {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.health == nil {
-		m.health = make(map[Cache]*informerHealth)
-	}
-	h := m.health[c]
-	if h == nil {
-		h = &informerHealth{c: c}
-		m.health[c] = h
-	}
-	return h
-}
-
 // informerViews looks at every informer: it asks the stores whose head is
 // older than headMaxAge for it, all at once, waits for them at most
 // headTimeout (or until ctx is done), and then reads each informer's
 // counters and revision.
 func (m *Manager) informerViews(ctx context.Context) []informerView {
 	m.mu.Lock()
-	caches := append([]Cache(nil), m.caches...)
+	hs := append([]*informerHealth(nil), m.health...)
 	m.mu.Unlock()
-	return m.viewsOf(ctx, caches)
+	return m.viewsOf(ctx, hs)
 }
 
 // viewsOf is informerViews for the given informers.
-func (m *Manager) viewsOf(ctx context.Context, caches []Cache) []informerView {
-	hs := make([]*informerHealth, len(caches))
+func (m *Manager) viewsOf(ctx context.Context, hs []*informerHealth) []informerView {
 	var waits []<-chan struct{}
 	now := m.opts.Clock.Now()
-	for i, c := range caches {
-		hs[i] = m.healthOf(c)
-		if w := hs[i].refresh(now, m.opts.Clock); w != nil {
+	for _, h := range hs {
+		if w := h.refresh(now, m.opts.Clock); w != nil {
 			waits = append(waits, w)
 		}
 	}
@@ -125,7 +109,7 @@ func (m *Manager) viewsOf(ctx context.Context, caches []Cache) []informerView {
 		cancel()
 	}
 	now = m.opts.Clock.Now()
-	views := make([]informerView, len(caches))
+	views := make([]informerView, len(hs))
 	for i, h := range hs {
 		views[i] = h.view(now, m.opts.StuckAfter)
 	}
@@ -170,7 +154,7 @@ func (h *informerHealth) refresh(now time.Time, clk interface{ Now() time.Time }
 // view reads the informer and updates since when its revision has stood
 // still behind the last known head.
 func (h *informerHealth) view(now time.Time, stuckAfter time.Duration) informerView {
-	v := informerView{Name: h.c.Name(), Synced: h.c.HasSynced()}
+	v := informerView{cache: h.c, Name: h.c.Name(), Synced: h.c.HasSynced()}
 	s, ok := h.c.(informerStats)
 	if !ok {
 		return v

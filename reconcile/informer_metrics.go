@@ -20,20 +20,20 @@ import (
 // converge_informer_.
 type informerMetrics struct {
 	m *Manager
-	c Cache
+	h *informerHealth
 
 	synced, size, lastRev, head, lag, lastEventAge, stuck, stalled *prometheus.Desc
 	lists, relists, listErrors, watchErrors, decodeErrors, events  *prometheus.Desc
 	badKeys                                                        *prometheus.Desc
 }
 
-func newInformerMetrics(m *Manager, c Cache) *informerMetrics {
-	labels := prometheus.Labels{"informer": c.Name()}
+func newInformerMetrics(m *Manager, h *informerHealth) *informerMetrics {
+	labels := prometheus.Labels{"informer": h.c.Name()}
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, nil, labels)
 	}
 	return &informerMetrics{
-		m: m, c: c,
+		m: m, h: h,
 		synced: d("converge_informer_synced", "Whether the informer has delivered its first full list (1) or not (0)"),
 		size:   d("converge_informer_cache_size", "Number of keys in the informer's cache"),
 		lastRev: d("converge_informer_last_revision",
@@ -71,14 +71,15 @@ func (m *Manager) metricsRegisterer() prometheus.Registerer {
 	return reg
 }
 
-// registerInformerMetrics registers c's collector, if the Manager has a
-// registerer.
-func (m *Manager) registerInformerMetrics(c Cache) error {
+// registerInformerMetrics registers the collector of h's informer, if the
+// Manager has a registerer.
+func (m *Manager) registerInformerMetrics(h *informerHealth) error {
 	reg := m.metricsRegisterer()
 	if reg == nil {
 		return nil
 	}
-	if err := reg.Register(newInformerMetrics(m, c)); err != nil {
+	c := h.c
+	if err := reg.Register(newInformerMetrics(m, h)); err != nil {
 		var dup prometheus.AlreadyRegisteredError
 		if errors.As(err, &dup) {
 			return fmt.Errorf("informer %q: the Registerer has metrics for an informer of this name already (another Manager's?): "+
@@ -100,7 +101,7 @@ func (im *informerMetrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (im *informerMetrics) Collect(ch chan<- prometheus.Metric) {
 	now := im.m.opts.Clock.Now()
-	for _, v := range im.m.viewsOf(context.Background(), []Cache{im.c}) {
+	for _, v := range im.m.viewsOf(context.Background(), []*informerHealth{im.h}) {
 		gauge := func(d *prometheus.Desc, x float64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, x)
 		}

@@ -61,6 +61,10 @@ type KeyInfo struct {
 	// Value is the key's value, only when values are shown
 	// (Debug.ShowValues; see WithDebugValue) and the key has one.
 	Value any `json:",omitempty"`
+	// Bad is set while the For informer holds the key bad: its latest
+	// value could not be taken (see informer.BadKey). Value, if shown, is
+	// then the last good one.
+	Bad *BadKeyLine `json:",omitempty"`
 }
 
 // ReconcileLine is one finished reconcile.
@@ -139,6 +143,9 @@ func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 	}
 	if l := c.s.debug.events; l != nil {
 		info.Events = l.Events(info.Key)
+	}
+	if b, ok := c.badKey(key); ok {
+		known, info.Bad = true, &b
 	}
 	if c.valueOf != nil {
 		// A key the informer holds has a page even when nothing else

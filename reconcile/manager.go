@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"reflect"
 	"sync"
 	"time"
 
@@ -124,8 +125,8 @@ type Manager struct {
 	addr        string
 	started     bool
 	// health is what the Manager knows of each informer's progress
-	// (informer_health.go).
-	health map[Cache]*informerHealth
+	// (informer_health.go), one per cache, in the same order.
+	health []*informerHealth
 
 	// The terms' leader-only tasks: termsClosed is set once Run is
 	// stopping (no new term starts them), terms counts the terms running
@@ -222,11 +223,13 @@ func (m *Manager) AddInformer(c Cache) error {
 		if err := m.free("informer", c.Name()); err != nil {
 			return err
 		}
-		if err := m.registerInformerMetrics(c); err != nil {
+		h := &informerHealth{c: c}
+		if err := m.registerInformerMetrics(h); err != nil {
 			return err
 		}
 		_ = m.claim("informer", c.Name()) // free, checked above
 		m.caches = append(m.caches, c)
+		m.health = append(m.health, h)
 		return nil
 	})
 }
@@ -321,6 +324,9 @@ func (m *Manager) free(kind, name string) error {
 }
 
 func (m *Manager) hasCache(c Cache) bool {
+	if !reflect.TypeOf(c).Comparable() {
+		return false // == would panic; an informer is a pointer anyway
+	}
 	for _, have := range m.caches {
 		if have == c {
 			return true
