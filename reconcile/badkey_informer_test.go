@@ -49,12 +49,9 @@ func runUndecodable(t *testing.T) (*reconcile.Manager, registry) {
 	require.NoError(t, err)
 	require.NoError(t, m.AddInformer(inf))
 	require.NoError(t, m.AddController(c))
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+	ctx := runManager(t, m)
 	require.NoError(t, inf.WaitForSync(ctx))
-	require.Eventually(t, func() bool { return m.Addr() != "" && c.Idle() }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, c.Idle, 10*time.Second, time.Millisecond)
 	return m, reg
 }
 

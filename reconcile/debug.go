@@ -190,9 +190,8 @@ func (m *Manager) DebugHandler() http.Handler {
 
 func (m *Manager) serveUnpark(w http.ResponseWriter, r *http.Request) {
 	name, key := r.PathValue("name"), r.PathValue("key")
-	c := m.inspectable(name)
+	c := m.controllerOf(w, r)
 	if c == nil {
-		pageError(w, r, fmt.Sprintf("no controller %q", name), http.StatusNotFound)
 		return
 	}
 	if !c.unparkString(key) {
@@ -205,9 +204,8 @@ func (m *Manager) serveUnpark(w http.ResponseWriter, r *http.Request) {
 
 func (m *Manager) serveUnparkAll(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	c := m.inspectable(name)
+	c := m.controllerOf(w, r)
 	if c == nil {
-		pageError(w, r, fmt.Sprintf("no controller %q", name), http.StatusNotFound)
 		return
 	}
 	n := c.UnparkAll()
@@ -312,9 +310,8 @@ func (m *Manager) overview(ctx context.Context) Overview {
 }
 
 func (m *Manager) serveController(w http.ResponseWriter, r *http.Request) {
-	c := m.inspectable(r.PathValue("name"))
+	c := m.controllerOf(w, r)
 	if c == nil {
-		pageError(w, r, fmt.Sprintf("no controller %q", r.PathValue("name")), http.StatusNotFound)
 		return
 	}
 	m.render(w, r, "controller", ControllerPage{ControllerInfo: c.Inspect(), Now: c.clockNow()})
@@ -322,9 +319,8 @@ func (m *Manager) serveController(w http.ResponseWriter, r *http.Request) {
 
 func (m *Manager) serveKey(w http.ResponseWriter, r *http.Request) {
 	name, key := r.PathValue("name"), r.PathValue("key")
-	c := m.inspectable(name)
+	c := m.controllerOf(w, r)
 	if c == nil {
-		pageError(w, r, fmt.Sprintf("no controller %q", name), http.StatusNotFound)
 		return
 	}
 	info, ok := c.inspectKeyString(key)
@@ -373,6 +369,17 @@ func (m *Manager) inspectables() []inspectable {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]inspectable(nil), m.controllers...)
+}
+
+// controllerOf returns the controller the request's path names, or
+// answers 404 and returns nil.
+func (m *Manager) controllerOf(w http.ResponseWriter, r *http.Request) inspectable {
+	name := r.PathValue("name")
+	if c := m.inspectable(name); c != nil {
+		return c
+	}
+	pageError(w, r, fmt.Sprintf("no controller %q", name), http.StatusNotFound)
+	return nil
 }
 
 func (m *Manager) inspectable(name string) inspectable {
