@@ -83,7 +83,10 @@ type ManagerOptions struct {
 	// (etcd, PostgreSQL) must bookmark more often than StuckAfter: etcd
 	// sends progress notifications every 10 minutes unless the server is
 	// told otherwise (--experimental-watch-progress-notify-interval).
-	// Default: DefaultStuckAfter; negative: never stuck.
+	// The Manager looks when asked (/readyz, /metrics, the pages), so the
+	// first look after the revision stopped starts the clock; a probe
+	// every few seconds makes that moment. Default: DefaultStuckAfter;
+	// negative: never stuck.
 	StuckAfter time.Duration
 	// Clock is the Manager's clock, for StuckAfter and the metrics' ages;
 	// give the informers the same one. Default: the real clock.
