@@ -38,6 +38,11 @@ func (h heldWatch) Watch(ctx context.Context, after informer.Revision, emit func
 // over an informer "held" whose watch delivers nothing until the returned
 // channel is closed.
 func stuckFixture(t *testing.T) (m *reconcile.Manager, inf *informer.Informer[string, int], src heldWatch, clk *clocktesting.FakeClock, reg registry) {
+	return stuckFixtureAfter(t, time.Minute)
+}
+
+// stuckFixtureAfter is stuckFixture with StuckAfter set to after.
+func stuckFixtureAfter(t *testing.T, after time.Duration) (m *reconcile.Manager, inf *informer.Informer[string, int], src heldWatch, clk *clocktesting.FakeClock, reg registry) {
 	t.Helper()
 	src = heldWatch{memstore.New[string, int](), make(chan struct{})}
 	src.Put("a", 1)
@@ -45,7 +50,7 @@ func stuckFixture(t *testing.T) (m *reconcile.Manager, inf *informer.Informer[st
 	inf = informer.New("held", src, informer.WithLogger(quietLogger))
 	reg = newRegistry()
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: "127.0.0.1:0", Gatherer: reg, Logger: quietLogger,
-		StuckAfter: time.Minute, Clock: clk})
+		StuckAfter: after, Clock: clk})
 	require.NoError(t, err)
 	require.NoError(t, m.AddInformer(inf))
 	ctx := runManager(t, m)
@@ -96,6 +101,16 @@ func TestReadyzShouldFailWhileAnInformerStandsStillBehindTheStoreForStuckAfter(t
 	code, body = get(t, base+"/readyz")
 	assert.Equal(t, http.StatusOK, code, body)
 	assert.Equal(t, 0.0, reg.value(t, "converge_informer_stuck", map[string]string{"informer": "held"}))
+}
+
+func TestANegativeStuckAfterShouldNeverCallAnInformerStuck(t *testing.T) {
+	m, _, src, clk, _ := stuckFixtureAfter(t, -1)
+	src.Put("b", 2)
+	clk.Step(2 * time.Second)
+	_, _ = get(t, "http://"+m.Addr()+"/readyz")
+	clk.Step(24 * time.Hour)
+	code, body := get(t, "http://"+m.Addr()+"/readyz")
+	assert.Equal(t, http.StatusOK, code, body)
 }
 
 func TestAnInformerThatMovesShouldNotBeStuckHoweverLongItLags(t *testing.T) {
