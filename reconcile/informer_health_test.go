@@ -196,3 +196,34 @@ func TestTheOverviewShouldAskEveryStoreForItsHeadAtOnce(t *testing.T) {
 		assert.NotEmpty(t, inf.HeadError, "a store that did not answer in time says so: %s", inf.Name)
 	}
 }
+
+// countedHead is a memstore that counts the asks for its head.
+type countedHead struct {
+	*memstore.Store[string, int]
+	asks *atomic.Int32
+}
+
+func (c countedHead) Revision(context.Context) (informer.Revision, error) {
+	c.asks.Add(1)
+	return c.Store.Revision(), nil
+}
+
+func TestScrapesAndProbesShouldAskTheStoreForItsHeadAtMostOnceASecond(t *testing.T) {
+	var asks atomic.Int32
+	clk := clocktesting.NewFakeClock(time.Now())
+	reg := newRegistry()
+	m, err := reconcile.NewManager(reconcile.ManagerOptions{Registerer: reg, Clock: clk,
+		Addr: "127.0.0.1:0", Debug: reconcile.DebugOptions{Enabled: true}, Logger: quietLogger})
+	require.NoError(t, err)
+	require.NoError(t, m.AddInformer(informer.New("counted", countedHead{memstore.New[string, int](), &asks})))
+	for range 10 {
+		_, err := reg.Gather()
+		require.NoError(t, err)
+		getPage(t, m.DebugHandler(), "/debug/converge/?format=json", "")
+	}
+	assert.Equal(t, int32(1), asks.Load(), "ten scrapes and ten page loads within a second")
+	clk.Step(time.Second)
+	_, err = reg.Gather()
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), asks.Load(), "a second later, asked again")
+}
