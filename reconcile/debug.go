@@ -287,7 +287,7 @@ func (m *Manager) serveOverview(w http.ResponseWriter, r *http.Request) {
 // informer's counters and store head, the leader's and the Sharder's
 // status.
 func (m *Manager) overview(ctx context.Context) Overview {
-	o := Overview{Now: time.Now()}
+	o := Overview{Now: m.opts.Clock.Now()}
 	for _, c := range m.inspectables() {
 		o.Controllers = append(o.Controllers, c.Inspect())
 	}
