@@ -46,27 +46,17 @@ type DebugOptions struct {
 // debugRoot is the prefix of every debug page.
 const debugRoot = "/debug/converge/"
 
-// headTimeout bounds the overview's wait for each informer's store head.
-const headTimeout = 200 * time.Millisecond
-
 // inspectable is what the pages need of a controller: *Controller[K] for
 // any K.
 type inspectable interface {
 	Name() string
 	Inspect() ControllerInfo
 	inspectKeyString(key string) (KeyInfo, bool)
+	unparkString(key string) bool
+	UnparkAll() int
 	enableDebug()
 	enableValues()
 	clockNow() time.Time
-}
-
-// informerStats is what the pages read from an informer: *informer.Informer
-// has all of it.
-type informerStats interface {
-	Stats() informer.Stats
-	LastRevision() informer.Revision
-	Len() int
-	Head(ctx context.Context) (informer.Revision, bool, error)
 }
 
 // Overview is the debug overview page's data.
@@ -91,16 +81,26 @@ type InformerInfo struct {
 	Len          int
 	LastRevision informer.Revision
 	// Head is the store's current revision, if the Source can tell
-	// (informer.HeadRevisioner) and answered within 200ms; HeadError says
-	// why not otherwise.
+	// (informer.HeadRevisioner): asked of every store at once, at most
+	// once a second, and shown as last told if the store has not answered
+	// within 200ms; HeadError is the last ask's error.
 	Head      informer.Revision
 	HeadKnown bool
 	HeadError string `json:",omitempty"`
 	// Lag is Head minus LastRevision, when HeadKnown.
 	Lag informer.Revision
+	// StalledFor is how long LastRevision has stood still behind Head;
+	// Stuck says it passed ManagerOptions.StuckAfter (/readyz fails).
+	StalledFor time.Duration
+	Stuck      bool
 	// Relists counts the lists after the first (Stats.Lists - 1).
 	Relists uint64
 	Stats   informer.Stats
+	// BadKeys lists the first BadKeysShown bad keys by key, and
+	// BadKeysTotal counts them all: keys whose latest value could not be
+	// taken (see informer.BadKey). They do not fail /readyz.
+	BadKeys      []BadKeyLine `json:",omitempty"`
+	BadKeysTotal int
 }
 
 // ControllerPage is the data of a controller's page.
@@ -161,18 +161,72 @@ func listed[T any](items []T) string {
 // mounts it under /debug/converge/ when Debug.Enabled: for a program that
 // serves the pages on a server of its own. It applies Debug.AllowRemote
 // (loopback clients only by default); Enabled is not needed.
+//
+// Besides the pages (GET), it takes two POSTs, each a button on a page:
+// controllers/{name}/unpark/{key} unparks a key (Controller.Unpark) and
+// controllers/{name}/unpark-all every parked key of the controller
+// (Controller.UnparkAll). They answer 303 back to the page, or, for
+// ?format=json, {"Unparked": n}; 409 if the key is not parked. A POST that
+// a browser marks as coming from another site (Sec-Fetch-Site, or an
+// Origin other than the Host) is refused with 403, so that a page
+// elsewhere cannot make the user's browser press the button.
 func (m *Manager) DebugHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+debugRoot+"{$}", m.serveOverview)
 	mux.HandleFunc("GET "+debugRoot+"controllers/{name}", m.serveController)
 	mux.HandleFunc("GET "+debugRoot+"controllers/{name}/keys/{key...}", m.serveKey)
+	mux.HandleFunc("POST "+debugRoot+"controllers/{name}/unpark/{key...}", m.serveUnpark)
+	mux.HandleFunc("POST "+debugRoot+"controllers/{name}/unpark-all", m.serveUnparkAll)
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		forbid(w, r, "a POST from another site: the debug pages take POSTs from their own pages only")
+	}))
+	h := cop.Handler(mux)
 	if m.opts.Debug.AllowRemote {
-		return mux
+		return h
 	}
-	return loopbackOnly(mux)
+	return loopbackOnly(h)
 }
 
-// loopbackOnly answers 403 to clients whose address is not loopback.
+func (m *Manager) serveUnpark(w http.ResponseWriter, r *http.Request) {
+	name, key := r.PathValue("name"), r.PathValue("key")
+	c := m.controllerOf(w, r)
+	if c == nil {
+		return
+	}
+	if !c.unparkString(key) {
+		pageError(w, r, fmt.Sprintf("controller %q: key %q is not parked", name, key), http.StatusConflict)
+		return
+	}
+	m.opts.Logger.Info("key unparked from the debug pages", "controller", name, "key", key)
+	m.unparkDone(w, r, 1, debugRoot+"controllers/"+url.PathEscape(name)+"/keys/"+url.PathEscape(key))
+}
+
+func (m *Manager) serveUnparkAll(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	c := m.controllerOf(w, r)
+	if c == nil {
+		return
+	}
+	n := c.UnparkAll()
+	m.opts.Logger.Info("parked keys unparked from the debug pages", "controller", name, "keys", n)
+	m.unparkDone(w, r, n, debugRoot+"controllers/"+url.PathEscape(name))
+}
+
+// unparkDone answers an unpark: JSON, or a redirect back to the page.
+func (m *Manager) unparkDone(w http.ResponseWriter, r *http.Request, n int, page string) {
+	if wantsJSON(r) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(struct{ Unparked int }{n})
+		return
+	}
+	http.Redirect(w, r, page, http.StatusSeeOther)
+}
+
+// loopbackOnly answers 403 to clients whose address is not loopback, and
+// to requests whose Host is not a loopback name: a page of another site
+// whose name was made to resolve to 127.0.0.1 (DNS rebinding) would
+// otherwise read the pages from the user's own browser.
 func loopbackOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
@@ -180,11 +234,49 @@ func loopbackOnly(h http.Handler) http.Handler {
 			host = r.RemoteAddr
 		}
 		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-			http.Error(w, "debug pages answer loopback clients only (ManagerOptions.Debug.AllowRemote)", http.StatusForbidden)
+			forbid(w, r, "debug pages answer loopback clients only (ManagerOptions.Debug.AllowRemote)")
+			return
+		}
+		if !loopbackHost(r.Host) {
+			forbid(w, r, fmt.Sprintf("debug pages answer requests for localhost, 127.0.0.1 or [::1] only, not Host %q "+
+				"(ManagerOptions.Debug.AllowRemote)", r.Host))
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// loopbackHost reports whether a Host header names this machine's loopback:
+// localhost or a loopback address, with any port.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// forbid answers 403, in JSON if the client asked for it.
+func forbid(w http.ResponseWriter, r *http.Request, msg string) {
+	pageError(w, r, msg, http.StatusForbidden)
+}
+
+// pageError answers an error, as {"Error": msg} if the client asked for
+// JSON, else as text.
+func pageError(w http.ResponseWriter, r *http.Request, msg string, code int) {
+	if !wantsJSON(r) {
+		http.Error(w, msg, code)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(struct{ Error string }{msg})
 }
 
 func (m *Manager) serveOverview(w http.ResponseWriter, r *http.Request) {
@@ -195,28 +287,15 @@ func (m *Manager) serveOverview(w http.ResponseWriter, r *http.Request) {
 // informer's counters and store head, the leader's and the Sharder's
 // status.
 func (m *Manager) overview(ctx context.Context) Overview {
-	o := Overview{Now: time.Now()}
+	o := Overview{Now: m.opts.Clock.Now()}
 	for _, c := range m.inspectables() {
 		o.Controllers = append(o.Controllers, c.Inspect())
 	}
-	m.mu.Lock()
-	caches := append([]Cache(nil), m.caches...)
-	m.mu.Unlock()
-	for _, c := range caches {
-		info := InformerInfo{Name: c.Name(), Synced: c.HasSynced()}
-		if s, ok := c.(informerStats); ok {
-			info.Len, info.LastRevision, info.Stats = s.Len(), s.LastRevision(), s.Stats()
-			info.Relists = max(info.Stats.Lists, 1) - 1
-			hctx, cancel := context.WithTimeout(ctx, headTimeout)
-			head, known, err := s.Head(hctx)
-			cancel()
-			switch {
-			case err != nil:
-				info.HeadError = err.Error()
-			case known:
-				info.Head, info.HeadKnown, info.Lag = head, true, max(head-info.LastRevision, 0)
-			}
-		}
+	for _, v := range m.informerViews(ctx) {
+		info := InformerInfo{Name: v.Name, Synced: v.Synced, Len: v.Len, LastRevision: v.LastRevision, Stats: v.Stats,
+			Head: v.Head, HeadKnown: v.HeadKnown, HeadError: v.HeadError, Lag: v.Lag, Stuck: v.Stuck, StalledFor: v.StalledFor}
+		info.Relists = max(info.Stats.Lists, 1) - 1
+		info.BadKeys, info.BadKeysTotal = badKeysOf(v.cache, BadKeysShown)
 		o.Informers = append(o.Informers, info)
 	}
 	if m.elector != nil {
@@ -231,9 +310,8 @@ func (m *Manager) overview(ctx context.Context) Overview {
 }
 
 func (m *Manager) serveController(w http.ResponseWriter, r *http.Request) {
-	c := m.inspectable(r.PathValue("name"))
+	c := m.controllerOf(w, r)
 	if c == nil {
-		http.Error(w, fmt.Sprintf("no controller %q", r.PathValue("name")), http.StatusNotFound)
 		return
 	}
 	m.render(w, r, "controller", ControllerPage{ControllerInfo: c.Inspect(), Now: c.clockNow()})
@@ -241,14 +319,14 @@ func (m *Manager) serveController(w http.ResponseWriter, r *http.Request) {
 
 func (m *Manager) serveKey(w http.ResponseWriter, r *http.Request) {
 	name, key := r.PathValue("name"), r.PathValue("key")
-	c := m.inspectable(name)
+	c := m.controllerOf(w, r)
 	if c == nil {
-		http.Error(w, fmt.Sprintf("no controller %q", name), http.StatusNotFound)
 		return
 	}
 	info, ok := c.inspectKeyString(key)
 	if !ok {
-		http.Error(w, fmt.Sprintf("controller %q knows nothing of key %q: not queued, not failing, not among its recent reconciles", name, key), http.StatusNotFound)
+		pageError(w, r, fmt.Sprintf("controller %q knows nothing of key %q: not in its informer, not queued, not failing, "+
+			"not among its recent reconciles", name, key), http.StatusNotFound)
 		return
 	}
 	m.render(w, r, "key", KeyPage{Controller: name, KeyInfo: info, Now: c.clockNow()})
@@ -291,6 +369,17 @@ func (m *Manager) inspectables() []inspectable {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]inspectable(nil), m.controllers...)
+}
+
+// controllerOf returns the controller the request's path names, or
+// answers 404 and returns nil.
+func (m *Manager) controllerOf(w http.ResponseWriter, r *http.Request) inspectable {
+	name := r.PathValue("name")
+	if c := m.inspectable(name); c != nil {
+		return c
+	}
+	pageError(w, r, fmt.Sprintf("no controller %q", name), http.StatusNotFound)
+	return nil
 }
 
 func (m *Manager) inspectable(name string) inspectable {

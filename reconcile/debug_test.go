@@ -76,6 +76,7 @@ func getPage(t *testing.T, h http.Handler, path string, accept string) (int, str
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	req.RemoteAddr = "127.0.0.1:40000"
+	req.Host = "127.0.0.1:8081"
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}

@@ -27,7 +27,8 @@
 //     (WithRateLimiter); Terminal(err) → no retry until the key changes; a
 //     panic → recovered, logged with its stack, counted and retried like an
 //     error; with WithMaxAttempts, a key that failed that many times in a row is
-//     parked (Controller.Parked) until it changes.
+//     parked (Controller.Parked) until it changes, or until Controller.Unpark
+//     retries it (a cause outside the store that is gone).
 //   - Each reconcile's context carries controller, key and reconcile ID for
 //     logging (LoggerFrom), the leader's fencing term under a Manager with
 //     leader election (leader.TermFromContext), and is cancelled at the
@@ -81,6 +82,14 @@
 // converge_read_your_writes_skips_total,
 // converge_read_your_writes_timeouts_total and
 // converge_read_your_writes_waiting.
+//
+// A Manager with a registerer (ManagerOptions.Registerer, or a Gatherer that
+// is a *prometheus.Registry) exports, per informer added, labelled informer:
+// converge_informer_synced, _cache_size, _last_revision, _head_revision,
+// _lag_revisions, _last_event_age_seconds, _stuck, _stalled_seconds,
+// _lists_total, _relists_total, _list_errors_total, _watch_errors_total,
+// _decode_errors_total, _events_total and _bad_keys. Its /readyz fails while
+// an informer has not synced or is stuck (ManagerOptions.StuckAfter).
 //
 // # Tracing
 //

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -60,6 +61,10 @@ type KeyInfo struct {
 	// Value is the key's value, only when values are shown
 	// (Debug.ShowValues; see WithDebugValue) and the key has one.
 	Value any `json:",omitempty"`
+	// Bad is set while the For informer holds the key bad: its latest
+	// value could not be taken (see informer.BadKey). Value, if shown, is
+	// then the last good one.
+	Bad *BadKeyLine `json:",omitempty"`
 }
 
 // ReconcileLine is one finished reconcile.
@@ -79,8 +84,9 @@ type ReconcileLine struct {
 // InspectKey returns what the controller knows about key: its place in
 // the queue, its failures, the reconcile in progress and its recent
 // reconciles. The second result is false if the controller knows nothing
-// of it (not queued, not failing, not among the recent reconciles). The
-// cost is one queue lookup, one failing-key lookup and a pass over the
+// of it (not in the For informer or WithDebugValue, not queued, not
+// failing, not among the recent reconciles). The cost is one queue
+// lookup, one failing-key lookup, one informer lookup and a pass over the
 // workers' rings.
 func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 	info := KeyInfo{Key: fmt.Sprint(key), Phase: "stopped"}
@@ -138,9 +144,17 @@ func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 	if l := c.s.debug.events; l != nil {
 		info.Events = l.Events(info.Key)
 	}
-	if c.showValues.Load() && c.valueOf != nil {
+	if b, ok := c.badKey(key); ok {
+		known, info.Bad = true, &b
+	}
+	if c.valueOf != nil {
+		// A key the informer holds has a page even when nothing else
+		// remembers it: a healthy key whose last reconcile left the rings.
 		if v, ok := c.valueOf(key); ok {
-			info.Value = v
+			known = true
+			if c.showValues.Load() {
+				info.Value = v
+			}
 		}
 	}
 	for _, l := range info.Recent {
@@ -154,12 +168,13 @@ func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 	return info, known
 }
 
-// inspectKeyString is InspectKey for a key in its URL form: a string key
-// as it is; another key type is found, by fmt.Sprint, among the keys the
-// controller can list without walking its queue (failing keys, reconciles
-// in progress and recent ones, the next ready keys).
+// inspectKeyString is InspectKey for a key in its URL form: a key of a
+// string or integer kind is parsed; another key type is found, by
+// fmt.Sprint, among the keys the controller can list without walking its
+// queue (failing keys, reconciles in progress and recent ones, the next
+// ready keys).
 func (c *Controller[K]) inspectKeyString(s string) (KeyInfo, bool) {
-	if k, ok := any(s).(K); ok {
+	if k, ok := parseKey[K](s); ok {
 		return c.InspectKey(k)
 	}
 	if k, ok := c.findKey(s); ok {
@@ -219,3 +234,31 @@ func (c *Controller[K]) enableDebug() { c.debug.Store(true) }
 
 // clockNow is the controller's clock, which its times are on.
 func (c *Controller[K]) clockNow() time.Time { return c.s.clock.Now() }
+
+// parseKey reads s as a K of a string or integer kind (named types
+// included) whose fmt.Sprint gives s back; false for other kinds.
+func parseKey[K comparable](s string) (K, bool) {
+	var k K
+	v := reflect.ValueOf(&k).Elem()
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(s)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(s, 10, v.Type().Bits())
+		if err != nil {
+			return k, false
+		}
+		v.SetInt(n)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		n, err := strconv.ParseUint(s, 10, v.Type().Bits())
+		if err != nil {
+			return k, false
+		}
+		v.SetUint(n)
+	default:
+		return k, false
+	}
+	// A String method may render the key otherwise: then it is not this
+	// key's URL form.
+	return k, fmt.Sprint(k) == s
+}

@@ -33,6 +33,15 @@ func newRegistry() registry { return registry{prometheus.NewRegistry()} }
 // name whose labels include labels; 0 if there is none.
 func (r registry) value(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
+	if m := r.metric(t, name, labels); m != nil {
+		return metricValue(m)
+	}
+	return 0
+}
+
+// metric returns the series named name whose labels include labels, or nil.
+func (r registry) metric(t *testing.T, name string, labels map[string]string) *dto.Metric {
+	t.Helper()
 	families, err := r.Gather()
 	require.NoError(t, err)
 	for _, f := range families {
@@ -50,10 +59,10 @@ func (r registry) value(t *testing.T, name string, labels map[string]string) flo
 					continue metrics
 				}
 			}
-			return metricValue(m)
+			return m
 		}
 	}
-	return 0
+	return nil
 }
 
 func metricValue(m *dto.Metric) float64 {

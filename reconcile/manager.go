@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"reflect"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/shard"
@@ -65,6 +67,30 @@ type ManagerOptions struct {
 	// the controllers' WithMetrics registered on. Default: nil, /metrics
 	// answers 404.
 	Gatherer prometheus.Gatherer
+	// Registerer receives the informer metrics (converge_informer_*,
+	// labelled informer), registered by AddInformer for each informer:
+	// informer names must be unique per registry, as controller names
+	// are. Default: Gatherer, if it is also a Registerer (a
+	// *prometheus.Registry), else none: no metric goes to a registry the
+	// caller did not give.
+	Registerer prometheus.Registerer
+	// StuckAfter is how long an informer's revision may stand still
+	// behind its store's head (informer.HeadRevisioner) before /readyz
+	// fails for it, and converge_informer_stuck says 1: a dead watch, or
+	// one that cannot get past a change. An informer whose revision moves,
+	// however far behind, is not stuck, nor is one whose Source tells no
+	// head. A Source whose head also counts other collections' writes
+	// (etcd, PostgreSQL) must bookmark more often than StuckAfter: etcd
+	// sends progress notifications every 10 minutes unless the server is
+	// told otherwise (--experimental-watch-progress-notify-interval).
+	// The Manager looks when asked (/readyz, /metrics, the pages), so the
+	// first look after the revision stopped starts the clock; a probe
+	// every few seconds makes that moment. Default: DefaultStuckAfter;
+	// negative: never stuck.
+	StuckAfter time.Duration
+	// Clock is the Manager's clock, for StuckAfter and the metrics' ages;
+	// give the informers the same one. Default: the real clock.
+	Clock clock.PassiveClock
 	// ShutdownTimeout bounds how long Run waits, once its context is done,
 	// for informers, controllers and functions to return; then Run returns
 	// an error naming those still running. Controllers' own shutdown grace
@@ -101,6 +127,9 @@ type Manager struct {
 	always      []task // functions that run on every replica
 	addr        string
 	started     bool
+	// health is what the Manager knows of each informer's progress
+	// (informer_health.go), one per cache, in the same order.
+	health []*informerHealth
 
 	// The terms' leader-only tasks: termsClosed is set once Run is
 	// stopping (no new term starts them), terms counts the terms running
@@ -153,6 +182,12 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.StuckAfter == 0 {
+		opts.StuckAfter = DefaultStuckAfter
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	m := &Manager{opts: opts, names: make(map[string]bool)}
 	if opts.Lock != nil {
 		if opts.Leader.OnStartedLeading != nil || opts.Leader.OnStoppedLeading != nil {
@@ -177,7 +212,9 @@ func leaderConfigSet(c leader.Config) bool {
 }
 
 // AddInformer adds an informer (*informer.Informer[K, V]) for Run to run on
-// every replica. Informer names must be unique within the Manager.
+// every replica, and registers its metrics (ManagerOptions.Registerer).
+// Informer names must be unique within the Manager, and within the
+// registry.
 func (m *Manager) AddInformer(c Cache) error {
 	if c == nil {
 		return errors.New("reconcile: AddInformer(nil)")
@@ -186,10 +223,16 @@ func (m *Manager) AddInformer(c Cache) error {
 		if m.hasCache(c) {
 			return fmt.Errorf("informer %q added twice", c.Name())
 		}
-		if err := m.claim("informer", c.Name()); err != nil {
+		if err := m.free("informer", c.Name()); err != nil {
 			return err
 		}
+		h := &informerHealth{c: c}
+		if err := m.registerInformerMetrics(h); err != nil {
+			return err
+		}
+		_ = m.claim("informer", c.Name()) // free, checked above
 		m.caches = append(m.caches, c)
+		m.health = append(m.health, h)
 		return nil
 	})
 }
@@ -265,17 +308,28 @@ func (m *Manager) add(f func() error) error {
 }
 
 func (m *Manager) claim(kind, name string) error {
+	if err := m.free(kind, name); err != nil {
+		return err
+	}
+	m.names[kind+"/"+name] = true
+	return nil
+}
+
+// free returns an error if name cannot be claimed for kind.
+func (m *Manager) free(kind, name string) error {
 	if name == "" {
 		return fmt.Errorf("%s with an empty name", kind)
 	}
 	if m.names[kind+"/"+name] {
 		return fmt.Errorf("%s %q: the name is taken", kind, name)
 	}
-	m.names[kind+"/"+name] = true
 	return nil
 }
 
 func (m *Manager) hasCache(c Cache) bool {
+	if !reflect.TypeOf(c).Comparable() {
+		return false // == would panic; an informer is a pointer anyway
+	}
 	for _, have := range m.caches {
 		if have == c {
 			return true

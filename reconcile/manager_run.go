@@ -328,8 +328,7 @@ func (m *Manager) serveHTTP() (stop func(), err error) {
 
 // healthChecks fail only for a wedged leader or bucket holder: restarting the process is
 // what fixes that.
-func (m *Manager) healthChecks() []string {
-	var failed []string
+func (m *Manager) healthChecks(context.Context) (failed, notes []string) {
 	if m.elector != nil {
 		if err := m.elector.Check(); err != nil {
 			failed = append(failed, "leader: "+err.Error())
@@ -340,29 +339,40 @@ func (m *Manager) healthChecks() []string {
 			failed = append(failed, "shards: "+err.Error())
 		}
 	}
-	return failed
+	return failed, nil
 }
 
-// readyChecks also fail until every informer has synced.
-func (m *Manager) readyChecks() []string {
-	failed := m.healthChecks()
-	for _, c := range m.caches {
-		if !c.HasSynced() {
-			failed = append(failed, fmt.Sprintf("informer %q: not synced", c.Name()))
+// readyChecks also fail while an informer has not synced, or is stuck
+// (ManagerOptions.StuckAfter). Bad keys are noted, not failed: the rest
+// of the collection flows, and a restart would not fix the value.
+func (m *Manager) readyChecks(ctx context.Context) (failed, notes []string) {
+	failed, _ = m.healthChecks(ctx)
+	for _, v := range m.informerViews(ctx) {
+		switch {
+		case !v.Synced:
+			failed = append(failed, fmt.Sprintf("informer %q: not synced", v.Name))
+		case v.Stuck:
+			failed = append(failed, fmt.Sprintf("informer %q: stuck: its revision %d has stood still for %v behind the store's head %d",
+				v.Name, v.LastRevision, v.StalledFor, v.Head))
+		}
+		if n := v.Stats.BadKeys; n > 0 {
+			notes = append(notes, fmt.Sprintf("informer %q: %d bad keys (values that could not be decoded; see the debug pages)", v.Name, n))
 		}
 	}
-	return failed
+	return failed, notes
 }
 
-func (m *Manager) serveChecks(checks func() []string) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
+// serveChecks answers 503 with the failed checks, one a line, or 200 "ok";
+// notes follow either, one a line.
+func (m *Manager) serveChecks(checks func(context.Context) (failed, notes []string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		failed := checks()
+		failed, notes := checks(r.Context())
 		if len(failed) > 0 {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(w, strings.Join(failed, "\n"))
+			fmt.Fprintln(w, strings.Join(append(failed, notes...), "\n"))
 			return
 		}
-		fmt.Fprintln(w, "ok")
+		fmt.Fprintln(w, strings.Join(append([]string{"ok"}, notes...), "\n"))
 	}
 }

@@ -33,9 +33,11 @@ const (
 	// TriggerWroteWake: an informer caught up with the writes the key's
 	// last reconcile recorded with Wrote (or it timed out).
 	TriggerWroteWake
+	// TriggerUnparked: a parked key was unparked (Controller.Unpark).
+	TriggerUnparked
 )
 
-var triggerKindNames = [...]string{"", "change", "initial list", "resync", "source", "requeue after", "backoff", "writes seen"}
+var triggerKindNames = [...]string{"", "change", "initial list", "resync", "source", "requeue after", "backoff", "writes seen", "unparked"}
 
 // String names the kind in lower case: "change", "backoff".
 func (k TriggerKind) String() string {

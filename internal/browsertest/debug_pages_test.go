@@ -274,6 +274,9 @@ func TestTheDebugPagesShouldRenderTheControllersStateAsTextInChromium(t *testing
 			assert.Equal(t, "Key default/batch", text(elements(doc, "h1")[0]))
 			assert.Equal(t, []string{"attempts", "3"}, rowOf(doc, "attempts"))
 			assert.Equal(t, []string{"state", "parked until it changes"}, rowOf(doc, "state"))
+			assert.Equal(t, []string{"unpark", "Retry now if the cause is gone (Controller.Unpark)"}, rowOf(doc, "unpark"), "the unpark button")
+			require.Len(t, elements(doc, "form"), 1)
+			assert.Equal(t, "post", attr(elements(doc, "form")[0], "method"))
 			body := text(doc)
 			assert.GreaterOrEqual(t, strings.Count(body, quotaErr), 3, "the last error, the recent reconciles, the event")
 			assert.Contains(t, body, `informer "replicasets" added (initial list)`, "the first attempt's trigger")
@@ -391,4 +394,14 @@ func text(n *html.Node) string {
 		}
 	}
 	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+// attr returns n's attribute named key, or "".
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
 }
