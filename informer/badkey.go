@@ -51,6 +51,21 @@ func (inf *Informer[K, V]) BadKeys() []BadKey[K] {
 	return out
 }
 
+// AnyBadKeys is BadKeys with each key as an any, for code that holds
+// informers of several key types behind one interface (a Manager's
+// metrics and debug pages).
+func (inf *Informer[K, V]) AnyBadKeys() []BadKey[any] {
+	bad := inf.BadKeys()
+	if len(bad) == 0 {
+		return nil
+	}
+	out := make([]BadKey[any], len(bad))
+	for i, b := range bad {
+		out[i] = BadKey[any]{Key: b.Key, Revision: b.Revision, Err: b.Err, Since: b.Since, HasValue: b.HasValue}
+	}
+	return out
+}
+
 // BadKey returns key's bad state, and false if the key is not bad.
 func (inf *Informer[K, V]) BadKey(key K) (BadKey[K], bool) {
 	inf.mu.RLock()

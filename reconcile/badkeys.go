@@ -3,7 +3,6 @@ package reconcile
 import (
 	"cmp"
 	"fmt"
-	"reflect"
 	"slices"
 	"time"
 
@@ -39,46 +38,18 @@ func badKeyLine[K comparable](b informer.BadKey[K]) BadKeyLine {
 	return l
 }
 
-// badKeysOf lists up to n of c's bad keys, by key, and counts them all.
-// The Manager holds informers of any key type behind Cache, so it reads
-// (*informer.Informer[K, V]).BadKeys through reflection; a Cache without
-// that method has none.
+// badKeysOf lists up to n of c's bad keys, by key, and counts them all;
+// a Cache that is not an informer has none.
 func badKeysOf(c Cache, n int) (lines []BadKeyLine, total int) {
-	mv := reflect.ValueOf(c).MethodByName("BadKeys")
-	if !mv.IsValid() || mv.Type().NumIn() != 0 || mv.Type().NumOut() != 1 || mv.Type().Out(0).Kind() != reflect.Slice {
+	s, ok := c.(informerStats)
+	if !ok {
 		return nil, 0
 	}
-	list := mv.Call(nil)[0]
-	for i := range list.Len() {
-		if l, ok := badKeyLineOf(list.Index(i)); ok {
-			lines = append(lines, l)
-		}
+	for _, b := range s.AnyBadKeys() {
+		lines = append(lines, badKeyLine(b))
 	}
 	slices.SortFunc(lines, func(a, b BadKeyLine) int { return cmp.Compare(a.Key, b.Key) })
 	return lines[:min(n, len(lines))], len(lines)
-}
-
-// badKeyLineOf reads an informer.BadKey[K] of unknown K.
-func badKeyLineOf(v reflect.Value) (BadKeyLine, bool) {
-	if v.Kind() != reflect.Struct {
-		return BadKeyLine{}, false
-	}
-	field := func(name string) any {
-		if f := v.FieldByName(name); f.IsValid() && f.CanInterface() {
-			return f.Interface()
-		}
-		return nil
-	}
-	var l BadKeyLine
-	if k := field("Key"); k != nil {
-		l.Key = fmt.Sprint(k)
-	}
-	l.Revision, _ = field("Revision").(informer.Revision)
-	err, _ := field("Err").(error)
-	l.Error, l.ErrorLen = errorText(err)
-	l.Since, _ = field("Since").(time.Time)
-	l.HasValue, _ = field("HasValue").(bool)
-	return l, true
 }
 
 // primaryBadKey is a For watch's bad state of key, if the informer marks

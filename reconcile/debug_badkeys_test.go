@@ -15,16 +15,29 @@ import (
 	"github.com/converge-go/converge/reconcile"
 )
 
-// badCache is a Cache with bad keys of a key type of its own, as an
-// *informer.Informer[K, V] reports them.
+// badCache is a Cache with bad keys of a key type of its own, and the
+// rest of what the Manager reads from an *informer.Informer[K, V].
 type badCache struct{ bad []informer.BadKey[int] }
+
+func (badCache) Stats() informer.Stats           { return informer.Stats{} }
+func (badCache) LastRevision() informer.Revision { return 42 }
+func (badCache) Len() int                        { return 1 }
+func (badCache) Head(context.Context) (informer.Revision, bool, error) {
+	return 42, true, nil
+}
+func (c badCache) AnyBadKeys() []informer.BadKey[any] {
+	out := make([]informer.BadKey[any], len(c.bad))
+	for i, b := range c.bad {
+		out[i] = informer.BadKey[any]{Key: b.Key, Revision: b.Revision, Err: b.Err, Since: b.Since, HasValue: b.HasValue}
+	}
+	return out
+}
 
 func (badCache) Name() string                       { return "numbers" }
 func (badCache) Run(ctx context.Context) error      { <-ctx.Done(); return nil }
 func (badCache) HasSynced() bool                    { return true }
 func (badCache) WaitForSync(context.Context) error  { return nil }
 func (badCache) WaitForCache(context.Context) error { return nil }
-func (c badCache) BadKeys() []informer.BadKey[int]  { return c.bad }
 
 func TestTheOverviewShouldListAnInformersBadKeysWithErrorAndRevision(t *testing.T) {
 	since := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -33,6 +33,7 @@ type informerStats interface {
 	LastRevision() informer.Revision
 	Len() int
 	Head(ctx context.Context) (informer.Revision, bool, error)
+	AnyBadKeys() []informer.BadKey[any]
 }
 
 // informerHealth is what the Manager knows of one informer's progress: its
