@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -133,19 +134,32 @@ func (e *Elector) renew(leaseCtx context.Context, endLease context.CancelFunc, r
 }
 
 // release hands the lock back, if it is still this term's, by writing an
-// empty holder, so candidates take it without waiting for expiry. It runs
+// empty holder, so candidates take it without waiting for expiry; a
+// conflict is retried as long as the record still names this holder and
+// term. It runs
 // after the term's work has returned, on a context detached from the
 // cancelled ctx and bounded by RenewDeadline of real time.
 func (e *Elector) release(ctx context.Context, term Term) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.RenewDeadline)
 	defer cancel()
-	cur, err := e.lock.Get(rctx)
-	if err != nil || cur.HolderIdentity != e.cfg.Identity || cur.Term != term {
-		return
-	}
-	next := cur
-	next.HolderIdentity, next.RenewTime = "", e.cfg.Clock.Now()
-	if stored, err := e.lock.Update(rctx, cur, next); err == nil {
-		e.observe(stored)
+	for rctx.Err() == nil {
+		cur, err := e.lock.Get(rctx)
+		if err != nil || cur.HolderIdentity != e.cfg.Identity || cur.Term != term {
+			return
+		}
+		next := cur
+		next.HolderIdentity, next.RenewTime = "", e.cfg.Clock.Now()
+		stored, err := e.lock.Update(rctx, cur, next)
+		if err == nil {
+			e.observe(stored)
+			return
+		}
+		if !errors.Is(err, ErrConflict) {
+			return
+		}
+		// A conflict on a record that may still be this term's: a renewal
+		// whose caller gave up can still commit after the Get above. Read
+		// it again, and release it if it is still ours; otherwise a
+		// planned hand-over would wait a whole lease.
 	}
 }
