@@ -20,8 +20,9 @@ import (
 // still finishing what it started never overlaps the next leader's (see
 // the package doc).
 func (e *Elector) lead(ctx context.Context, rec Record, start time.Time) {
-	leaseCtx, endLease := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), termKey{}, rec.Term))
+	base, endLease := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), termKey{}, rec.Term))
 	defer endLease()
+	leaseCtx := context.WithValue(base, leaseKey{}, &termLease{e: e, lease: base, end: endLease})
 	leaderCtx, cancelLeader := context.WithCancel(leaseCtx)
 	defer cancelLeader()
 	e.mu.Lock()
@@ -162,4 +163,45 @@ func (e *Elector) release(ctx context.Context, term Term) {
 		// it again, and release it if it is still ours; otherwise a
 		// planned hand-over would wait a whole lease.
 	}
+}
+
+type leaseKey struct{}
+
+// termLease is a term's lease, for LeaseValid.
+type termLease struct {
+	e     *Elector
+	lease context.Context
+	end   context.CancelFunc
+}
+
+// LeaseValid reports whether ctx belongs to a term (it is, or derives
+// from, a leader's context) whose lease is valid now by the elector's own
+// clock, as IsLeader judges it: the lease has not ended and was renewed
+// less than RenewDeadline ago. Work that must not start without a lease
+// checks it just before it starts: a process resumed from a pause
+// (SIGSTOP, a frozen VM) runs before its watchdog's timer fires, and its
+// contexts are not cancelled yet.
+//
+// When the renew deadline has passed but the lease has not ended yet,
+// LeaseValid ends it at once, as the watchdog is about to: a caller that
+// found the lease invalid never finds it valid again, and the term's
+// contexts are cancelled. It returns false for a context of no term.
+func LeaseValid(ctx context.Context) bool {
+	tl, ok := ctx.Value(leaseKey{}).(*termLease)
+	if !ok {
+		return false
+	}
+	e := tl.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if tl.lease.Err() != nil {
+		return false
+	}
+	// renewedAt is this term's: lead sets it before the term starts, and
+	// renew moves it only while the lease has not ended.
+	if e.cfg.Clock.Since(e.renewedAt) < e.cfg.RenewDeadline {
+		return true
+	}
+	tl.end()
+	return false
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-go/converge/leader"
 )
@@ -55,5 +56,43 @@ func TestAReleaseThatMeetsALateRenewalOfItsOwnTermShouldBeRetried(t *testing.T) 
 		require.NoError(t, err)
 		assert.Empty(t, rec.HolderIdentity, "the release was retried and the lock is free")
 		cl.until(retry, func() bool { return b.IsLeader() })
+	})
+}
+
+// lateClock is a clock whose Now can jump ahead of its timers, as a
+// process resumed from a pause sees: the time has passed, the timers that
+// were due have not fired yet.
+type lateClock struct {
+	*clocktesting.FakeClock
+	ahead atomic.Int64
+}
+
+func (c *lateClock) Now() time.Time                  { return c.FakeClock.Now().Add(time.Duration(c.ahead.Load())) }
+func (c *lateClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+func TestLeaseValidShouldBeFalseOnceTheRenewDeadlineHasPassedByTheLocalClockEvenBeforeTheWatchdogRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := newCluster(t)
+		clk := &lateClock{FakeClock: cl.clk}
+		leaderCtx := make(chan context.Context, 1)
+		a := cl.start("a", func(c *leader.Config) {
+			c.Clock = clk
+			c.OnStartedLeading = func(ctx context.Context) {
+				leaderCtx <- ctx
+				<-ctx.Done()
+			}
+		})
+		defer a.stop()
+		ctx := <-leaderCtx
+		assert.False(t, leader.LeaseValid(context.Background()), "no term, no lease")
+		cl.advance(renew, nil) // renewed every retry period
+		require.True(t, leader.LeaseValid(ctx))
+
+		clk.ahead.Store(int64(renew)) // the last renewal is now RenewDeadline old
+		assert.False(t, leader.LeaseValid(ctx), "past the renew deadline by the local clock")
+		assert.Error(t, ctx.Err(), "the term ended at once, before the watchdog's timer fired")
+		assert.False(t, a.IsLeader())
+		clk.ahead.Store(0)
+		assert.False(t, leader.LeaseValid(ctx), "an ended lease stays invalid")
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/queue"
 )
@@ -21,7 +22,10 @@ var ErrBucketLost = errors.New("shard bucket lost")
 // (a Manager runs it whether or not this replica leads), and reconciles only
 // the keys whose bucket (shard.BucketOf(keyOf(key), s.Buckets())) this
 // replica holds. Keys of other buckets are dropped when queued and when
-// taken from the queue. When a bucket is acquired, every key of it that
+// taken from the queue, and a reconcile starts only while its bucket's
+// lease is valid by the local clock (leader.LeaseValid, as
+// leader.Elector.IsLeader judges), not merely until the lease's end has
+// been noticed. When a bucket is acquired, every key of it that
 // the watched informers hold is queued once, at low priority (behind fresh
 // changes, as an initial list is), so that the keys of a bucket that moved
 // here are all reconciled; a key may be reconciled twice when its bucket
@@ -84,6 +88,8 @@ type sharding[K comparable] struct {
 // heldBucket is one held bucket's admission state.
 type heldBucket struct {
 	b shard.Bucket
+	// lease is ServeBucket's: valid while the bucket's lease is.
+	lease context.Context
 	// work is the parent of every reconcile of the bucket's keys: done
 	// when the lease ends or the grace of a hand-over is over.
 	work       context.Context
@@ -129,14 +135,24 @@ func (sh *sharding[K]) admits(key K) bool {
 }
 
 // begin admits one reconcile of key: it returns the key's held bucket,
-// counted in flight until end, or nil if the bucket is not held here.
+// counted in flight until end, or nil if the bucket is not held here or
+// its lease is not valid by the local clock (leader.LeaseValid, which then
+// ends the lease: the bucket is given up, and acquired again if it is
+// still this replica's).
 func (sh *sharding[K]) begin(key K) *heldBucket {
 	b := sh.bucketOf(key)
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	hb := sh.held[b]
 	if hb != nil {
 		hb.inflight++
+	}
+	sh.mu.Unlock()
+	// Checked after counting the reconcile in flight, so that a drain
+	// that starts meanwhile waits for it; outside mu, which the elector's
+	// lock must not nest in.
+	if hb != nil && !leader.LeaseValid(hb.lease) {
+		sh.end(hb)
+		return nil
 	}
 	return hb
 }
@@ -161,7 +177,7 @@ func (hb *heldBucket) scope(ctx context.Context, release func()) (context.Contex
 // ServeBucket implements shard.Handler: it admits b's keys, queues those
 // the informers hold, and on stop drains b's reconciles (see WithShards).
 func (sh *sharding[K]) ServeBucket(stop, lease context.Context, b shard.Bucket) {
-	hb := &heldBucket{b: b, drained: make(chan struct{})}
+	hb := &heldBucket{b: b, lease: lease, drained: make(chan struct{})}
 	// Not a child of lease: the end of the lease must cancel with
 	// ErrBucketLost, not the lease's own cause.
 	hb.work, hb.cancelWork = context.WithCancelCause(context.WithoutCancel(lease))
