@@ -120,6 +120,15 @@ func (c *Controller[K]) initShards() error {
 	return nil
 }
 
+// sharder returns the Sharder of a sharded controller, nil for another,
+// for the Manager's check that it runs it.
+func (c *Controller[K]) sharder() *shard.Sharder {
+	if c.shards == nil {
+		return nil
+	}
+	return c.shards.s
+}
+
 // sharded reports whether the controller runs on every replica.
 func (c *Controller[K]) sharded() bool { return c.shards != nil }
 

@@ -71,8 +71,15 @@ func (s *Sharder) memberPrefix() string        { return s.cfg.Name + "/members/"
 func (s *Sharder) bucketName(b int) string     { return s.cfg.Name + "/buckets/" + strconv.Itoa(b) }
 func (s *Sharder) memberName(id string) string { return s.memberPrefix() + id }
 
-// Run takes part until ctx is done, and returns nil then; it returns an
-// error only if called twice. When ctx is done it leaves gracefully: it
+// ErrRunTwice is Run's error when the Sharder runs already. A
+// reconcile.Manager runs the Sharder given as its ManagerOptions.Shards,
+// which is the one way to run a Sharder under a Manager: running it also
+// with Manager.AddFunc, or in a goroutine of one's own, is this error.
+var ErrRunTwice = errors.New("shard: Run called twice on one Sharder (a reconcile.Manager runs the Sharder of " +
+	"ManagerOptions.Shards: do not also run it with AddFunc or a goroutine of your own)")
+
+// Run takes part until ctx is done, and returns nil then; it returns
+// ErrRunTwice, at once, if the Sharder runs or has run already. When ctx is done it leaves gracefully: it
 // releases its membership record first, so that the others start
 // campaigning for its buckets, then gives every bucket up the planned way
 // (stop, drain, release), and returns once every Handler has returned and
@@ -81,7 +88,7 @@ func (s *Sharder) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.started {
 		s.mu.Unlock()
-		return errors.New("shard: Run called twice")
+		return ErrRunTwice
 	}
 	s.started = true
 	s.mu.Unlock()
