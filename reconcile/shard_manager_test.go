@@ -35,7 +35,7 @@ func TestAddControllerShouldRefuseAShardedControllerWhoseSharderTheManagerDoesNo
 	other, err := shard.New(memlock.NewLocks(), shard.Config{Name: "t", Identity: "r1", Buckets: 4})
 	require.NoError(t, err)
 	for name, opts := range map[string]reconcile.ManagerOptions{
-		"no Shards":        {Logger: quietLogger},
+		"no Shards":       {Logger: quietLogger},
 		"another Sharder": {Shards: other, Logger: quietLogger},
 	} {
 		m, err := reconcile.NewManager(opts)
