@@ -10,7 +10,6 @@ import (
 
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/shard"
-	"github.com/converge-go/converge/queue"
 )
 
 // ErrBucketLost is the cause (context.Cause) of a sharded reconcile's
@@ -38,6 +37,15 @@ var ErrBucketLost = errors.New("shard bucket lost")
 // writes fenced on the epoch, and is cancelled with ErrBucketLost the
 // moment the bucket's lease ends.
 //
+// Taking a bucket costs that bucket's keys: an informer watched with For
+// is given an index of its keys by bucket (added on the first acquisition;
+// it costs one index entry per cached key), so only the bucket's keys are
+// listed and go through the predicates. An informer watched with Watch
+// maps its keys to the controller's through toKeys, which no index can
+// follow: it is scanned whole, but every bucket acquired while a scan runs
+// waits for the next scan, which serves them all, so a replica that takes
+// many buckets at once scans it about twice, not once per bucket.
+//
 // A watched informer over informer.Bucketed caches only the held buckets:
 // a bucket's keys are loaded into it before the bucket admits any, and
 // dropped after its last reconcile (retrying a failed load every 500 ms
@@ -47,6 +55,8 @@ var ErrBucketLost = errors.New("shard bucket lost")
 // keyOf gives the bytes a key is hashed by; it may be nil when K is string
 // (the key itself). K must be the controller's key type, or New fails. s
 // must not have started running: New registers the controller with it.
+// Under a Manager, s must be its ManagerOptions.Shards (AddController
+// refuses another), which runs it.
 // Keys from FromFunc and FromChannel are admitted by bucket like any other;
 // the controller remembers every key they delivered (so its memory grows
 // with their distinct keys) and queues those of a bucket again when it
@@ -83,6 +93,9 @@ type sharding[K comparable] struct {
 	// bucket, held here or not: queued again when their bucket is
 	// acquired, as an informer's cached keys are. Guarded by mu.
 	sourced map[int]map[K]struct{}
+
+	// requeue queues the keys of an acquired bucket.
+	requeue requeue
 }
 
 // heldBucket is one held bucket's admission state.
@@ -298,55 +311,4 @@ func (sh *sharding[K]) sourcedIn(bucket int) []K {
 		keys = append(keys, k)
 	}
 	return keys
-}
-
-// requeueBucket queues, on the current run, every key of bucket that the
-// watched informers hold or that sources delivered.
-func (c *Controller[K]) requeueBucket(bucket int) {
-	c.mu.Lock()
-	r := c.cur
-	c.mu.Unlock()
-	if r == nil {
-		return // the next run's initial lists queue them
-	}
-	for _, w := range c.watches {
-		if rw, ok := w.(interface {
-			requeue(r *run[K], keep func(K) bool)
-		}); ok {
-			rw.requeue(r, func(k K) bool { return c.shards.bucketOf(k) == bucket })
-		}
-	}
-	ev := enqueueEvent{prio: queue.PriorityLow}
-	for _, k := range c.shards.sourcedIn(bucket) {
-		r.enqueue(ev, k)
-	}
-}
-
-// requeue queues, at low priority, the keys that w maps the informer's
-// current entries to and that keep accepts, as if they were listed
-// afresh: through the predicates, as initial-list additions.
-func (w *informerWatch[K, WK, WV]) requeue(r *run[K], keep func(K) bool) {
-	ev := enqueueEvent{prio: queue.PriorityLow}
-	for _, e := range w.inf.List() {
-		func() {
-			defer r.recoverWatch(w, e.Key)
-			ch := Change[WK, WV]{Kind: Added, Key: e.Key, New: e.Value, InitialList: true}
-			for _, p := range w.preds {
-				if !p(ch) {
-					return
-				}
-			}
-			if w.same != nil {
-				if k := w.same(e.Key); keep(k) {
-					r.enqueue(ev, k)
-				}
-				return
-			}
-			for _, k := range w.toKeys(e.Key, e.Value) {
-				if keep(k) {
-					r.enqueue(ev, k)
-				}
-			}
-		}()
-	}
 }

@@ -1,0 +1,103 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/leader/memlock"
+	"github.com/converge-go/converge/leader/shard"
+	"github.com/converge-go/converge/reconcile"
+)
+
+// Taking a bucket costs that bucket's keys, not the whole cache: a replica
+// that takes all 64 buckets runs the predicates once per key for the
+// initial list and once per key when the key's bucket is acquired, not
+// once per key and bucket.
+func TestTakingABucketShouldRunThePredicatesOnlyOnThatBucketsKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n, buckets = 1000, 64
+		store := memstore.New[string, int]()
+		for i := range n {
+			store.Put(fmt.Sprint("k", i), i)
+		}
+		inf := informer.New("items", store, informer.WithLogger(quietLogger))
+		s, err := shard.New(memlock.NewLocks(), shard.Config{Name: "t", Identity: "r1", Buckets: buckets})
+		require.NoError(t, err)
+		var preds, recs atomic.Int64
+		c, err := reconcile.New("c", reconcile.Func[string](func(ctx context.Context, k string) (reconcile.Result, error) {
+			recs.Add(1)
+			return reconcile.Result{}, nil
+		}),
+			reconcile.For(inf, func(reconcile.Change[string, int]) bool { preds.Add(1); return true }),
+			reconcile.WithShards[string](s, nil), quiet)
+		require.NoError(t, err)
+		mgr, err := reconcile.NewManager(reconcile.ManagerOptions{Shards: s, Logger: quietLogger})
+		require.NoError(t, err)
+		require.NoError(t, mgr.AddInformer(inf))
+		require.NoError(t, mgr.AddController(c))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- mgr.Run(ctx) }()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		require.Len(t, s.Status().Held, buckets)
+		assert.LessOrEqual(t, preds.Load(), int64(2*n), "predicate calls for %d keys in %d buckets", n, buckets)
+		assert.GreaterOrEqual(t, recs.Load(), int64(n), "every key reconciled")
+		cancel()
+		require.NoError(t, <-done)
+	})
+}
+
+// An informer watched through a key mapping (Watch) cannot be indexed by
+// the controller's buckets, so it is scanned, but the buckets acquired
+// while a scan runs share the next scan instead of one scan each: with a
+// scan that takes longer than the acquisitions are spread (a large cache,
+// here a slow mapper), taking 64 buckets at once costs two scans.
+func TestTakingManyBucketsAtOnceShouldScanAMappedInformerFarFewerTimesThanBuckets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n, buckets = 1000, 64
+		store := memstore.New[string, int]()
+		for i := range n {
+			store.Put(fmt.Sprint("k", i), i)
+		}
+		inf := informer.New("items", store, informer.WithLogger(quietLogger))
+		s, err := shard.New(memlock.NewLocks(), shard.Config{Name: "t", Identity: "r1", Buckets: buckets})
+		require.NoError(t, err)
+		var maps, recs atomic.Int64
+		c, err := reconcile.New("c", reconcile.Func[string](func(ctx context.Context, k string) (reconcile.Result, error) {
+			recs.Add(1)
+			return reconcile.Result{}, nil
+		}),
+			reconcile.Watch(inf, func(k string, _ int) []string {
+				maps.Add(1)
+				time.Sleep(time.Millisecond)
+				return []string{k}
+			}),
+			reconcile.WithShards[string](s, nil), quiet)
+		require.NoError(t, err)
+		mgr, err := reconcile.NewManager(reconcile.ManagerOptions{Shards: s, Logger: quietLogger})
+		require.NoError(t, err)
+		require.NoError(t, mgr.AddInformer(inf))
+		require.NoError(t, mgr.AddController(c))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- mgr.Run(ctx) }()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		require.Len(t, s.Status().Held, buckets)
+		t.Logf("mapper calls for %d keys in %d buckets: %d", n, buckets, maps.Load())
+		assert.LessOrEqual(t, maps.Load(), int64(3*n), "the initial list and two scans")
+		assert.GreaterOrEqual(t, recs.Load(), int64(n), "every key reconciled")
+		cancel()
+		require.NoError(t, <-done)
+	})
+}
