@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/shard"
+	"github.com/converge-go/converge/queue"
 )
 
 // ErrBucketLost is the cause (context.Cause) of a sharded reconcile's
@@ -29,7 +30,13 @@ var ErrBucketLost = errors.New("shard bucket lost")
 // changes, as an initial list is), so that the keys of a bucket that moved
 // here are all reconciled; a key may be reconciled twice when its bucket
 // is acquired while the controller's initial list is still being
-// delivered. When a bucket must be given up, its keys stop
+// delivered. Keys whose fresh changes this replica dropped because their
+// bucket was not held here (during the last 2×s.MoveWithin(), at most
+// 65,536 keys per half of that) are queued first, at normal priority:
+// they may have changed while the bucket had no owner, and must not wait
+// behind the bulk of the moved keys at each move. A replica sees the
+// changes of buckets it does not hold only through an informer that
+// caches every bucket (not informer.Bucketed) or a source. When a bucket must be given up, its keys stop
 // being taken, its reconciles in progress get the shutdown grace
 // (WithShutdownGrace) to finish, and then their contexts are cancelled with
 // ErrBucketLost; the bucket is released only after they have returned. A
@@ -72,7 +79,8 @@ func WithShards[K comparable](s *shard.Sharder, keyOf func(K) string) Option {
 			}
 			keyOf = func(k K) string { return any(k).(string) }
 		}
-		st.shards = &sharding[K]{s: s, keyOf: keyOf, buckets: s.Buckets(), held: make(map[int]*heldBucket)}
+		st.shards = &sharding[K]{s: s, keyOf: keyOf, buckets: s.Buckets(), held: make(map[int]*heldBucket),
+			missed: missed[K]{keep: 2 * s.MoveWithin()}}
 		return nil
 	}
 }
@@ -95,7 +103,10 @@ type sharding[K comparable] struct {
 	sourced map[int]map[K]struct{}
 
 	// requeue queues the keys of an acquired bucket.
-	requeue requeue
+	requeue requeue[K]
+	// missed are the keys whose changes were dropped because their
+	// bucket was not held here. Guarded by mu.
+	missed missed[K]
 }
 
 // heldBucket is one held bucket's admission state.
@@ -148,12 +159,20 @@ func (c *Controller[K]) sharded() bool { return c.shards != nil }
 // bucketOf returns key's bucket.
 func (sh *sharding[K]) bucketOf(key K) int { return shard.BucketOf(sh.keyOf(key), sh.buckets) }
 
-// admits reports whether key's bucket is held and admitting now.
-func (sh *sharding[K]) admits(key K) bool {
+// admits reports whether key's bucket is held and admitting now. A fresh
+// change (ev) of a key of a bucket not held here is remembered as missed
+// (see missed).
+func (sh *sharding[K]) admits(key K, ev enqueueEvent) bool {
 	b := sh.bucketOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return sh.held[b] != nil
+	if sh.held[b] != nil {
+		return true
+	}
+	if ev.change && ev.prio != queue.PriorityLow { // not a list, a resync or a requeue
+		sh.missed.add(b, key, sh.c.s.clock.Now())
+	}
+	return false
 }
 
 // begin admits one reconcile of key: it returns the key's held bucket,
@@ -167,6 +186,9 @@ func (sh *sharding[K]) begin(key K) *heldBucket {
 	hb := sh.held[b]
 	if hb != nil {
 		hb.inflight++
+	} else {
+		// Queued for a reason, but its bucket moved away meanwhile.
+		sh.missed.add(b, key, sh.c.s.clock.Now())
 	}
 	sh.mu.Unlock()
 	// Checked after counting the reconcile in flight, so that a drain
@@ -174,6 +196,9 @@ func (sh *sharding[K]) begin(key K) *heldBucket {
 	// lock must not nest in.
 	if hb != nil && !leader.LeaseValid(hb.lease) {
 		sh.end(hb)
+		sh.mu.Lock()
+		sh.missed.add(b, key, sh.c.s.clock.Now())
+		sh.mu.Unlock()
 		return nil
 	}
 	return hb

@@ -21,14 +21,15 @@ import (
 // whole, but once for every bucket acquired meanwhile: the acquisitions
 // that arrive while a scan runs wait for the next one, which serves them
 // all.
-type requeue struct {
+type requeue[K comparable] struct {
 	mu sync.Mutex
 	// index names each For informer's bucket index; "" if AddIndex
 	// failed (then that informer is scanned too). Guarded by mu.
 	index map[any]string
-	// pending are the buckets acquired since the last scan began, and
-	// scanning is true while a scan runs. Guarded by mu.
-	pending  map[int]struct{}
+	// pending are the buckets acquired since the last scan began, each
+	// with the keys to skip (queued already), and scanning is true while
+	// a scan runs. Guarded by mu.
+	pending  map[int]map[K]struct{}
 	scanning bool
 }
 
@@ -39,18 +40,19 @@ var bucketIndexSeq atomic.Uint64
 // bucketWatch is a watch whose cached keys a bucket's acquisition queues:
 // an informerWatch.
 type bucketWatch[K comparable] interface {
-	// requeueIndexed queues bucket's keys from the informer's bucket
-	// index, and reports false if the watch cannot have one (its keys are
-	// mapped: it needs a scan).
-	requeueIndexed(r *run[K], sh *sharding[K], bucket int) bool
+	// requeueIndexed queues bucket's keys but those in skip from the
+	// informer's bucket index, and reports false if the watch cannot have
+	// one (its keys are mapped: it needs a scan).
+	requeueIndexed(r *run[K], sh *sharding[K], bucket int, skip map[K]struct{}) bool
 	// requeueScan queues the keys the watch maps its entries to whose
-	// bucket is one of buckets.
-	requeueScan(r *run[K], sh *sharding[K], buckets map[int]struct{})
+	// bucket is in buckets, but those in that bucket's skip set.
+	requeueScan(r *run[K], sh *sharding[K], buckets map[int]map[K]struct{})
 }
 
-// requeueBucket queues, on the current run, every key of bucket that the
-// watched informers hold or that sources delivered, at low priority, as
-// an initial list would.
+// requeueBucket queues, on the current run, the keys of bucket whose
+// changes were missed while it was not held here at normal priority, then
+// every key of bucket that the watched informers hold or that sources
+// delivered, at low priority, as an initial list would.
 func (c *Controller[K]) requeueBucket(bucket int) {
 	c.mu.Lock()
 	r := c.cur
@@ -59,30 +61,33 @@ func (c *Controller[K]) requeueBucket(bucket int) {
 		return // the next run's initial lists queue them
 	}
 	sh := c.shards
+	skip := c.requeueMissed(r, bucket) // first: before the bulk, and at a higher priority
 	var scan []bucketWatch[K]
 	for _, w := range c.watches {
-		if bw, ok := w.(bucketWatch[K]); ok && !bw.requeueIndexed(r, sh, bucket) {
+		if bw, ok := w.(bucketWatch[K]); ok && !bw.requeueIndexed(r, sh, bucket, skip) {
 			scan = append(scan, bw)
 		}
 	}
 	ev := enqueueEvent{prio: queue.PriorityLow}
 	for _, k := range sh.sourcedIn(bucket) {
-		r.enqueue(ev, k)
+		if _, queued := skip[k]; !queued {
+			r.enqueue(ev, k)
+		}
 	}
 	if len(scan) > 0 {
-		sh.scan(r, scan, bucket)
+		sh.scan(r, scan, bucket, skip)
 	}
 }
 
 // scan queues bucket's keys from the watches that must be scanned, in one
 // scan with every other bucket acquired meanwhile (see requeue).
-func (sh *sharding[K]) scan(r *run[K], watches []bucketWatch[K], bucket int) {
+func (sh *sharding[K]) scan(r *run[K], watches []bucketWatch[K], bucket int, skip map[K]struct{}) {
 	q := &sh.requeue
 	q.mu.Lock()
 	if q.pending == nil {
-		q.pending = make(map[int]struct{})
+		q.pending = make(map[int]map[K]struct{})
 	}
-	q.pending[bucket] = struct{}{}
+	q.pending[bucket] = skip
 	if q.scanning {
 		q.mu.Unlock()
 		return // the scan running now goes round again for it
@@ -90,7 +95,7 @@ func (sh *sharding[K]) scan(r *run[K], watches []bucketWatch[K], bucket int) {
 	q.scanning = true
 	for len(q.pending) > 0 {
 		buckets := q.pending
-		q.pending = make(map[int]struct{})
+		q.pending = make(map[int]map[K]struct{})
 		q.mu.Unlock()
 		for _, w := range watches {
 			w.requeueScan(r, sh, buckets)
@@ -134,7 +139,7 @@ func (w *informerWatch[K, WK, WV]) bucketIndex(sh *sharding[K]) string {
 	return name
 }
 
-func (w *informerWatch[K, WK, WV]) requeueIndexed(r *run[K], sh *sharding[K], bucket int) bool {
+func (w *informerWatch[K, WK, WV]) requeueIndexed(r *run[K], sh *sharding[K], bucket int, skip map[K]struct{}) bool {
 	if w.same == nil {
 		return false
 	}
@@ -142,15 +147,24 @@ func (w *informerWatch[K, WK, WV]) requeueIndexed(r *run[K], sh *sharding[K], bu
 	if name == "" {
 		return false
 	}
+	keep := func(k K) bool {
+		_, queued := skip[k]
+		return !queued
+	}
 	for _, e := range w.inf.ByIndex(name, strconv.Itoa(bucket)) {
-		w.requeueEntry(r, e, nil)
+		if keep(w.same(e.Key)) {
+			w.requeueEntry(r, e, keep)
+		}
 	}
 	return true
 }
 
-func (w *informerWatch[K, WK, WV]) requeueScan(r *run[K], sh *sharding[K], buckets map[int]struct{}) {
+func (w *informerWatch[K, WK, WV]) requeueScan(r *run[K], sh *sharding[K], buckets map[int]map[K]struct{}) {
 	keep := func(k K) bool {
-		_, ok := buckets[sh.bucketOf(k)]
+		skip, ok := buckets[sh.bucketOf(k)]
+		if _, queued := skip[k]; queued {
+			return false
+		}
 		return ok
 	}
 	for _, e := range w.inf.List() {
@@ -162,8 +176,8 @@ func (w *informerWatch[K, WK, WV]) requeueScan(r *run[K], sh *sharding[K], bucke
 }
 
 // requeueEntry queues, at low priority, the keys that w maps e to and
-// that keep (if not nil) accepts, as if e were listed afresh: through the
-// predicates, as an initial-list addition.
+// that keep accepts, as if e were listed afresh: through the predicates,
+// as an initial-list addition.
 func (w *informerWatch[K, WK, WV]) requeueEntry(r *run[K], e informer.Entry[WK, WV], keep func(K) bool) {
 	defer r.recoverWatch(w, e.Key)
 	ch := Change[WK, WV]{Kind: Added, Key: e.Key, New: e.Value, InitialList: true}
@@ -174,7 +188,9 @@ func (w *informerWatch[K, WK, WV]) requeueEntry(r *run[K], e informer.Entry[WK, 
 	}
 	ev := enqueueEvent{prio: queue.PriorityLow}
 	if w.same != nil {
-		r.enqueue(ev, w.same(e.Key))
+		if k := w.same(e.Key); keep(k) {
+			r.enqueue(ev, k)
+		}
 		return
 	}
 	for _, k := range w.toKeys(e.Key, e.Value) {

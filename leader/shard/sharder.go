@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/converge-go/converge/leader"
 )
@@ -48,6 +49,15 @@ func New(backend Backend, cfg Config) (*Sharder, error) {
 
 // Buckets returns the number of buckets (Config.Buckets with its default).
 func (s *Sharder) Buckets() int { return s.cfg.Buckets }
+
+// MoveWithin is how long, on this replica's timings, a bucket whose owner
+// stopped without releasing it (a crash, a pause, a partition) may stay
+// without an owner: SuspectAfter + ListPeriod + LeaseDuration +
+// RetryPeriod×JitterFactor (see the package doc).
+func (s *Sharder) MoveWithin() time.Duration {
+	c := s.cfg
+	return c.SuspectAfter + c.ListPeriod + c.LeaseDuration + time.Duration(c.JitterFactor*float64(c.RetryPeriod))
+}
 
 // Identity returns this replica's identity.
 func (s *Sharder) Identity() string { return s.cfg.Identity }
