@@ -6,11 +6,12 @@
 //
 // Every -tick every key is queued (a FromFunc source), and the controller
 // admits only the keys of the buckets this replica holds. Each reconcile
-// first claims its bucket's fence for its epoch (an etcd transaction that
-// raises the fence key -root/fence/<bucket> to the epoch unless it holds a
-// larger one), holds for -hold, and then appends an entry (key, replica,
-// bucket, epoch, start, end) to the log under -root/log/ in a transaction
-// that also requires the fence to be no larger than its epoch. A refused
+// first claims its bucket's fence for its epoch (over etcd, the
+// transaction of etcdstore.BucketFence, which raises the fence key
+// -root/fence/<bucket> to the epoch unless it holds a larger one), holds
+// for -hold, and then appends an entry (key, replica, bucket, epoch,
+// start, end) to the log under -root/log/ in a transaction that also
+// requires the fence to be no larger than its epoch. A refused
 // claim or append is reported as an event and not retried.
 //
 // It prints one JSON object per line (candidates.Event's format): "ready",
