@@ -126,7 +126,15 @@ func (w *informerWatch[K, WK, WV]) bucketIndex(sh *sharding[K]) string {
 	// The informer calls an IndexFunc under its write lock, one call at
 	// a time, and keeps no result: one slice serves every call.
 	var one [1]string
-	err := w.inf.AddIndex(name, func(k WK, _ WV) []string {
+	err := w.inf.AddIndex(name, func(k WK, _ WV) (vals []string) {
+		// A panic of keyOf must not make the informer skip the change for
+		// its other users: the key is left out of the index instead (its
+		// enqueue recovers the same panic, and drops it, anyway).
+		defer func() {
+			if recover() != nil {
+				vals = nil
+			}
+		}()
 		one[0] = values[sh.bucketOf(w.same(k))]
 		return one[:]
 	})

@@ -101,3 +101,39 @@ func TestTakingManyBucketsAtOnceShouldScanAMappedInformerFarFewerTimesThanBucket
 		require.NoError(t, <-done)
 	})
 }
+
+// The bucket index calls the controller's key function inside the
+// informer: a key function that panics on a key must not make the
+// informer skip that key's change for everyone else.
+func TestAKeyFunctionThatPanicsShouldNotKeepAKeyOutOfTheInformer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := storeWithKeys(10)
+		inf := informer.New("items", store, informer.WithLogger(quietLogger))
+		s, err := shard.New(memlock.NewLocks(), shard.Config{Name: "t", Identity: "r1", Buckets: 4})
+		require.NoError(t, err)
+		keyOf := func(k string) string {
+			if k == "bad" {
+				panic("no bucket for bad")
+			}
+			return k
+		}
+		c, err := reconcile.New("c", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+			return reconcile.Result{}, nil
+		}), reconcile.For(inf), reconcile.WithShards[string](s, keyOf), quiet)
+		require.NoError(t, err)
+		mgr, err := reconcile.NewManager(reconcile.ManagerOptions{Shards: s, Logger: quietLogger})
+		require.NoError(t, err)
+		require.NoError(t, mgr.AddInformer(inf))
+		require.NoError(t, mgr.AddController(c))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- mgr.Run(ctx) }()
+		time.Sleep(time.Minute) // every bucket taken: the index exists
+		store.Put("bad", 1)
+		time.Sleep(time.Second)
+		_, ok := inf.Get("bad")
+		assert.True(t, ok, "the informer holds the key")
+		cancel()
+		require.NoError(t, <-done)
+	})
+}
