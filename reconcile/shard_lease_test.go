@@ -1,7 +1,6 @@
 package reconcile_test
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -45,13 +44,7 @@ func TestAReconcileShouldNotStartOnABucketWhoseLeaseIsPastItsRenewDeadlineByTheL
 		c, err := reconcile.New("ints", log.reconciler("a", time.Millisecond), reconcile.For(inf),
 			reconcile.WithShards[string](s, nil), quiet)
 		require.NoError(t, err)
-		m, err := reconcile.NewManager(reconcile.ManagerOptions{Shards: s, Logger: quietLogger})
-		require.NoError(t, err)
-		require.NoError(t, m.AddInformer(inf))
-		require.NoError(t, m.AddController(c))
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- m.Run(ctx) }()
+		stop := runShardedManager(t, s, inf, c)
 		for len(s.Status().Held) < shardBuckets {
 			time.Sleep(bubbleRetry)
 		}
@@ -77,7 +70,6 @@ func TestAReconcileShouldNotStartOnABucketWhoseLeaseIsPastItsRenewDeadlineByTheL
 		after := log.of(key, "a")
 		require.Greater(t, len(after), len(before), "the key is reconciled again once its bucket is acquired again")
 		assert.Greater(t, after[len(after)-1].bucket.Epoch, oldEpoch)
-		cancel()
-		require.NoError(t, <-done)
+		stop()
 	})
 }

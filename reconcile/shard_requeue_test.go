@@ -2,7 +2,6 @@ package reconcile_test
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -12,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/reconcile"
@@ -25,11 +23,7 @@ import (
 func TestTakingABucketShouldRunThePredicatesOnlyOnThatBucketsKeys(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n, buckets = 1000, 64
-		store := memstore.New[string, int]()
-		for i := range n {
-			store.Put(fmt.Sprint("k", i), i)
-		}
-		inf := informer.New("items", store, informer.WithLogger(quietLogger))
+		inf := informer.New("items", storeWithKeys(n), informer.WithLogger(quietLogger))
 		s, err := shard.New(memlock.NewLocks(), shard.Config{Name: "t", Identity: "r1", Buckets: buckets})
 		require.NoError(t, err)
 		var preds, recs atomic.Int64
@@ -40,20 +34,13 @@ func TestTakingABucketShouldRunThePredicatesOnlyOnThatBucketsKeys(t *testing.T) 
 			reconcile.For(inf, func(reconcile.Change[string, int]) bool { preds.Add(1); return true }),
 			reconcile.WithShards[string](s, nil), quiet)
 		require.NoError(t, err)
-		mgr, err := reconcile.NewManager(reconcile.ManagerOptions{Shards: s, Logger: quietLogger})
-		require.NoError(t, err)
-		require.NoError(t, mgr.AddInformer(inf))
-		require.NoError(t, mgr.AddController(c))
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- mgr.Run(ctx) }()
+		stop := runShardedManager(t, s, inf, c)
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		require.Len(t, s.Status().Held, buckets)
 		assert.LessOrEqual(t, preds.Load(), int64(2*n), "predicate calls for %d keys in %d buckets", n, buckets)
 		assert.GreaterOrEqual(t, recs.Load(), int64(n), "every key reconciled")
-		cancel()
-		require.NoError(t, <-done)
+		stop()
 	})
 }
 
@@ -65,11 +52,7 @@ func TestTakingABucketShouldRunThePredicatesOnlyOnThatBucketsKeys(t *testing.T) 
 func TestTakingManyBucketsAtOnceShouldScanAMappedInformerFarFewerTimesThanBuckets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n, buckets = 1000, 64
-		store := memstore.New[string, int]()
-		for i := range n {
-			store.Put(fmt.Sprint("k", i), i)
-		}
-		inf := informer.New("items", store, informer.WithLogger(quietLogger))
+		inf := informer.New("items", storeWithKeys(n), informer.WithLogger(quietLogger))
 		s, err := shard.New(memlock.NewLocks(), shard.Config{Name: "t", Identity: "r1", Buckets: buckets})
 		require.NoError(t, err)
 		var maps, recs atomic.Int64
@@ -84,21 +67,14 @@ func TestTakingManyBucketsAtOnceShouldScanAMappedInformerFarFewerTimesThanBucket
 			}),
 			reconcile.WithShards[string](s, nil), quiet)
 		require.NoError(t, err)
-		mgr, err := reconcile.NewManager(reconcile.ManagerOptions{Shards: s, Logger: quietLogger})
-		require.NoError(t, err)
-		require.NoError(t, mgr.AddInformer(inf))
-		require.NoError(t, mgr.AddController(c))
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- mgr.Run(ctx) }()
+		stop := runShardedManager(t, s, inf, c)
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		require.Len(t, s.Status().Held, buckets)
 		t.Logf("mapper calls for %d keys in %d buckets: %d", n, buckets, maps.Load())
 		assert.LessOrEqual(t, maps.Load(), int64(3*n), "the initial list and two scans")
 		assert.GreaterOrEqual(t, recs.Load(), int64(n), "every key reconciled")
-		cancel()
-		require.NoError(t, <-done)
+		stop()
 	})
 }
 
@@ -121,19 +97,29 @@ func TestAKeyFunctionThatPanicsShouldNotKeepAKeyOutOfTheInformer(t *testing.T) {
 			return reconcile.Result{}, nil
 		}), reconcile.For(inf), reconcile.WithShards[string](s, keyOf), quiet)
 		require.NoError(t, err)
-		mgr, err := reconcile.NewManager(reconcile.ManagerOptions{Shards: s, Logger: quietLogger})
-		require.NoError(t, err)
-		require.NoError(t, mgr.AddInformer(inf))
-		require.NoError(t, mgr.AddController(c))
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- mgr.Run(ctx) }()
+		stop := runShardedManager(t, s, inf, c)
 		time.Sleep(time.Minute) // every bucket taken: the index exists
 		store.Put("bad", 1)
 		time.Sleep(time.Second)
 		_, ok := inf.Get("bad")
 		assert.True(t, ok, "the informer holds the key")
+		stop()
+	})
+}
+
+// runShardedManager runs a Manager of inf and c with s as its Shards, until
+// the returned stop.
+func runShardedManager(t *testing.T, s *shard.Sharder, inf reconcile.Cache, c reconcile.Runner) (stop func()) {
+	t.Helper()
+	mgr, err := reconcile.NewManager(reconcile.ManagerOptions{Shards: s, Logger: quietLogger})
+	require.NoError(t, err)
+	require.NoError(t, mgr.AddInformer(inf))
+	require.NoError(t, mgr.AddController(c))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Run(ctx) }()
+	return func() {
 		cancel()
 		require.NoError(t, <-done)
-	})
+	}
 }
