@@ -16,31 +16,41 @@ import (
 	"github.com/converge-go/converge/reconcile"
 )
 
+// takeAllBuckets runs one replica of a controller that watches an
+// informer of n keys through watch, sharded over 64 buckets, until it
+// holds every bucket and has reconciled what it queued; it returns how
+// many reconciles ran.
+func takeAllBuckets(t *testing.T, n int, watch func(*informer.Informer[string, int]) reconcile.Option) (reconciles int64) {
+	inf := informer.New("items", storeWithKeys(n), informer.WithLogger(quietLogger))
+	s, err := shard.New(memlock.NewLocks(), shard.Config{Name: "t", Identity: "r1", Buckets: 64})
+	require.NoError(t, err)
+	var recs atomic.Int64
+	c, err := reconcile.New("c", reconcile.Func[string](func(ctx context.Context, k string) (reconcile.Result, error) {
+		recs.Add(1)
+		return reconcile.Result{}, nil
+	}), watch(inf), reconcile.WithShards[string](s, nil), quiet)
+	require.NoError(t, err)
+	stop := runShardedManager(t, s, inf, c)
+	defer stop()
+	time.Sleep(time.Minute)
+	synctest.Wait()
+	require.Len(t, s.Status().Held, 64)
+	return recs.Load()
+}
+
 // Taking a bucket costs that bucket's keys, not the whole cache: a replica
 // that takes all 64 buckets runs the predicates once per key for the
 // initial list and once per key when the key's bucket is acquired, not
 // once per key and bucket.
 func TestTakingABucketShouldRunThePredicatesOnlyOnThatBucketsKeys(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const n, buckets = 1000, 64
-		inf := informer.New("items", storeWithKeys(n), informer.WithLogger(quietLogger))
-		s, err := shard.New(memlock.NewLocks(), shard.Config{Name: "t", Identity: "r1", Buckets: buckets})
-		require.NoError(t, err)
-		var preds, recs atomic.Int64
-		c, err := reconcile.New("c", reconcile.Func[string](func(ctx context.Context, k string) (reconcile.Result, error) {
-			recs.Add(1)
-			return reconcile.Result{}, nil
-		}),
-			reconcile.For(inf, func(reconcile.Change[string, int]) bool { preds.Add(1); return true }),
-			reconcile.WithShards[string](s, nil), quiet)
-		require.NoError(t, err)
-		stop := runShardedManager(t, s, inf, c)
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		require.Len(t, s.Status().Held, buckets)
-		assert.LessOrEqual(t, preds.Load(), int64(2*n), "predicate calls for %d keys in %d buckets", n, buckets)
-		assert.GreaterOrEqual(t, recs.Load(), int64(n), "every key reconciled")
-		stop()
+		const n = 1000
+		var preds atomic.Int64
+		recs := takeAllBuckets(t, n, func(inf *informer.Informer[string, int]) reconcile.Option {
+			return reconcile.For(inf, func(reconcile.Change[string, int]) bool { preds.Add(1); return true })
+		})
+		assert.LessOrEqual(t, preds.Load(), int64(2*n), "predicate calls for %d keys in 64 buckets", n)
+		assert.GreaterOrEqual(t, recs, int64(n), "every key reconciled")
 	})
 }
 
@@ -51,30 +61,18 @@ func TestTakingABucketShouldRunThePredicatesOnlyOnThatBucketsKeys(t *testing.T) 
 // here a slow mapper), taking 64 buckets at once costs two scans.
 func TestTakingManyBucketsAtOnceShouldScanAMappedInformerFarFewerTimesThanBuckets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const n, buckets = 1000, 64
-		inf := informer.New("items", storeWithKeys(n), informer.WithLogger(quietLogger))
-		s, err := shard.New(memlock.NewLocks(), shard.Config{Name: "t", Identity: "r1", Buckets: buckets})
-		require.NoError(t, err)
-		var maps, recs atomic.Int64
-		c, err := reconcile.New("c", reconcile.Func[string](func(ctx context.Context, k string) (reconcile.Result, error) {
-			recs.Add(1)
-			return reconcile.Result{}, nil
-		}),
-			reconcile.Watch(inf, func(k string, _ int) []string {
+		const n = 1000
+		var maps atomic.Int64
+		recs := takeAllBuckets(t, n, func(inf *informer.Informer[string, int]) reconcile.Option {
+			return reconcile.Watch(inf, func(k string, _ int) []string {
 				maps.Add(1)
 				time.Sleep(time.Millisecond)
 				return []string{k}
-			}),
-			reconcile.WithShards[string](s, nil), quiet)
-		require.NoError(t, err)
-		stop := runShardedManager(t, s, inf, c)
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		require.Len(t, s.Status().Held, buckets)
-		t.Logf("mapper calls for %d keys in %d buckets: %d", n, buckets, maps.Load())
+			})
+		})
+		t.Logf("mapper calls for %d keys in 64 buckets: %d", n, maps.Load())
 		assert.LessOrEqual(t, maps.Load(), int64(3*n), "the initial list and two scans")
-		assert.GreaterOrEqual(t, recs.Load(), int64(n), "every key reconciled")
-		stop()
+		assert.GreaterOrEqual(t, recs, int64(n), "every key reconciled")
 	})
 }
 
