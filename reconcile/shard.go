@@ -36,7 +36,9 @@ var ErrBucketLost = errors.New("shard bucket lost")
 // they may have changed while the bucket had no owner, and must not wait
 // behind the bulk of the moved keys at each move. A replica sees the
 // changes of buckets it does not hold only through an informer that
-// caches every bucket (not informer.Bucketed) or a source. When a bucket must be given up, its keys stop
+// caches every bucket (not informer.Bucketed) or a source.
+//
+// When a bucket must be given up, its keys stop
 // being taken, its reconciles in progress get the shutdown grace
 // (WithShutdownGrace) to finish, and then their contexts are cancelled with
 // ErrBucketLost; the bucket is released only after they have returned. A
