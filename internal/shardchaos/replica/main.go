@@ -15,7 +15,8 @@
 // claim or append is reported as an event and not retried.
 //
 // It prints one JSON object per line (candidates.Event's format): "ready",
-// then "claimRefused" and "writeRefused" events, and "exit". SIGTERM or
+// then "claimRefused" (with the reconcile's start) and "writeRefused"
+// events, and "exit". SIGTERM or
 // SIGINT stops it gracefully: the Sharder gives every bucket up (drains,
 // releases) before it exits.
 package main
@@ -159,6 +160,7 @@ type fenced struct {
 }
 
 func (f *fenced) reconcile(ctx context.Context, key string) (reconcile.Result, error) {
+	began := candidates.Mono()
 	b, ok := shard.FromContext(ctx)
 	if !ok {
 		return reconcile.Result{}, reconcile.Terminal(fmt.Errorf("no bucket in the context of %s", key))
@@ -168,7 +170,7 @@ func (f *fenced) reconcile(ctx context.Context, key string) (reconcile.Result, e
 		return reconcile.Result{}, err
 	}
 	if !ok {
-		emit(map[string]any{"ev": "claimRefused", "id": f.id, "term": b.Epoch, "err": fmt.Sprintf("%s bucket %d", key, b.ID)})
+		emit(map[string]any{"ev": "claimRefused", "id": f.id, "term": b.Epoch, "start": began, "err": fmt.Sprintf("%s bucket %d", key, b.ID)})
 		return reconcile.Result{}, nil
 	}
 	// The interval starts after the claim: a stale write that lands
