@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -19,8 +20,9 @@ import (
 // still finishing what it started never overlaps the next leader's (see
 // the package doc).
 func (e *Elector) lead(ctx context.Context, rec Record, start time.Time) {
-	leaseCtx, endLease := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), termKey{}, rec.Term))
+	base, endLease := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), termKey{}, rec.Term))
 	defer endLease()
+	leaseCtx := context.WithValue(base, leaseKey{}, &termLease{e: e, lease: base, end: endLease})
 	leaderCtx, cancelLeader := context.WithCancel(leaseCtx)
 	defer cancelLeader()
 	e.mu.Lock()
@@ -133,19 +135,73 @@ func (e *Elector) renew(leaseCtx context.Context, endLease context.CancelFunc, r
 }
 
 // release hands the lock back, if it is still this term's, by writing an
-// empty holder, so candidates take it without waiting for expiry. It runs
+// empty holder, so candidates take it without waiting for expiry; a
+// conflict is retried as long as the record still names this holder and
+// term. It runs
 // after the term's work has returned, on a context detached from the
 // cancelled ctx and bounded by RenewDeadline of real time.
 func (e *Elector) release(ctx context.Context, term Term) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.RenewDeadline)
 	defer cancel()
-	cur, err := e.lock.Get(rctx)
-	if err != nil || cur.HolderIdentity != e.cfg.Identity || cur.Term != term {
-		return
+	for rctx.Err() == nil {
+		cur, err := e.lock.Get(rctx)
+		if err != nil || cur.HolderIdentity != e.cfg.Identity || cur.Term != term {
+			return
+		}
+		next := cur
+		next.HolderIdentity, next.RenewTime = "", e.cfg.Clock.Now()
+		stored, err := e.lock.Update(rctx, cur, next)
+		if err == nil {
+			e.observe(stored)
+			return
+		}
+		if !errors.Is(err, ErrConflict) {
+			return
+		}
+		// A conflict on a record that may still be this term's: a renewal
+		// whose caller gave up can still commit after the Get above. Read
+		// it again, and release it if it is still ours; otherwise a
+		// planned hand-over would wait a whole lease.
 	}
-	next := cur
-	next.HolderIdentity, next.RenewTime = "", e.cfg.Clock.Now()
-	if stored, err := e.lock.Update(rctx, cur, next); err == nil {
-		e.observe(stored)
+}
+
+type leaseKey struct{}
+
+// termLease is a term's lease, for LeaseValid.
+type termLease struct {
+	e     *Elector
+	lease context.Context
+	end   context.CancelFunc
+}
+
+// LeaseValid reports whether ctx belongs to a term (it is, or derives
+// from, a leader's context) whose lease is valid now by the elector's own
+// clock, as IsLeader judges it: the lease has not ended and was renewed
+// less than RenewDeadline ago. Work that must not start without a lease
+// checks it just before it starts: a process resumed from a pause
+// (SIGSTOP, a frozen VM) runs before its watchdog's timer fires, and its
+// contexts are not cancelled yet.
+//
+// When the renew deadline has passed but the lease has not ended yet,
+// LeaseValid ends it at once, as the watchdog is about to: a caller that
+// found the lease invalid never finds it valid again, and the term's
+// contexts are cancelled. It returns false for a context of no term.
+func LeaseValid(ctx context.Context) bool {
+	tl, ok := ctx.Value(leaseKey{}).(*termLease)
+	if !ok {
+		return false
 	}
+	e := tl.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if tl.lease.Err() != nil {
+		return false
+	}
+	// renewedAt is this term's: lead sets it before the term starts, and
+	// renew moves it only while the lease has not ended.
+	if e.cfg.Clock.Since(e.renewedAt) < e.cfg.RenewDeadline {
+		return true
+	}
+	tl.end()
+	return false
 }

@@ -52,8 +52,10 @@ type ManagerOptions struct {
 	// Shards is the Sharder of the Manager's sharded controllers
 	// (WithShards): Run runs it on every replica, election or not, and
 	// /healthz fails while its Check does. Sharded controllers also run
-	// on every replica. Default: nil; a Sharder the caller runs itself
-	// works too.
+	// on every replica. It is the one way to run a Sharder under a
+	// Manager: AddController refuses a controller sharded over another
+	// Sharder, and running it also elsewhere (AddFunc with its Run) fails
+	// Run with shard.ErrRunTwice. Default: nil, no sharded controllers.
 	Shards *shard.Sharder
 
 	// Addr is the host:port of an HTTP server that serves /healthz,
@@ -241,7 +243,8 @@ func (m *Manager) AddInformer(c Cache) error {
 // (always, without leader election; always too if it is sharded, see
 // WithShards). It must watch only informers added
 // with AddInformer, and its name must be unique among the Manager's
-// controllers.
+// controllers. A sharded controller's Sharder must be the Manager's
+// ManagerOptions.Shards, or AddController fails: no one else would run it.
 func (m *Manager) AddController(c Runner) error {
 	if c == nil || isNilFunc(c) {
 		return errors.New("reconcile: AddController(nil)")
@@ -250,6 +253,12 @@ func (m *Manager) AddController(c Runner) error {
 		for _, want := range c.Caches() {
 			if !m.hasCache(want) {
 				return fmt.Errorf("controller %q watches informer %q, which this Manager does not run: add it with AddInformer first", c.Name(), want.Name())
+			}
+		}
+		if sc, ok := c.(interface{ sharder() *shard.Sharder }); ok {
+			if s := sc.sharder(); s != nil && s != m.opts.Shards {
+				return fmt.Errorf("controller %q is sharded (WithShards) over a Sharder this Manager does not run, "+
+					"so it would hold no bucket and reconcile nothing: give that Sharder as ManagerOptions.Shards", c.Name())
 			}
 		}
 		if err := m.claim("controller", c.Name()); err != nil {

@@ -283,7 +283,7 @@ func (r *run[K]) enqueueAll(ev enqueueEvent, keys []K) {
 // watched for it was delivered again), cancels its reconcile in flight if
 // the delivery is a change and WithCancelOnChange is set, and adds it.
 func (r *run[K]) enqueue(ev enqueueEvent, key K) {
-	if r.c.shards != nil && !r.c.shards.admits(key) {
+	if r.c.shards != nil && !r.c.shards.admits(key, ev) {
 		return // another replica's key (WithShards)
 	}
 	if r.c.keys.unpark(key) {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/queue"
 )
@@ -21,18 +22,38 @@ var ErrBucketLost = errors.New("shard bucket lost")
 // (a Manager runs it whether or not this replica leads), and reconciles only
 // the keys whose bucket (shard.BucketOf(keyOf(key), s.Buckets())) this
 // replica holds. Keys of other buckets are dropped when queued and when
-// taken from the queue. When a bucket is acquired, every key of it that
+// taken from the queue, and a reconcile starts only while its bucket's
+// lease is valid by the local clock (leader.LeaseValid, as
+// leader.Elector.IsLeader judges), not merely until the lease's end has
+// been noticed. When a bucket is acquired, every key of it that
 // the watched informers hold is queued once, at low priority (behind fresh
 // changes, as an initial list is), so that the keys of a bucket that moved
 // here are all reconciled; a key may be reconciled twice when its bucket
 // is acquired while the controller's initial list is still being
-// delivered. When a bucket must be given up, its keys stop
+// delivered. Keys whose fresh changes this replica dropped because their
+// bucket was not held here (during the last 2×s.MoveWithin(), at most
+// 65,536 keys per half of that) are queued first, at normal priority:
+// they may have changed while the bucket had no owner, and must not wait
+// behind the bulk of the moved keys at each move. A replica sees the
+// changes of buckets it does not hold only through an informer that
+// caches every bucket (not informer.Bucketed) or a source.
+//
+// When a bucket must be given up, its keys stop
 // being taken, its reconciles in progress get the shutdown grace
 // (WithShutdownGrace) to finish, and then their contexts are cancelled with
 // ErrBucketLost; the bucket is released only after they have returned. A
 // reconcile's context carries its bucket and epoch (shard.FromContext), for
 // writes fenced on the epoch, and is cancelled with ErrBucketLost the
 // moment the bucket's lease ends.
+//
+// Taking a bucket costs that bucket's keys: an informer watched with For
+// is given an index of its keys by bucket (added on the first acquisition;
+// it costs one index entry per cached key), so only the bucket's keys are
+// listed and go through the predicates. An informer watched with Watch
+// maps its keys to the controller's through toKeys, which no index can
+// follow: it is scanned whole, but every bucket acquired while a scan runs
+// waits for the next scan, which serves them all, so a replica that takes
+// many buckets at once scans it about twice, not once per bucket.
 //
 // A watched informer over informer.Bucketed caches only the held buckets:
 // a bucket's keys are loaded into it before the bucket admits any, and
@@ -43,6 +64,8 @@ var ErrBucketLost = errors.New("shard bucket lost")
 // keyOf gives the bytes a key is hashed by; it may be nil when K is string
 // (the key itself). K must be the controller's key type, or New fails. s
 // must not have started running: New registers the controller with it.
+// Under a Manager, s must be its ManagerOptions.Shards (AddController
+// refuses another), which runs it.
 // Keys from FromFunc and FromChannel are admitted by bucket like any other;
 // the controller remembers every key they delivered (so its memory grows
 // with their distinct keys) and queues those of a bucket again when it
@@ -58,7 +81,8 @@ func WithShards[K comparable](s *shard.Sharder, keyOf func(K) string) Option {
 			}
 			keyOf = func(k K) string { return any(k).(string) }
 		}
-		st.shards = &sharding[K]{s: s, keyOf: keyOf, buckets: s.Buckets(), held: make(map[int]*heldBucket)}
+		st.shards = &sharding[K]{s: s, keyOf: keyOf, buckets: s.Buckets(), held: make(map[int]*heldBucket),
+			missed: missed[K]{keep: 2 * s.MoveWithin()}}
 		return nil
 	}
 }
@@ -79,11 +103,19 @@ type sharding[K comparable] struct {
 	// bucket, held here or not: queued again when their bucket is
 	// acquired, as an informer's cached keys are. Guarded by mu.
 	sourced map[int]map[K]struct{}
+
+	// requeue queues the keys of an acquired bucket.
+	requeue requeue[K]
+	// missed are the keys whose changes were dropped because their
+	// bucket was not held here. Guarded by mu.
+	missed missed[K]
 }
 
 // heldBucket is one held bucket's admission state.
 type heldBucket struct {
 	b shard.Bucket
+	// lease is ServeBucket's: valid while the bucket's lease is.
+	lease context.Context
 	// work is the parent of every reconcile of the bucket's keys: done
 	// when the lease ends or the grace of a hand-over is over.
 	work       context.Context
@@ -114,29 +146,62 @@ func (c *Controller[K]) initShards() error {
 	return nil
 }
 
+// sharder returns the Sharder of a sharded controller, nil for another,
+// for the Manager's check that it runs it.
+func (c *Controller[K]) sharder() *shard.Sharder {
+	if c.shards == nil {
+		return nil
+	}
+	return c.shards.s
+}
+
 // sharded reports whether the controller runs on every replica.
 func (c *Controller[K]) sharded() bool { return c.shards != nil }
 
 // bucketOf returns key's bucket.
 func (sh *sharding[K]) bucketOf(key K) int { return shard.BucketOf(sh.keyOf(key), sh.buckets) }
 
-// admits reports whether key's bucket is held and admitting now.
-func (sh *sharding[K]) admits(key K) bool {
+// admits reports whether key's bucket is held and admitting now. A fresh
+// change (ev) of a key of a bucket not held here is remembered as missed
+// (see missed).
+func (sh *sharding[K]) admits(key K, ev enqueueEvent) bool {
 	b := sh.bucketOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return sh.held[b] != nil
+	if sh.held[b] != nil {
+		return true
+	}
+	if ev.change && ev.prio != queue.PriorityLow { // not a list, a resync or a requeue
+		sh.missed.add(b, key, sh.c.s.clock.Now())
+	}
+	return false
 }
 
 // begin admits one reconcile of key: it returns the key's held bucket,
-// counted in flight until end, or nil if the bucket is not held here.
+// counted in flight until end, or nil if the bucket is not held here or
+// its lease is not valid by the local clock (leader.LeaseValid, which then
+// ends the lease: the bucket is given up, and acquired again if it is
+// still this replica's).
 func (sh *sharding[K]) begin(key K) *heldBucket {
 	b := sh.bucketOf(key)
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	hb := sh.held[b]
 	if hb != nil {
 		hb.inflight++
+	} else {
+		// Queued for a reason, but its bucket moved away meanwhile.
+		sh.missed.add(b, key, sh.c.s.clock.Now())
+	}
+	sh.mu.Unlock()
+	// Checked after counting the reconcile in flight, so that a drain
+	// that starts meanwhile waits for it; outside mu, which the elector's
+	// lock must not nest in.
+	if hb != nil && !leader.LeaseValid(hb.lease) {
+		sh.end(hb)
+		sh.mu.Lock()
+		sh.missed.add(b, key, sh.c.s.clock.Now())
+		sh.mu.Unlock()
+		return nil
 	}
 	return hb
 }
@@ -161,7 +226,7 @@ func (hb *heldBucket) scope(ctx context.Context, release func()) (context.Contex
 // ServeBucket implements shard.Handler: it admits b's keys, queues those
 // the informers hold, and on stop drains b's reconciles (see WithShards).
 func (sh *sharding[K]) ServeBucket(stop, lease context.Context, b shard.Bucket) {
-	hb := &heldBucket{b: b, drained: make(chan struct{})}
+	hb := &heldBucket{b: b, lease: lease, drained: make(chan struct{})}
 	// Not a child of lease: the end of the lease must cancel with
 	// ErrBucketLost, not the lease's own cause.
 	hb.work, hb.cancelWork = context.WithCancelCause(context.WithoutCancel(lease))
@@ -273,55 +338,4 @@ func (sh *sharding[K]) sourcedIn(bucket int) []K {
 		keys = append(keys, k)
 	}
 	return keys
-}
-
-// requeueBucket queues, on the current run, every key of bucket that the
-// watched informers hold or that sources delivered.
-func (c *Controller[K]) requeueBucket(bucket int) {
-	c.mu.Lock()
-	r := c.cur
-	c.mu.Unlock()
-	if r == nil {
-		return // the next run's initial lists queue them
-	}
-	for _, w := range c.watches {
-		if rw, ok := w.(interface {
-			requeue(r *run[K], keep func(K) bool)
-		}); ok {
-			rw.requeue(r, func(k K) bool { return c.shards.bucketOf(k) == bucket })
-		}
-	}
-	ev := enqueueEvent{prio: queue.PriorityLow}
-	for _, k := range c.shards.sourcedIn(bucket) {
-		r.enqueue(ev, k)
-	}
-}
-
-// requeue queues, at low priority, the keys that w maps the informer's
-// current entries to and that keep accepts, as if they were listed
-// afresh: through the predicates, as initial-list additions.
-func (w *informerWatch[K, WK, WV]) requeue(r *run[K], keep func(K) bool) {
-	ev := enqueueEvent{prio: queue.PriorityLow}
-	for _, e := range w.inf.List() {
-		func() {
-			defer r.recoverWatch(w, e.Key)
-			ch := Change[WK, WV]{Kind: Added, Key: e.Key, New: e.Value, InitialList: true}
-			for _, p := range w.preds {
-				if !p(ch) {
-					return
-				}
-			}
-			if w.same != nil {
-				if k := w.same(e.Key); keep(k) {
-					r.enqueue(ev, k)
-				}
-				return
-			}
-			for _, k := range w.toKeys(e.Key, e.Value) {
-				if keep(k) {
-					r.enqueue(ev, k)
-				}
-			}
-		}()
-	}
 }

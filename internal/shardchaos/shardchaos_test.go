@@ -311,7 +311,9 @@ func runChaos(t *testing.T, w *world) {
 		require.NoError(t, err)
 	})
 	time.Sleep(lease) // the others hold everything for a while
+	var resumed int64
 	step("SIGCONT", func() {
+		resumed = candidates.Mono()
 		_, err := r4.Signal(syscall.SIGCONT)
 		require.NoError(t, err)
 	})
@@ -326,13 +328,20 @@ func runChaos(t *testing.T, w *world) {
 	require.NotEmpty(t, log)
 	checkNoOverlap(t, log)
 	checkEpochs(t, log)
-	refused := 0
+	refused, startedStale := 0, 0
 	for _, ev := range g.Events() {
 		if ev.Ev == "claimRefused" || ev.Ev == "writeRefused" {
 			refused++
 		}
+		// A reconcile that the resumed replica began after SIGCONT on an
+		// epoch superseded during its pause: its lease had lapsed by its
+		// own clock, so it must not have started at all.
+		if ev.Ev == "claimRefused" && ev.ID == r4.ID() && ev.Start > resumed {
+			startedStale++
+		}
 	}
 	t.Logf("%d entries accepted, %d claims or writes refused by the fence", len(log), refused)
+	assert.Zero(t, startedStale, "reconciles begun after SIGCONT on an epoch that lapsed during the pause")
 }
 
 // checkNoOverlap fails if two accepted reconciles of one key overlap.

@@ -43,7 +43,11 @@
 // A leader's work gets its term from leader.TermFromContext. A reconciler
 // that writes to etcd can make each write conditional on still being the
 // newest term by keeping a fence key that holds the highest term that has
-// written, and putting it and its data in one transaction:
+// written, and putting it and its data in one transaction. The library
+// does it for you: etcdstore.TermFence (leader terms) and
+// etcdstore.BucketFence (a shard.Bucket's epoch) with Fence.Txn for any
+// operations, or an etcdstore Store's Fenced for its typed writes. By
+// hand, the transaction is:
 //
 //	t := fmt.Sprintf("%020d", term) // fixed width: etcd compares values as bytes
 //	next := fmt.Sprintf("%020d", term+1)

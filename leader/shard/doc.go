@@ -44,7 +44,11 @@
 // made conditional on the epoch (an etcd transaction comparing a fence key
 // per bucket, "UPDATE … WHERE fence_epoch <= $epoch" in SQL, raised by
 // the new holder before it acts) is refused once a later epoch of the
-// bucket has written, with no clock involved. See docs/design/sharding.md
+// bucket has written, with no clock involved: etcdstore.BucketFence and
+// pgstore.Fence are these writes for etcd and PostgreSQL. A Handler checks
+// leader.LeaseValid(lease) before it starts a piece of work, so that a
+// resumed process starts none on a lease that lapsed during its pause; the
+// fence refuses what was already under way. See docs/design/sharding.md
 // for the protocol, the argument in full, the liveness bounds and what is
 // measured.
 //

@@ -14,7 +14,10 @@ type Handler interface {
 	// within a bound, and return. The lease is renewed, and the bucket
 	// handed over, only after every Handler's ServeBucket has returned.
 	// ServeBucket should not return before stop is done; both contexts
-	// carry b (FromContext).
+	// carry b (FromContext). Before starting a piece of b's work, check
+	// leader.LeaseValid(lease): a process resumed from a pause runs before
+	// its watchdog has cancelled lease, and the check tells it by the
+	// local clock that the lease is gone.
 	ServeBucket(stop, lease context.Context, b Bucket)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/converge-go/converge/leader"
 )
@@ -49,6 +50,15 @@ func New(backend Backend, cfg Config) (*Sharder, error) {
 // Buckets returns the number of buckets (Config.Buckets with its default).
 func (s *Sharder) Buckets() int { return s.cfg.Buckets }
 
+// MoveWithin is how long, on this replica's timings, a bucket whose owner
+// stopped without releasing it (a crash, a pause, a partition) may stay
+// without an owner: SuspectAfter + ListPeriod + LeaseDuration +
+// RetryPeriod×JitterFactor (see the package doc).
+func (s *Sharder) MoveWithin() time.Duration {
+	c := s.cfg
+	return c.SuspectAfter + c.ListPeriod + c.LeaseDuration + time.Duration(c.JitterFactor*float64(c.RetryPeriod))
+}
+
 // Identity returns this replica's identity.
 func (s *Sharder) Identity() string { return s.cfg.Identity }
 
@@ -71,8 +81,15 @@ func (s *Sharder) memberPrefix() string        { return s.cfg.Name + "/members/"
 func (s *Sharder) bucketName(b int) string     { return s.cfg.Name + "/buckets/" + strconv.Itoa(b) }
 func (s *Sharder) memberName(id string) string { return s.memberPrefix() + id }
 
-// Run takes part until ctx is done, and returns nil then; it returns an
-// error only if called twice. When ctx is done it leaves gracefully: it
+// ErrRunTwice is Run's error when the Sharder runs already. A
+// reconcile.Manager runs the Sharder given as its ManagerOptions.Shards,
+// which is the one way to run a Sharder under a Manager: running it also
+// with Manager.AddFunc, or in a goroutine of one's own, is this error.
+var ErrRunTwice = errors.New("shard: Run called twice on one Sharder (a reconcile.Manager runs the Sharder of " +
+	"ManagerOptions.Shards: do not also run it with AddFunc or a goroutine of your own)")
+
+// Run takes part until ctx is done, and returns nil then; it returns
+// ErrRunTwice, at once, if the Sharder runs or has run already. When ctx is done it leaves gracefully: it
 // releases its membership record first, so that the others start
 // campaigning for its buckets, then gives every bucket up the planned way
 // (stop, drain, release), and returns once every Handler has returned and
@@ -81,7 +98,7 @@ func (s *Sharder) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.started {
 		s.mu.Unlock()
-		return errors.New("shard: Run called twice")
+		return ErrRunTwice
 	}
 	s.started = true
 	s.mu.Unlock()

@@ -231,3 +231,27 @@ func TestAPausedReplicasStaleWritesShouldBeFencedAndItsBucketsMoveBackAfterItRes
 		cl.stop(b)
 	})
 }
+
+func TestASecondRunShouldFailAtOnceWithErrRunTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := shard.New(memlock.NewLocks(), shard.Config{Name: "t", Identity: "a"})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		synctest.Wait()
+		err = s.Run(ctx)
+		require.ErrorIs(t, err, shard.ErrRunTwice)
+		assert.Contains(t, err.Error(), "ManagerOptions.Shards", "the error names the one way to run it")
+		cancel()
+		require.NoError(t, <-done)
+	})
+}
+
+func TestMoveWithinShouldBeTheBoundOfAStoppedOwnersMove(t *testing.T) {
+	s, err := shard.New(memlock.NewLocks(), shard.Config{Name: "t", Identity: "a", LeaseDuration: 2 * time.Second,
+		RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond, JitterFactor: 1.5})
+	require.NoError(t, err)
+	// SuspectAfter (2.5×RetryPeriod) + ListPeriod (RetryPeriod) + LeaseDuration + RetryPeriod×JitterFactor.
+	assert.Equal(t, 500*time.Millisecond+200*time.Millisecond+2*time.Second+300*time.Millisecond, s.MoveWithin())
+}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -11,13 +12,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/converge-go/converge/informer/etcdstore"
 	"github.com/converge-go/converge/leader/etcdlock"
 	"github.com/converge-go/converge/leader/shard"
 )
 
 // etcdStore keeps the run under root: locks under root/locks/, a fence
-// per bucket at root/fence/<b> (20 digits: etcd compares values as bytes;
-// the test creates them at 0), the log under root/log/.
+// per bucket at root/fence/<b> (etcdstore.BucketFence; the test creates
+// them at 0), the log under root/log/.
 type etcdStore struct {
 	cli  *clientv3.Client
 	root string
@@ -36,21 +38,13 @@ func newEtcdStore(endpoints []string, root string) (*etcdStore, error) {
 func (s *etcdStore) locks() shard.Backend { return etcdlock.NewLocks(s.cli, s.root+"/locks/") }
 func (s *etcdStore) close()               { _ = s.cli.Close() }
 
-func epochString(e uint64) string { return fmt.Sprintf("%020d", e) }
-
-// atMost compares the bucket's fence with "≤ e" (clientv3.Compare knows
-// only <, =, !=, >).
-func (s *etcdStore) atMost(b shard.Bucket) clientv3.Cmp {
-	return clientv3.Compare(clientv3.Value(fmt.Sprintf("%s/fence/%d", s.root, b.ID)), "<", epochString(uint64(b.Epoch)+1))
+// fence is the bucket's fence: root/fence/<b>.
+func (s *etcdStore) fence(b shard.Bucket) etcdstore.Fence {
+	return etcdstore.BucketFence(s.root+"/fence/", b)
 }
 
 func (s *etcdStore) claim(ctx context.Context, b shard.Bucket) (bool, error) {
-	resp, err := s.cli.Txn(ctx).If(s.atMost(b)).
-		Then(clientv3.OpPut(fmt.Sprintf("%s/fence/%d", s.root, b.ID), epochString(uint64(b.Epoch)))).Commit()
-	if err != nil {
-		return false, err
-	}
-	return resp.Succeeded, nil
+	return fencedTxn(s.fence(b).Txn(ctx, s.cli))
 }
 
 func (s *etcdStore) append(ctx context.Context, b shard.Bucket, entry []byte) (bool, error) {
@@ -58,9 +52,13 @@ func (s *etcdStore) append(ctx context.Context, b shard.Bucket, entry []byte) (b
 	s.seq++
 	name := fmt.Sprintf("%s/log/%d-%08d", s.root, b.ID, s.seq)
 	s.mu.Unlock()
-	resp, err := s.cli.Txn(ctx).If(s.atMost(b)).Then(clientv3.OpPut(name, string(entry))).Commit()
-	if err != nil {
-		return false, err
+	return fencedTxn(s.fence(b).Txn(ctx, s.cli, clientv3.OpPut(name, string(entry))))
+}
+
+// fencedTxn turns a Fence.Txn's outcome into (accepted, error).
+func fencedTxn(_ *clientv3.TxnResponse, err error) (bool, error) {
+	if errors.Is(err, etcdstore.ErrFenced) {
+		return false, nil
 	}
-	return resp.Succeeded, nil
+	return err == nil, err
 }

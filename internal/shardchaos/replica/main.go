@@ -6,15 +6,17 @@
 //
 // Every -tick every key is queued (a FromFunc source), and the controller
 // admits only the keys of the buckets this replica holds. Each reconcile
-// first claims its bucket's fence for its epoch (an etcd transaction that
-// raises the fence key -root/fence/<bucket> to the epoch unless it holds a
-// larger one), holds for -hold, and then appends an entry (key, replica,
-// bucket, epoch, start, end) to the log under -root/log/ in a transaction
-// that also requires the fence to be no larger than its epoch. A refused
+// first claims its bucket's fence for its epoch (over etcd, the
+// transaction of etcdstore.BucketFence, which raises the fence key
+// -root/fence/<bucket> to the epoch unless it holds a larger one), holds
+// for -hold, and then appends an entry (key, replica, bucket, epoch,
+// start, end) to the log under -root/log/ in a transaction that also
+// requires the fence to be no larger than its epoch. A refused
 // claim or append is reported as an event and not retried.
 //
 // It prints one JSON object per line (candidates.Event's format): "ready",
-// then "claimRefused" and "writeRefused" events, and "exit". SIGTERM or
+// then "claimRefused" (with the reconcile's start) and "writeRefused"
+// events, and "exit". SIGTERM or
 // SIGINT stops it gracefully: the Sharder gives every bucket up (drains,
 // releases) before it exits.
 package main
@@ -158,6 +160,7 @@ type fenced struct {
 }
 
 func (f *fenced) reconcile(ctx context.Context, key string) (reconcile.Result, error) {
+	began := candidates.Mono()
 	b, ok := shard.FromContext(ctx)
 	if !ok {
 		return reconcile.Result{}, reconcile.Terminal(fmt.Errorf("no bucket in the context of %s", key))
@@ -167,7 +170,7 @@ func (f *fenced) reconcile(ctx context.Context, key string) (reconcile.Result, e
 		return reconcile.Result{}, err
 	}
 	if !ok {
-		emit(map[string]any{"ev": "claimRefused", "id": f.id, "term": b.Epoch, "err": fmt.Sprintf("%s bucket %d", key, b.ID)})
+		emit(map[string]any{"ev": "claimRefused", "id": f.id, "term": b.Epoch, "start": began, "err": fmt.Sprintf("%s bucket %d", key, b.ID)})
 		return reconcile.Result{}, nil
 	}
 	// The interval starts after the claim: a stale write that lands
