@@ -47,7 +47,7 @@ func (c *Controller[K]) unparked(key K) {
 	if r == nil || r.stopping.Load() {
 		return
 	}
-	if c.shards != nil && !c.shards.admits(key) {
+	if c.shards != nil && !c.shards.admits(key, enqueueEvent{}) { // not a change: not remembered as missed
 		return
 	}
 	r.q.AddWithOptions(queue.AddOptions{Reason: unparkReason}, key)
