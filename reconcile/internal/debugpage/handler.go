@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/converge-go/converge/leader"
@@ -103,31 +104,35 @@ type server struct {
 //go:embed templates/*.html
 var templatesFS embed.FS
 
-var templates = template.Must(template.New("").Funcs(template.FuncMap{
-	"path": url.PathEscape,
-	"ago": func(now, t time.Time) string {
-		if t.IsZero() {
-			return "never"
-		}
-		d := now.Sub(t).Round(time.Millisecond)
-		if d < 0 {
-			return "in " + (-d).String()
-		}
-		return d.String() + " ago"
-	},
-	"has":       func(ids []int, id int) bool { return slices.Contains(ids, id) },
-	"ids":       listed[int],
-	"names":     listed[string],
-	"dur":       func(d time.Duration) string { return d.Round(time.Microsecond).String() },
-	"truncated": func(shown string, n int) bool { return len(shown) < n },
-	"json": func(v any) string {
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return fmt.Sprintf("%+v", v)
-		}
-		return string(b)
-	},
-}).ParseFS(templatesFS, "templates/*.html"))
+// templates are parsed at the first page rendered, not when a program
+// that imports reconcile starts: most never serve a page.
+var templates = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"path": url.PathEscape,
+		"ago": func(now, t time.Time) string {
+			if t.IsZero() {
+				return "never"
+			}
+			d := now.Sub(t).Round(time.Millisecond)
+			if d < 0 {
+				return "in " + (-d).String()
+			}
+			return d.String() + " ago"
+		},
+		"has":       func(ids []int, id int) bool { return slices.Contains(ids, id) },
+		"ids":       listed[int],
+		"names":     listed[string],
+		"dur":       func(d time.Duration) string { return d.Round(time.Microsecond).String() },
+		"truncated": func(shown string, n int) bool { return len(shown) < n },
+		"json": func(v any) string {
+			b, err := json.MarshalIndent(v, "", "  ")
+			if err != nil {
+				return fmt.Sprintf("%+v", v)
+			}
+			return string(b)
+		},
+	}).ParseFS(templatesFS, "templates/*.html"))
+})
 
 // listed writes items as "a, b, c", or "none" if there is none.
 func listed[T any](items []T) string {
@@ -245,7 +250,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, name string, dat
 		Refresh int
 		Data    any
 	}{Title: name, Refresh: int(s.opts.Refresh / time.Second), Data: data}
-	if err := templates.ExecuteTemplate(&b, name+".html", page); err != nil {
+	if err := templates().ExecuteTemplate(&b, name+".html", page); err != nil {
 		s.opts.Logger.Error("debug page: rendering", "page", name, "error", err)
 		http.Error(w, "rendering the page failed: "+err.Error(), http.StatusInternalServerError)
 		return
