@@ -311,7 +311,7 @@ func median(xs []float64) float64 {
 
 func getPageB(h http.Handler, path string) (int, string) {
 	req, _ := http.NewRequest(http.MethodGet, path, nil)
-	req.RemoteAddr = "127.0.0.1:40000"
+	req.RemoteAddr, req.Host = "127.0.0.1:40000", "127.0.0.1:8081"
 	w := &recorderW{header: http.Header{}}
 	h.ServeHTTP(w, req)
 	return w.code, w.body.String()
