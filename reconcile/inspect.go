@@ -68,10 +68,10 @@ func (s *workerSlot[K]) end(dur time.Duration, result string, err error) {
 }
 
 // inspect returns a snapshot of the controller for the debug pages. Its
-// cost is bounded whatever the number of keys queued: the
-// queue's counters and ReadyShown keys from its head, the workers' slots,
-// and one pass over the failing keys (which the controller holds anyway)
-// keeping the FailingShown with the most attempts.
+// cost is bounded whatever the number of keys queued: the queue's
+// counters and debugpage.ReadyShown keys from its head, the workers'
+// slots, and one pass over the failing keys (which the controller holds
+// anyway) keeping the debugpage.FailingShown with the most attempts.
 //
 // Times (a reconcile's start, age and duration, the oldest ready key's
 // wait) are noted only when something needs them, so that a controller
