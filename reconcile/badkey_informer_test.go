@@ -17,6 +17,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/reconcile"
+	"github.com/converge-go/converge/reconcile/internal/debugpage"
 )
 
 // undecodable is a memstore whose lists also hold a key "bad" whose value
@@ -59,7 +60,7 @@ func TestABadKeyShouldShowOnTheOverviewTheKeyPageAndInMetrics(t *testing.T) {
 	m, reg := runUndecodable(t)
 	code, body := getPage(t, m.DebugHandler(), "/debug/converge/?format=json", "")
 	require.Equal(t, http.StatusOK, code, body)
-	var o reconcile.Overview
+	var o debugpage.Overview
 	require.NoError(t, json.Unmarshal([]byte(body), &o))
 	require.Len(t, o.Informers, 1)
 	require.Equal(t, 1, o.Informers[0].BadKeysTotal, body)
@@ -73,7 +74,7 @@ func TestABadKeyShouldShowOnTheOverviewTheKeyPageAndInMetrics(t *testing.T) {
 	assert.Contains(t, body, "cannot unmarshal number")
 	code, body = getPage(t, m.DebugHandler(), keyPath2("docs", "bad")+"?format=json", "")
 	require.Equal(t, http.StatusOK, code)
-	var k reconcile.KeyPage
+	var k debugpage.KeyPage
 	require.NoError(t, json.Unmarshal([]byte(body), &k))
 	require.NotNil(t, k.Bad)
 	assert.False(t, k.Bad.HasValue)

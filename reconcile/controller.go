@@ -44,7 +44,7 @@ type Controller[K comparable] struct {
 	// reconciles their start and duration, for the pages' waits and ages.
 	// Read when a Run starts.
 	debug atomic.Bool
-	// showValues makes InspectKey return values (Debug.ShowValues), from
+	// showValues makes the key pages show values (Debug.ShowValues), from
 	// valueOf (nil: none to show).
 	showValues atomic.Bool
 	valueOf    func(K) (any, bool)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/reconcile"
+	"github.com/converge-go/converge/reconcile/internal/debugpage"
 )
 
 // badCache is a Cache with bad keys of a key type of its own, and the
@@ -51,13 +52,13 @@ func TestTheOverviewShouldListAnInformersBadKeysWithErrorAndRevision(t *testing.
 
 	code, body := getPage(t, m.DebugHandler(), "/debug/converge/?format=json", "")
 	require.Equal(t, http.StatusOK, code, body)
-	var o reconcile.Overview
+	var o debugpage.Overview
 	require.NoError(t, json.Unmarshal([]byte(body), &o))
 	require.Len(t, o.Informers, 1)
 	inf := o.Informers[0]
 	assert.Equal(t, 2, inf.BadKeysTotal)
 	require.Len(t, inf.BadKeys, 2)
-	assert.Equal(t, reconcile.BadKeyLine{Key: "3", Revision: 40, Error: "<b>not json</b>", ErrorLen: 15, Since: since}, inf.BadKeys[0], "by key")
+	assert.Equal(t, debugpage.BadKeyLine{Key: "3", Revision: 40, Error: "<b>not json</b>", ErrorLen: 15, Since: since}, inf.BadKeys[0], "by key")
 	assert.Equal(t, "7", inf.BadKeys[1].Key)
 	assert.True(t, inf.BadKeys[1].HasValue)
 

@@ -99,7 +99,7 @@ func newPagesFixture(b *testing.B, workers, failing int, queued func(ctx context
 			b.Error(err)
 		}
 	}
-	waitFor(b, func() bool { return c.Inspect().FailingTotal == failing })
+	waitFor(b, func() bool { return reconcile.Inspect(c).FailingTotal == failing })
 	return f
 }
 
@@ -133,8 +133,10 @@ func renderPages(b *testing.B, failing int) {
 	defer f.stop()
 	defer close(release)
 	f.fill()
-	waitFor(b, func() bool { return f.c.Inspect().Queue.Len == benchQueued-1 && f.c.Inspect().Busy == 1 })
-	info := f.c.Inspect()
+	waitFor(b, func() bool {
+		return reconcile.Inspect(f.c).Queue.Len == benchQueued-1 && reconcile.Inspect(f.c).Busy == 1
+	})
+	info := reconcile.Inspect(f.c)
 	b.Logf("queued %d ready, %d failing, %d busy", info.Queue.Len, info.FailingTotal, info.Busy)
 	h := f.m.DebugHandler()
 	for _, page := range debugPages {
@@ -247,7 +249,7 @@ func workerStall(b *testing.B, failing int) {
 			}
 		}
 	}
-	if q := f.c.Inspect().Queue.Len; q < benchQueued/2 {
+	if q := reconcile.Inspect(f.c).Queue.Len; q < benchQueued/2 {
 		b.Fatalf("the queue held %d keys, not ~%d", q, benchQueued)
 	}
 	for _, md := range modes {
@@ -309,7 +311,7 @@ func median(xs []float64) float64 {
 
 func getPageB(h http.Handler, path string) (int, string) {
 	req, _ := http.NewRequest(http.MethodGet, path, nil)
-	req.RemoteAddr = "127.0.0.1:40000"
+	req.RemoteAddr, req.Host = "127.0.0.1:40000", "127.0.0.1:8081"
 	w := &recorderW{header: http.Header{}}
 	h.ServeHTTP(w, req)
 	return w.code, w.body.String()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/reconcile"
+	"github.com/converge-go/converge/reconcile/internal/debugpage"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
 
@@ -55,11 +56,11 @@ func TestTheJSONPagesShouldNameEnumsNotNumberThem(t *testing.T) {
 	assert.Contains(t, body, `"Kind": "initial list"`)
 	assert.Contains(t, body, `"Change": "added"`)
 	assert.Contains(t, body, `"Kind": "backoff"`)
-	var k reconcile.KeyPage
+	var k debugpage.KeyPage
 	require.NoError(t, json.Unmarshal([]byte(body), &k), "names read back")
 	require.Len(t, k.Recent, 2)
-	assert.Equal(t, reconcile.TriggerInitialList, k.Recent[1].Triggers[0].Kind)
-	assert.Equal(t, reconcile.Added, k.Recent[1].Triggers[0].Change)
+	assert.Equal(t, reconcile.TriggerInitialList.String(), k.Recent[1].Triggers[0].Kind)
+	assert.Equal(t, reconcile.Added.String(), k.Recent[1].Triggers[0].Change)
 }
 
 func TestTheLastErrorShouldBeShownNotFoldedAway(t *testing.T) {
@@ -87,7 +88,7 @@ func TestAHealthyKeyShouldHaveAPageAfterItsReconcilesLeftTheHistory(t *testing.T
 		store.Put("busy", i)
 		h.Settle()
 	}
-	info, _ := c.InspectKey("quiet")
+	info, _ := reconcile.InspectKey(c, "quiet")
 	require.Empty(t, info.Recent, "precondition: no reconcile of quiet is remembered")
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: "127.0.0.1:0", Debug: reconcile.DebugOptions{Enabled: true}, Logger: quietLogger})
 	require.NoError(t, err)

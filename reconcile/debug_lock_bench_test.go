@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/converge-go/converge/queue"
+	"github.com/converge-go/converge/reconcile/internal/debugpage"
 )
 
 // BenchmarkDebugLockHolds measures how long a debug page holds the locks
@@ -37,7 +38,7 @@ func BenchmarkDebugLockHolds(b *testing.B) {
 	})
 	b.Run("queue/queued=100k/Peek", func(b *testing.B) {
 		for b.Loop() {
-			_ = q.Peek(ReadyShown)
+			_ = q.Peek(debugpage.ReadyShown)
 		}
 	})
 	b.Run("queue/queued=100k/Inspect", func(b *testing.B) {
@@ -54,7 +55,7 @@ func BenchmarkDebugLockHolds(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("keys/failing=%d/top", n), func(b *testing.B) {
 			for b.Loop() {
-				ks.top(FailingShown)
+				ks.top(debugpage.FailingShown)
 			}
 			holds := chunkHolds(&ks)
 			b.ReportMetric(float64(holds[len(holds)*99/100].Nanoseconds())/1e3, "hold-p99-µs")

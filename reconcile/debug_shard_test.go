@@ -16,6 +16,7 @@ import (
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/reconcile"
+	"github.com/converge-go/converge/reconcile/internal/debugpage"
 )
 
 // markupReplica is a replica identity written as markup (an identity may
@@ -23,13 +24,13 @@ import (
 const markupReplica = "<i>replica-a"
 
 // overviewOf returns m's overview as HTML and as decoded JSON.
-func overviewOf(t *testing.T, m *reconcile.Manager) (string, reconcile.Overview) {
+func overviewOf(t *testing.T, m *reconcile.Manager) (string, debugpage.Overview) {
 	t.Helper()
 	code, body := getPage(t, m.DebugHandler(), "/debug/converge/", "")
 	require.Equal(t, http.StatusOK, code, body)
 	code, js := getPage(t, m.DebugHandler(), "/debug/converge/?format=json", "")
 	require.Equal(t, http.StatusOK, code, js)
-	var o reconcile.Overview
+	var o debugpage.Overview
 	require.NoError(t, json.Unmarshal([]byte(js), &o))
 	return body, o
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/reconcile"
+	"github.com/converge-go/converge/reconcile/internal/debugpage"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
 
@@ -102,7 +103,7 @@ func TestTheOverviewShouldListControllersAndInformersInHTMLAndJSON(t *testing.T)
 
 	code, body = getPage(t, h, "/debug/converge/?format=json", "")
 	require.Equal(t, http.StatusOK, code)
-	var o reconcile.Overview
+	var o debugpage.Overview
 	require.NoError(t, json.Unmarshal([]byte(body), &o))
 	require.Len(t, o.Controllers, 1)
 	assert.Equal(t, 3, o.Controllers[0].FailingTotal)
@@ -132,7 +133,7 @@ func TestTheControllerPageShouldShowFailingAndParkedKeysWithKeysAndErrorsEscaped
 
 	code, body = getPage(t, m.DebugHandler(), "/debug/converge/controllers/ints", "application/json")
 	require.Equal(t, http.StatusOK, code)
-	var p reconcile.ControllerPage
+	var p debugpage.ControllerPage
 	require.NoError(t, json.Unmarshal([]byte(body), &p))
 	assert.Equal(t, "ints", p.Name)
 	assert.Len(t, p.Failing, 3)
@@ -152,14 +153,15 @@ func TestTheKeyPageShouldShowAParkedKeysAttemptsErrorAndRecentReconciles(t *test
 
 	code, body = getPage(t, m.DebugHandler(), keyPath("parked")+"?format=json", "")
 	require.Equal(t, http.StatusOK, code)
-	var k reconcile.KeyPage
+	var k debugpage.KeyPage
 	require.NoError(t, json.Unmarshal([]byte(body), &k))
 	assert.Equal(t, "ints", k.Controller)
 	assert.True(t, k.Parked)
 	assert.Equal(t, 2, k.Attempts)
 	require.Len(t, k.Recent, 2)
-	assert.Equal(t, []string{"backoff"}, kinds(k.Recent[0].Triggers), "newest first")
-	assert.Equal(t, reconcile.TriggerInitialList, k.Recent[1].Triggers[0].Kind)
+	require.Len(t, k.Recent[0].Triggers, 1)
+	assert.Equal(t, "backoff", k.Recent[0].Triggers[0].Kind, "newest first")
+	assert.Equal(t, reconcile.TriggerInitialList.String(), k.Recent[1].Triggers[0].Kind)
 }
 
 func TestTheKeyPageShouldShowTheKeysEventsEscapedInHTMLAndInJSON(t *testing.T) {
@@ -174,7 +176,7 @@ func TestTheKeyPageShouldShowTheKeysEventsEscapedInHTMLAndInJSON(t *testing.T) {
 
 	code, body = getPage(t, m.DebugHandler(), keyPath("ok")+"?format=json", "")
 	require.Equal(t, http.StatusOK, code)
-	var k reconcile.KeyPage
+	var k debugpage.KeyPage
 	require.NoError(t, json.Unmarshal([]byte(body), &k))
 	require.Len(t, k.Events, 1)
 	assert.Equal(t, "Synced", k.Events[0].Reason)
@@ -186,10 +188,10 @@ func TestTheKeyPageShouldShowNoValueUnlessShowValuesIsOn(t *testing.T) {
 		m, c := debugFixture(t, reconcile.DebugOptions{Enabled: true, ShowValues: show})
 		code, body := getPage(t, m.DebugHandler(), keyPath("ok")+"?format=json", "")
 		require.Equal(t, http.StatusOK, code)
-		var k reconcile.KeyPage
+		var k debugpage.KeyPage
 		require.NoError(t, json.Unmarshal([]byte(body), &k))
 		_, html := getPage(t, m.DebugHandler(), keyPath("ok"), "")
-		info, _ := c.InspectKey("ok")
+		info, _ := reconcile.InspectKey(c, "ok")
 		if !show {
 			assert.Nil(t, k.Value, "values are off by default")
 			assert.NotContains(t, body, `"Value"`)
@@ -283,8 +285,8 @@ func TestTheManagersServerShouldServeTheDebugPagesOnlyWhenEnabled(t *testing.T) 
 			assert.True(t, o.Informers[0].HeadKnown, "a memstore tells its head")
 			assert.Equal(t, informer.Revision(1), o.Informers[0].Head)
 			assert.Equal(t, informer.Revision(0), o.Informers[0].Lag)
-			require.Eventually(t, func() bool { info, _ := c.InspectKey("k"); return len(info.Recent) == 1 }, 10*time.Second, time.Millisecond)
-			info, _ := c.InspectKey("k")
+			require.Eventually(t, func() bool { info, _ := reconcile.InspectKey(c, "k"); return len(info.Recent) == 1 }, 10*time.Second, time.Millisecond)
+			info, _ := reconcile.InspectKey(c, "k")
 			assert.Equal(t, []string{`informer "ints" added rev 1`}, kinds(info.Recent[0].Triggers), "reasons on with debug pages")
 		} else {
 			assert.Equal(t, http.StatusNotFound, resp.StatusCode)
@@ -295,13 +297,13 @@ func TestTheManagersServerShouldServeTheDebugPagesOnlyWhenEnabled(t *testing.T) 
 }
 
 // getOverview fetches the overview's JSON from a running Manager.
-func getOverview(t *testing.T, addr string) reconcile.Overview {
+func getOverview(t *testing.T, addr string) debugpage.Overview {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/debug/converge/?format=json")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var o reconcile.Overview
+	var o debugpage.Overview
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&o))
 	return o
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/reconcile"
+	"github.com/converge-go/converge/reconcile/internal/debugpage"
 )
 
 // heldWatch is a memstore whose watches deliver nothing until open is
@@ -188,7 +189,7 @@ func TestTheOverviewShouldAskEveryStoreForItsHeadAtOnce(t *testing.T) {
 	code, body := getPage(t, m.DebugHandler(), "/debug/converge/?format=json", "")
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Equal(t, int32(4), most.Load(), "the four stores were asked together, not one after another")
-	var o reconcile.Overview
+	var o debugpage.Overview
 	require.NoError(t, json.Unmarshal([]byte(body), &o))
 	require.Len(t, o.Informers, 4)
 	for _, inf := range o.Informers {

@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/converge-go/converge/queue"
+	"github.com/converge-go/converge/reconcile/internal/debugpage"
 )
 
-// Introspection: what Controller.Inspect and InspectKey read. Every worker
+// Introspection: what the debug pages read (inspect, inspectKey). Every worker
 // owns a slot with the reconcile it runs and a ring of its last reconciles;
 // it alone writes it, under a mutex that only a reader also takes, so the
 // workers share no cache line and a reader never walks the keys: a page
@@ -21,10 +21,6 @@ import (
 
 // ringSize is how many past reconciles each worker remembers.
 const ringSize = 64
-
-// MaxErrorBytes bounds the error messages Inspect and InspectKey return;
-// the full length is reported beside them.
-const MaxErrorBytes = 1024
 
 // workerSlot is one worker's current reconcile and its recent ones.
 type workerSlot[K comparable] struct {
@@ -71,74 +67,11 @@ func (s *workerSlot[K]) end(dur time.Duration, result string, err error) {
 	s.mu.Unlock()
 }
 
-// ControllerInfo is a snapshot of a controller: see Controller.Inspect.
-// Keys are rendered with fmt.Sprint.
-type ControllerInfo struct {
-	Name string
-	// Running is true while Run is running; the other fields but Name,
-	// Workers and the failing keys are zero otherwise.
-	Running bool
-	// Workers is the configured number of workers; Busy, how many are in
-	// a reconcile now.
-	Workers, Busy int
-	// Queue is the queue's depth by priority and group, its waiting and
-	// processing keys and the oldest ready key's wait.
-	Queue queue.Stats
-	// Ready lists the next ready keys in the order workers take them, at
-	// most ReadyShown.
-	Ready []string
-	// InFlight lists the reconciles in progress, oldest first.
-	InFlight []InFlight
-	// Failing lists the failing keys with the most attempts, at most
-	// FailingShown, most attempts first; FailingTotal counts them all
-	// (parked ones included).
-	Failing      []KeyLine
-	FailingTotal int
-	// Parked lists parked keys (WithMaxAttempts), at most FailingShown;
-	// ParkedTotal counts them all.
-	Parked      []KeyLine
-	ParkedTotal int
-	// WaitingForWrites counts keys kept back until an informer has their
-	// reconcile's own writes (Wrote).
-	WaitingForWrites int
-	// Reconciles counts the reconciles started since New.
-	Reconciles uint64
-}
-
-// How many keys ControllerInfo lists at most.
-const (
-	ReadyShown   = 50
-	FailingShown = 20
-)
-
-// InFlight is one reconcile in progress.
-type InFlight struct {
-	Key         string
-	ReconcileID string
-	Started     time.Time
-	Age         time.Duration
-	// Triggers are why it runs (WithTriggerReasons).
-	Triggers []Trigger `json:",omitempty"`
-}
-
-// KeyLine is a failing or parked key.
-type KeyLine struct {
-	Key      string
-	Attempts int
-	// LastError is truncated to MaxErrorBytes; LastErrorLen is its full
-	// length in bytes.
-	LastError    string
-	LastErrorLen int
-	NextRetry    time.Time `json:",omitzero"`
-	Parked       bool
-	Terminal     bool
-}
-
-// Inspect returns a snapshot of the controller for debug pages and
-// tests. Its cost is bounded whatever the number of keys queued: the
-// queue's counters and ReadyShown keys from its head, the workers' slots,
-// and one pass over the failing keys (which the controller holds anyway)
-// keeping the FailingShown with the most attempts.
+// inspect returns a snapshot of the controller for the debug pages. Its
+// cost is bounded whatever the number of keys queued: the queue's
+// counters and debugpage.ReadyShown keys from its head, the workers'
+// slots, and one pass over the failing keys (which the controller holds
+// anyway) keeping the debugpage.FailingShown with the most attempts.
 //
 // Times (a reconcile's start, age and duration, the oldest ready key's
 // wait) are noted only when something needs them, so that a controller
@@ -146,12 +79,12 @@ type KeyLine struct {
 // or under a Manager whose Debug.Enabled is set (from the next Run on).
 // Otherwise they are zero, and in-flight reconciles are in start order
 // by reconcile ID.
-func (c *Controller[K]) Inspect() ControllerInfo {
-	info := ControllerInfo{Name: c.name, Workers: c.s.workers, Reconciles: c.ids.Load()}
+func (c *Controller[K]) inspect() debugpage.ControllerInfo {
+	info := debugpage.ControllerInfo{Name: c.name, Workers: c.s.workers, Reconciles: c.ids.Load()}
 	if r := c.current(); r != nil {
 		info.Running = true
 		info.Queue = r.q.Stats()
-		for _, k := range r.q.Peek(ReadyShown) {
+		for _, k := range r.q.Peek(debugpage.ReadyShown) {
 			info.Ready = append(info.Ready, fmt.Sprint(k))
 		}
 		now := c.s.clock.Now()
@@ -159,7 +92,7 @@ func (c *Controller[K]) Inspect() ControllerInfo {
 			s := &r.slots[i]
 			s.mu.Lock()
 			if s.busy {
-				f := InFlight{Key: fmt.Sprint(s.key), ReconcileID: strconv.FormatUint(s.id, 10), Started: s.start, Triggers: c.triggers(s.why)}
+				f := debugpage.InFlight{Key: fmt.Sprint(s.key), ReconcileID: strconv.FormatUint(s.id, 10), Started: s.start, Triggers: pageTriggers(c.triggers(s.why))}
 				if !s.start.IsZero() {
 					f.Age = now.Sub(s.start)
 				}
@@ -168,12 +101,12 @@ func (c *Controller[K]) Inspect() ControllerInfo {
 			s.mu.Unlock()
 		}
 		info.Busy = len(info.InFlight)
-		slices.SortFunc(info.InFlight, func(a, b InFlight) int {
+		slices.SortFunc(info.InFlight, func(a, b debugpage.InFlight) int {
 			return cmp.Or(a.Started.Compare(b.Started), cmp.Compare(len(a.ReconcileID), len(b.ReconcileID)), cmp.Compare(a.ReconcileID, b.ReconcileID))
 		})
 		info.WaitingForWrites = int(c.gate.n.Load())
 	}
-	info.Failing, info.Parked, info.FailingTotal, info.ParkedTotal = c.keys.top(FailingShown)
+	info.Failing, info.Parked, info.FailingTotal, info.ParkedTotal = c.keys.top(debugpage.FailingShown)
 	return info
 }
 
@@ -220,7 +153,7 @@ func (ks *keyStates[K]) scanFailing(pause func(), visit func(K, *KeyStatus) bool
 // then by key), up to n parked keys, and the totals. It copies n lines at
 // most, in one pass over the failing keys that holds their lock
 // scanChunk keys at a time, and formats them after.
-func (ks *keyStates[K]) top(n int) (failing, parked []KeyLine, nFailing, nParked int) {
+func (ks *keyStates[K]) top(n int) (failing, parked []debugpage.KeyLine, nFailing, nParked int) {
 	type cand struct {
 		key K
 		st  KeyStatus
@@ -253,38 +186,20 @@ func (ks *keyStates[K]) top(n int) (failing, parked []KeyLine, nFailing, nParked
 		return true
 	})
 	nFailing, nParked = int(ks.size.Load()), int(ks.nParked.Load())
-	line := func(c cand) KeyLine {
-		l := KeyLine{Key: fmt.Sprint(c.key), Attempts: c.st.Attempts, NextRetry: c.st.NextRetry, Parked: c.st.Parked, Terminal: c.st.Terminal}
-		l.LastError, l.LastErrorLen = errorText(c.st.LastError)
+	line := func(c cand) debugpage.KeyLine {
+		l := debugpage.KeyLine{Key: fmt.Sprint(c.key), Attempts: c.st.Attempts, NextRetry: c.st.NextRetry, Parked: c.st.Parked, Terminal: c.st.Terminal}
+		l.LastError, l.LastErrorLen = debugpage.ErrorText(c.st.LastError)
 		return l
 	}
 	for _, c := range best {
 		failing = append(failing, line(c))
 	}
-	slices.SortStableFunc(failing, func(a, b KeyLine) int {
+	slices.SortStableFunc(failing, func(a, b debugpage.KeyLine) int {
 		return cmp.Or(cmp.Compare(b.Attempts, a.Attempts), cmp.Compare(a.Key, b.Key))
 	})
 	for _, c := range parks {
 		parked = append(parked, line(c))
 	}
-	slices.SortFunc(parked, func(a, b KeyLine) int { return cmp.Compare(a.Key, b.Key) })
+	slices.SortFunc(parked, func(a, b debugpage.KeyLine) int { return cmp.Compare(a.Key, b.Key) })
 	return failing, parked, nFailing, nParked
-}
-
-// errorText formats err, truncated to MaxErrorBytes (on a rune boundary),
-// and returns its full length.
-func errorText(err error) (string, int) {
-	if err == nil {
-		return "", 0
-	}
-	s := err.Error()
-	n := len(s)
-	if n <= MaxErrorBytes {
-		return s, n
-	}
-	cut := MaxErrorBytes
-	for cut > 0 && s[cut]&0xC0 == 0x80 { // a continuation byte
-		cut--
-	}
-	return s[:cut], n
 }

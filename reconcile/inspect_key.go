@@ -8,93 +8,24 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/queue"
+	"github.com/converge-go/converge/reconcile/internal/debugpage"
 )
 
-// KeyInfo is what a controller knows about one key: see
-// Controller.InspectKey.
-type KeyInfo struct {
-	// Key is the key, rendered with fmt.Sprint.
-	Key string
-	// Phase is where the key is in the queue ("ready", "waiting",
-	// "processing", "dirty"; "absent" if the queue does not hold it, and
-	// "stopped" while the controller is not running). Priority, Due,
-	// Parked and ReadySince are the queue's (see queue.KeyInfo).
-	Phase    string
-	Priority int
-	// Triggers are why the key is queued now, merged since a worker last
-	// took it, oldest first (WithTriggerReasons); TriggersDropped counts
-	// the further reasons not kept.
-	Triggers        []Trigger `json:",omitempty"`
-	TriggersDropped int       `json:",omitempty"`
-	Due             time.Time `json:",omitzero"`
-	ReadySince      time.Time `json:",omitzero"`
-	// InFlight says that a reconcile of the key is in progress, started
-	// at InFlightSince (zero unless the controller notes times: see
-	// Controller.Inspect), for InFlightTriggers.
-	InFlight         bool
-	InFlightSince    time.Time `json:",omitzero"`
-	InFlightTriggers []Trigger `json:",omitempty"`
-	// Attempts, LastError (truncated to MaxErrorBytes, LastErrorLen is
-	// its length), NextRetry, Parked and Terminal are the key's failures
-	// since its last success (see Controller.Status).
-	Attempts     int
-	LastError    string
-	LastErrorLen int
-	NextRetry    time.Time `json:",omitzero"`
-	Parked       bool
-	Terminal     bool
-	// LastSuccess is when the last successful reconcile among the
-	// workers' recent ones (Recent) ended; zero if none is among them, or
-	// if the controller notes no times.
-	LastSuccess time.Time `json:",omitzero"`
-	// LastDuration is how long the last of Recent took (zero if the
-	// controller notes no times).
-	LastDuration time.Duration
-	// Recent lists the key's reconciles among the last ones each worker
-	// remembers (64 per worker), newest first.
-	Recent []ReconcileLine
-	// Events are the key's recent events, newest first
-	// (WithEventRecorder).
-	Events []events.Event `json:",omitempty"`
-	// Value is the key's value, only when values are shown
-	// (Debug.ShowValues; see WithDebugValue) and the key has one.
-	Value any `json:",omitempty"`
-	// Bad is set while the For informer holds the key bad: its latest
-	// value could not be taken (see informer.BadKey). Value, if shown, is
-	// then the last good one.
-	Bad *BadKeyLine `json:",omitempty"`
-}
-
-// ReconcileLine is one finished reconcile.
-type ReconcileLine struct {
-	ReconcileID string
-	Start       time.Time
-	Duration    time.Duration
-	// Result is the result label of controller_runtime_reconcile_total:
-	// success, error, requeue, requeue_after.
-	Result string
-	// Error is truncated to MaxErrorBytes.
-	Error string `json:",omitempty"`
-	// Triggers are why it ran.
-	Triggers []Trigger `json:",omitempty"`
-}
-
-// InspectKey returns what the controller knows about key: its place in
+// inspectKey returns what the controller knows about key: its place in
 // the queue, its failures, the reconcile in progress and its recent
 // reconciles. The second result is false if the controller knows nothing
 // of it (not in the For informer or WithDebugValue, not queued, not
 // failing, not among the recent reconciles). The cost is one queue
 // lookup, one failing-key lookup, one informer lookup and a pass over the
 // workers' rings.
-func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
-	info := KeyInfo{Key: fmt.Sprint(key), Phase: "stopped"}
+func (c *Controller[K]) inspectKey(key K) (debugpage.KeyInfo, bool) {
+	info := debugpage.KeyInfo{Key: fmt.Sprint(key), Phase: "stopped"}
 	known := false
 	if st, ok := c.keys.status(key); ok {
 		known = true
 		info.Attempts, info.NextRetry, info.Parked, info.Terminal = st.Attempts, st.NextRetry, st.Parked, st.Terminal
-		info.LastError, info.LastErrorLen = errorText(st.LastError)
+		info.LastError, info.LastErrorLen = debugpage.ErrorText(st.LastError)
 	}
 	r := c.current()
 	if r == nil {
@@ -104,21 +35,21 @@ func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 	if q, ok := r.q.Inspect(key); ok {
 		known = true
 		info.Phase, info.Priority, info.Due, info.ReadySince = q.Phase.String(), q.Priority, q.Due, q.ReadySince
-		info.Triggers, info.TriggersDropped = c.queuedTriggers(&q.Reasons), int(q.Reasons.Dropped)
+		info.Triggers, info.TriggersDropped = pageTriggers(c.queuedTriggers(&q.Reasons)), int(q.Reasons.Dropped)
 	}
 	for i := range r.slots {
 		s := &r.slots[i]
 		s.mu.Lock()
 		if s.busy && s.key == key {
-			info.InFlight, info.InFlightSince, info.InFlightTriggers = true, s.start, c.triggers(s.why)
+			info.InFlight, info.InFlightSince, info.InFlightTriggers = true, s.start, pageTriggers(c.triggers(s.why))
 		}
 		for j := range s.n {
 			p := &s.ring[j]
 			if p.key != key {
 				continue
 			}
-			line := ReconcileLine{ReconcileID: strconv.FormatUint(p.id, 10), Start: p.start, Duration: p.dur, Result: p.result, Triggers: c.triggers(p.why)}
-			line.Error, _ = errorText(p.err)
+			line := debugpage.ReconcileLine{ReconcileID: strconv.FormatUint(p.id, 10), Start: p.start, Duration: p.dur, Result: p.result, Triggers: pageTriggers(c.triggers(p.why))}
+			line.Error, _ = debugpage.ErrorText(p.err)
 			info.Recent = append(info.Recent, line)
 		}
 		s.mu.Unlock()
@@ -127,7 +58,7 @@ func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 		known = true
 	}
 	// IDs rise with start times: sort numerically, newest first.
-	slices.SortFunc(info.Recent, func(a, b ReconcileLine) int {
+	slices.SortFunc(info.Recent, func(a, b debugpage.ReconcileLine) int {
 		x, _ := strconv.ParseUint(a.ReconcileID, 10, 64)
 		y, _ := strconv.ParseUint(b.ReconcileID, 10, 64)
 		switch {
@@ -168,19 +99,19 @@ func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 	return info, known
 }
 
-// inspectKeyString is InspectKey for a key in its URL form: a key of a
+// inspectKeyString is inspectKey for a key in its URL form: a key of a
 // string or integer kind is parsed; another key type is found, by
 // fmt.Sprint, among the keys the controller can list without walking its
 // queue (failing keys, reconciles in progress and recent ones, the next
 // ready keys).
-func (c *Controller[K]) inspectKeyString(s string) (KeyInfo, bool) {
+func (c *Controller[K]) inspectKeyString(s string) (debugpage.KeyInfo, bool) {
 	if k, ok := parseKey[K](s); ok {
-		return c.InspectKey(k)
+		return c.inspectKey(k)
 	}
 	if k, ok := c.findKey(s); ok {
-		return c.InspectKey(k)
+		return c.inspectKey(k)
 	}
-	return KeyInfo{}, false
+	return debugpage.KeyInfo{}, false
 }
 
 // findKey returns the known key whose fmt.Sprint is s.
@@ -209,7 +140,7 @@ func (c *Controller[K]) findKey(s string) (K, bool) {
 		}
 		sl.mu.Unlock()
 	}
-	for _, k := range r.q.Peek(ReadyShown) {
+	for _, k := range r.q.Peek(debugpage.ReadyShown) {
 		if fmt.Sprint(k) == s {
 			return k, true
 		}
@@ -261,4 +192,19 @@ func parseKey[K comparable](s string) (K, bool) {
 	// A String method may render the key otherwise: then it is not this
 	// key's URL form.
 	return k, fmt.Sprint(k) == s
+}
+
+// pageTriggers renders triggers for the debug pages.
+func pageTriggers(ts []Trigger) []debugpage.Trigger {
+	if ts == nil {
+		return nil
+	}
+	out := make([]debugpage.Trigger, len(ts))
+	for i, t := range ts {
+		out[i] = debugpage.Trigger{Kind: t.Kind.String(), Watch: t.Watch, Rev: t.Rev, First: t.First, Count: t.Count, Text: t.String()}
+		if t.Change != 0 {
+			out[i].Change = t.Change.String()
+		}
+	}
+	return out
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/reconcile"
+	"github.com/converge-go/converge/reconcile/internal/debugpage"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
 
@@ -23,7 +24,7 @@ func TestInspectShouldListFailingKeysByAttemptsAndParkedOnesWithTruncatedErrors(
 	for _, k := range []string{"ok", "flaky", "broken", "long"} {
 		store.Put(k, 1)
 	}
-	long := strings.Repeat("é", reconcile.MaxErrorBytes) // 2 bytes a rune: truncated on a rune boundary
+	long := strings.Repeat("é", debugpage.MaxErrorBytes) // 2 bytes a rune: truncated on a rune boundary
 	rec := newRecorder(store)
 	rec.outcome = func(key string, n int) (reconcile.Result, error) {
 		switch {
@@ -44,7 +45,7 @@ func TestInspectShouldListFailingKeysByAttemptsAndParkedOnesWithTruncatedErrors(
 	h.Step(time.Second)
 	h.Step(time.Second)
 
-	info := c.Inspect()
+	info := reconcile.Inspect(c)
 	assert.Equal(t, "ints", info.Name)
 	assert.True(t, info.Running)
 	assert.Equal(t, 2, info.FailingTotal, "flaky succeeded on its retry")
@@ -55,7 +56,7 @@ func TestInspectShouldListFailingKeysByAttemptsAndParkedOnesWithTruncatedErrors(
 	assert.Equal(t, "always", info.Failing[0].LastError)
 	l := info.Failing[1]
 	assert.Equal(t, len(long), l.LastErrorLen)
-	assert.Equal(t, long[:reconcile.MaxErrorBytes], l.LastError)
+	assert.Equal(t, long[:debugpage.MaxErrorBytes], l.LastError)
 	assert.Len(t, info.Parked, 2)
 	assert.Equal(t, 0, info.Queue.Len)
 	assert.Equal(t, uint64(4+1+2+2), info.Reconciles, "4 first runs, flaky's retry, two retries of each failing key")
@@ -69,7 +70,7 @@ func TestInspectShouldShowAReconcileInProgressWithItsAgeAndTheKeysWaitingBehindI
 		h.Clock.Step(5 * time.Second)
 		first, second := b.first, map[string]string{"a": "b", "b": "a"}[b.first] // the list's order is the store's
 
-		info := b.c.Inspect()
+		info := reconcile.Inspect(b.c)
 		assert.Equal(t, 1, info.Workers)
 		assert.Equal(t, 1, info.Busy)
 		require.Len(t, info.InFlight, 1)
@@ -79,11 +80,11 @@ func TestInspectShouldShowAReconcileInProgressWithItsAgeAndTheKeysWaitingBehindI
 		assert.Equal(t, []string{second}, info.Ready)
 		assert.Equal(t, 1, info.Queue.Processing)
 
-		a, ok := b.c.InspectKey(first)
+		a, ok := reconcile.InspectKey(b.c, first)
 		require.True(t, ok)
 		assert.Equal(t, "processing", a.Phase)
 		assert.Equal(t, h.Clock.Now().Add(-5*time.Second), a.InFlightSince)
-		k, ok := b.c.InspectKey(second)
+		k, ok := reconcile.InspectKey(b.c, second)
 		require.True(t, ok)
 		assert.Equal(t, "ready", k.Phase)
 		close(b.release)
@@ -112,7 +113,7 @@ func TestInspectKeyShouldListRecentReconcilesNewestFirstWithLastSuccessAndDurati
 	h.Settle()
 	h.Step(time.Second)
 
-	info, ok := c.InspectKey("a")
+	info, ok := reconcile.InspectKey(c, "a")
 	require.True(t, ok)
 	require.Len(t, info.Recent, 3)
 	assert.Equal(t, []string{"success", "error", "success"},
@@ -124,7 +125,7 @@ func TestInspectKeyShouldListRecentReconcilesNewestFirstWithLastSuccessAndDurati
 	assert.Equal(t, 0, info.Attempts, "the success cleared the failure")
 	assert.Equal(t, "absent", info.Phase)
 
-	_, ok = c.InspectKey("never-seen")
+	_, ok = reconcile.InspectKey(c, "never-seen")
 	assert.False(t, ok)
 }
 
@@ -134,18 +135,18 @@ func TestAControllerWithoutMetricsOrDebugPagesShouldShowItsReconcilesWithoutRead
 		synctest.Wait()
 		h.Clock.Step(5 * time.Second)
 
-		info := b.c.Inspect()
+		info := reconcile.Inspect(b.c)
 		require.Len(t, info.InFlight, 1)
 		assert.Equal(t, "a", info.InFlight[0].Key)
 		assert.Zero(t, info.InFlight[0].Started, "no clock read for the start")
 		assert.Zero(t, info.InFlight[0].Age)
-		k, ok := b.c.InspectKey("a")
+		k, ok := reconcile.InspectKey(b.c, "a")
 		require.True(t, ok)
 		assert.True(t, k.InFlight)
 		assert.Zero(t, k.InFlightSince)
 		close(b.release)
 		synctest.Wait()
-		k, _ = b.c.InspectKey("a")
+		k, _ = reconcile.InspectKey(b.c, "a")
 		require.Len(t, k.Recent, 1)
 		assert.Equal(t, "success", k.Recent[0].Result)
 		assert.Zero(t, k.Recent[0].Start)

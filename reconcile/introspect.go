@@ -14,24 +14,23 @@ type debugSettings struct {
 	// triggers is WithTriggerReasons's choice: 0 unset (on with debug
 	// pages only), 1 on, 2 off.
 	triggers uint8
-	// events lists each key's recent events for InspectKey; nil without
-	// WithEventRecorder.
-	events EventLister
+	// events lists each key's recent events for its debug page; nil
+	// without WithEventRecorder.
+	events eventLister
 	// value is a func(K) (any, bool) from WithDebugValue, checked by New.
 	value any
 }
 
-// EventLister lists a key's recent events, newest first: an
+// eventLister lists a key's recent events, newest first: an
 // events.MemorySink does.
-type EventLister interface {
+type eventLister interface {
 	Events(key string) []events.Event
 }
 
 // WithEventRecorder shows the events r records on the controller's keys
-// (events.Event.Key is fmt.Sprint of the key) in InspectKey and on the
-// key's debug page, newest first. r must have a sink that lists them, an
-// events.MemorySink (events.WithSink(events.NewMemorySink(0))), or New
-// fails. The reconciler records with r as it would anyway; give r
+// (events.Event.Key is fmt.Sprint of the key) on each key's debug page,
+// newest first. r must have a sink that lists them, an events.MemorySink
+// (events.WithSink(events.NewMemorySink(0))), or New fails. The reconciler records with r as it would anyway; give r
 // events.WithContextID(reconcile.ReconcileID) to stamp each event with the
 // reconcile that recorded it. Default: no events shown.
 func WithEventRecorder(r *events.Recorder) Option {
@@ -40,7 +39,7 @@ func WithEventRecorder(r *events.Recorder) Option {
 			return errors.New("WithEventRecorder(nil)")
 		}
 		for _, sink := range r.Sinks() {
-			if l, ok := sink.(EventLister); ok {
+			if l, ok := sink.(eventLister); ok {
 				s.debug.events = l
 				return nil
 			}
@@ -49,9 +48,9 @@ func WithEventRecorder(r *events.Recorder) Option {
 	}
 }
 
-// WithDebugValue sets how InspectKey and the key's debug page find a key's
-// value, shown only when values are shown at all (ManagerOptions
-// Debug.ShowValues, default off: values may hold secrets). value returns
+// WithDebugValue sets how a key's debug page finds the key's value, shown
+// only when values are shown at all (ManagerOptions Debug.ShowValues,
+// default off: values may hold secrets). value returns
 // false for a key it has no value for. K must be the controller's key
 // type, or New fails. Default: the value in the informer given to For, if
 // any.
@@ -99,5 +98,5 @@ func (w *informerWatch[K, WK, WV]) primaryValue(key K) (any, bool) {
 	return v, found
 }
 
-// enableValues makes InspectKey return values (Debug.ShowValues).
+// enableValues makes the key pages show values (Debug.ShowValues).
 func (c *Controller[K]) enableValues() { c.showValues.Store(true) }

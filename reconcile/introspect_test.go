@@ -43,7 +43,7 @@ func TestWithDebugValueShouldRejectAnotherKeyTypeAndReplaceTheInformersValue(t *
 	require.NoError(t, err)
 	require.NoError(t, m.AddInformer(inf))
 	require.NoError(t, m.AddController(c))
-	info, ok := c.InspectKey("a")
+	info, ok := reconcile.InspectKey(c, "a")
 	require.True(t, ok)
 	assert.Equal(t, "redacted a", info.Value)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -51,7 +52,7 @@ func (w *whyLog) of(key string) [][]reconcile.Trigger {
 var on = reconcile.WithTriggerReasons(true)
 
 // kinds renders triggers without their times, for comparing.
-func kinds(ts []reconcile.Trigger) []string {
+func kinds[T fmt.Stringer](ts []T) []string {
 	var out []string
 	for _, t := range ts {
 		out = append(out, t.String())
@@ -115,14 +116,14 @@ func TestTriggersShouldMergeChangesThatCoalesceWhileTheKeyRunsIntoItsNextRun(t *
 		rev := store.Put("a", 3)
 		synctest.Wait()
 
-		info, _ := c.InspectKey("a")
+		info, _ := reconcile.InspectKey(c, "a")
 		assert.Equal(t, "dirty", info.Phase)
 		require.Len(t, info.Triggers, 1, "both updates merged into one reason, queued behind the run in progress")
-		assert.Equal(t, reconcile.TriggerChange, info.Triggers[0].Kind)
+		assert.Equal(t, reconcile.TriggerChange.String(), info.Triggers[0].Kind)
 		assert.Equal(t, 2, info.Triggers[0].Count)
 		assert.Equal(t, rev, info.Triggers[0].Rev, "the highest revision")
 		require.Len(t, info.InFlightTriggers, 1)
-		assert.Equal(t, reconcile.TriggerInitialList, info.InFlightTriggers[0].Kind)
+		assert.Equal(t, reconcile.TriggerInitialList.String(), info.InFlightTriggers[0].Kind)
 		close(release)
 		synctest.Wait()
 
@@ -238,7 +239,7 @@ func TestAControllerShouldKeepNoReasonsByDefaultOrWithTriggerReasonsFalse(t *tes
 		h.Settle()
 		require.Len(t, w.of("a"), 1)
 		assert.Nil(t, w.of("a")[0])
-		info, ok := c.InspectKey("a")
+		info, ok := reconcile.InspectKey(c, "a")
 		require.True(t, ok)
 		assert.Nil(t, info.Recent[0].Triggers)
 	}

@@ -10,6 +10,8 @@ import (
 	"image/png"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -169,40 +171,54 @@ func startDemo(t *testing.T) *demo {
 	}
 	t.Cleanup(stop)
 
-	waitFor(t, rs, "the failing keys settle: two parked, one retrying, no worker busy", func(c reconcile.ControllerInfo) bool {
+	h := m.DebugHandler()
+	waitFor(t, h, rs.Name(), "the failing keys settle: two parked, one retrying, no worker busy", func(c controllerState) bool {
 		return c.ParkedTotal == 2 && c.FailingTotal == 3 && c.Busy == 0 && c.Queue.Len == 0
 	})
-	waitFor(t, pods, "every pod reconciled, its bucket held", func(c reconcile.ControllerInfo) bool {
+	waitFor(t, h, pods.Name(), "every pod reconciled, its bucket held", func(c controllerState) bool {
 		return c.Reconciles >= 3 && c.Busy == 0 && c.Queue.Len == 0 && pods.Idle() && len(shards.Status().Held) == demoBuckets
 	})
 	rsStore.Put("default/export-1", 1)
 	rsStore.Put("default/export-2", 1)
-	waitFor(t, rs, "both workers blocked in the export reconciles", func(c reconcile.ControllerInfo) bool {
+	waitFor(t, h, rs.Name(), "both workers blocked in the export reconciles", func(c controllerState) bool {
 		return c.Busy == 2
 	})
 	for _, k := range readyKeys {
 		rsStore.Put(k, 2)
 	}
-	waitFor(t, rs, "the six keys queued behind them", func(c reconcile.ControllerInfo) bool {
+	waitFor(t, h, rs.Name(), "the six keys queued behind them", func(c controllerState) bool {
 		return c.Queue.Len == len(readyKeys)
 	})
 	return &demo{base: "http://" + m.Addr() + "/debug/converge/", rs: rs, shards: shards}
 }
 
-// waitFor polls c.Inspect until cond holds, for up to a minute of real
-// time (a loaded machine under -race is slow; the states come in
-// milliseconds when it is not).
-func waitFor[K comparable](t *testing.T, c *reconcile.Controller[K], what string, cond func(reconcile.ControllerInfo) bool) {
+// controllerState is the part of a controller page's JSON that the demo
+// waits on.
+type controllerState struct {
+	Busy, FailingTotal, ParkedTotal int
+	Reconciles                      uint64
+	Queue                           struct{ Len int }
+}
+
+// waitFor polls the JSON of controller's debug page, served by h, until
+// cond holds, for up to a minute of real time (a loaded machine under
+// -race is slow; the states come in milliseconds when it is not).
+func waitFor(t *testing.T, h http.Handler, controller, what string, cond func(controllerState) bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		info := c.Inspect()
-		if cond(info) {
+		req := httptest.NewRequest(http.MethodGet, "/debug/converge/controllers/"+url.PathEscape(controller)+"?format=json", nil)
+		req.RemoteAddr, req.Host = "127.0.0.1:1", "localhost"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		require.Equal(t, http.StatusOK, w.Code, "controller %s's page: %s", controller, w.Body)
+		var c controllerState
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &c), "controller %s's page", controller)
+		if cond(c) {
 			return
 		}
 		if time.Now().After(deadline) {
-			js, _ := json.MarshalIndent(info, "", "  ")
-			t.Fatalf("waiting for %s: not within a minute; controller %s is:\n%s", what, c.Name(), js)
+			t.Fatalf("waiting for %s: not within a minute; controller %s is:\n%s", what, controller, w.Body)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
