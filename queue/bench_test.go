@@ -27,10 +27,7 @@ func BenchmarkAddGetDone(b *testing.B) {
 		}
 		benchAddGetDone(b, queue.New[string](queue.WithMetrics(m)), strs)
 	})
-	// The add a controller makes (AddWithOptions, GetWithReasons), with
-	// reasons off and on: the cost of WithReasons alone.
-	b.Run("string/options", func(b *testing.B) { benchAddGetDoneWhy(b, queue.New[string](), strs) })
-	b.Run("string/reasons", func(b *testing.B) { benchAddGetDoneWhy(b, queue.New[string](queue.WithReasons()), strs) })
+	b.Run("string/options", func(b *testing.B) { benchAddWithOptionsGetDone(b, queue.New[string](), strs) })
 	ints := make([]int, 1024)
 	for i := range ints {
 		ints[i] = i
@@ -56,14 +53,13 @@ func benchAddGetDone[K comparable](b *testing.B, q *queue.Queue[K], keys []K) {
 	}
 }
 
-func benchAddGetDoneWhy[K comparable](b *testing.B, q *queue.Queue[K], keys []K) {
+func benchAddWithOptionsGetDone[K comparable](b *testing.B, q *queue.Queue[K], keys []K) {
 	defer q.ShutDown()
 	b.ReportAllocs()
-	var rs queue.Reasons
 	for i := 0; b.Loop(); i++ {
 		k := keys[i&1023]
-		q.AddWithOptions(queue.AddOptions{Reason: queue.Reason{What: 1, Rev: uint64(i)}}, k)
-		got, _ := q.GetWithReasons(&rs)
+		q.AddWithOptions(queue.AddOptions{Priority: queue.PriorityNormal}, k)
+		got, _ := q.Get()
 		q.Done(got)
 	}
 }

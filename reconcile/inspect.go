@@ -150,7 +150,7 @@ func (c *Controller[K]) Inspect() ControllerInfo {
 	info := ControllerInfo{Name: c.name, Workers: c.s.workers, Reconciles: c.ids.Load()}
 	if r := c.current(); r != nil {
 		info.Running = true
-		info.Queue = r.q.Stats()
+		info.Queue = queue.Stats(r.q.Stats())
 		for _, k := range r.q.Peek(ReadyShown) {
 			info.Ready = append(info.Ready, fmt.Sprint(k))
 		}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/converge-go/converge/events"
-	"github.com/converge-go/converge/queue"
+	"github.com/converge-go/converge/internal/workqueue"
 )
 
 // KeyInfo is what a controller knows about one key: see
@@ -20,7 +20,7 @@ type KeyInfo struct {
 	// Phase is where the key is in the queue ("ready", "waiting",
 	// "processing", "dirty"; "absent" if the queue does not hold it, and
 	// "stopped" while the controller is not running). Priority, Due,
-	// Parked and ReadySince are the queue's (see queue.KeyInfo).
+	// Parked and ReadySince are the queue's (see workqueue.KeyInfo).
 	Phase    string
 	Priority int
 	// Triggers are why the key is queued now, merged since a worker last
@@ -100,7 +100,7 @@ func (c *Controller[K]) InspectKey(key K) (KeyInfo, bool) {
 	if r == nil {
 		return info, known
 	}
-	info.Phase = queue.Absent.String()
+	info.Phase = workqueue.Absent.String()
 	if q, ok := r.q.Inspect(key); ok {
 		known = true
 		info.Phase, info.Priority, info.Due, info.ReadySince = q.Phase.String(), q.Priority, q.Due, q.ReadySince
