@@ -30,7 +30,7 @@ func TestStatsShouldCountReadyKeysByPriorityAndGroupAndTheWaitingAndProcessingOn
 	assert.Equal(t, 4, s.Len)
 	assert.Equal(t, 2, s.Waiting)
 	assert.Equal(t, 1, s.Processing)
-	assert.False(t, s.OldestKnown, "no ready times without metrics, WithReadyTimes or ageing")
+	assert.False(t, s.OldestKnown, "no ready times without metrics or ageing")
 	assert.False(t, s.ShuttingDown)
 }
 
