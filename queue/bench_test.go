@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/converge-go/converge/internal/workqueue"
 	"github.com/converge-go/converge/queue"
 )
 
@@ -62,6 +63,27 @@ func benchAddWithOptionsGetDone[K comparable](b *testing.B, q *queue.Queue[K], k
 		got, _ := q.Get()
 		q.Done(got)
 	}
+}
+
+// BenchmarkForwarding is the hot path through the public face and on the
+// engine it forwards to (what the queue was before it had a face): the
+// difference is what forwarding costs.
+func BenchmarkForwarding(b *testing.B) {
+	keys := make([]string, 1024)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("namespace-%d/object-%06d", i%50, i)
+	}
+	b.Run("queue", func(b *testing.B) { benchAddGetDone(b, queue.New[string](), keys) })
+	b.Run("engine", func(b *testing.B) {
+		q := workqueue.New[string]()
+		defer q.ShutDown()
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			q.Add(keys[i&1023])
+			got, _ := q.Get()
+			q.Done(got)
+		}
+	})
 }
 
 // BenchmarkAddGetDoneBehindABacklog keeps a backlog of ready keys at two

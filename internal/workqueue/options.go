@@ -114,7 +114,7 @@ const NoAgeing = time.Duration(math.MaxInt64)
 
 // WithAgeing sets the ageing bound: a ready key that has waited for bound
 // is served next, whatever its priority; keys that have all waited that
-// long are served oldest first. See the package documentation for how the
+// long are served oldest first. See package queue's documentation for how the
 // wait is measured. Default, and when bound is zero or negative:
 // DefaultAgeing. NoAgeing turns ageing off.
 func WithAgeing(bound time.Duration) Option {

@@ -43,8 +43,9 @@ type AddOptions struct {
 }
 
 // Queue is a deduplicating, delaying, prioritised, rate-limited work queue.
-// Create one with New; the zero value is not usable. All methods are safe for
-// concurrent use. See the package documentation for the contracts.
+// Create one with New or Init; the zero value is not usable. All methods are
+// safe for concurrent use. See package queue's documentation for the
+// contracts.
 type Queue[K comparable] struct {
 	// The fields are in three groups, each on cache lines of its own:
 	// what is read without the lock, the condition variable, and what the
