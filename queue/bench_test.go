@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/converge-go/converge/internal/workqueue"
 	"github.com/converge-go/converge/queue"
 )
 
@@ -27,10 +28,7 @@ func BenchmarkAddGetDone(b *testing.B) {
 		}
 		benchAddGetDone(b, queue.New[string](queue.WithMetrics(m)), strs)
 	})
-	// The add a controller makes (AddWithOptions, GetWithReasons), with
-	// reasons off and on: the cost of WithReasons alone.
-	b.Run("string/options", func(b *testing.B) { benchAddGetDoneWhy(b, queue.New[string](), strs) })
-	b.Run("string/reasons", func(b *testing.B) { benchAddGetDoneWhy(b, queue.New[string](queue.WithReasons()), strs) })
+	b.Run("string/options", func(b *testing.B) { benchAddWithOptionsGetDone(b, queue.New[string](), strs) })
 	ints := make([]int, 1024)
 	for i := range ints {
 		ints[i] = i
@@ -56,16 +54,36 @@ func benchAddGetDone[K comparable](b *testing.B, q *queue.Queue[K], keys []K) {
 	}
 }
 
-func benchAddGetDoneWhy[K comparable](b *testing.B, q *queue.Queue[K], keys []K) {
+func benchAddWithOptionsGetDone[K comparable](b *testing.B, q *queue.Queue[K], keys []K) {
 	defer q.ShutDown()
 	b.ReportAllocs()
-	var rs queue.Reasons
 	for i := 0; b.Loop(); i++ {
 		k := keys[i&1023]
-		q.AddWithOptions(queue.AddOptions{Reason: queue.Reason{What: 1, Rev: uint64(i)}}, k)
-		got, _ := q.GetWithReasons(&rs)
+		q.AddWithOptions(queue.AddOptions{Priority: queue.PriorityNormal}, k)
+		got, _ := q.Get()
 		q.Done(got)
 	}
+}
+
+// BenchmarkForwarding is the hot path through the public face and on the
+// engine it forwards to (what the queue was before it had a face): the
+// difference is what forwarding costs.
+func BenchmarkForwarding(b *testing.B) {
+	keys := make([]string, 1024)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("namespace-%d/object-%06d", i%50, i)
+	}
+	b.Run("queue", func(b *testing.B) { benchAddGetDone(b, queue.New[string](), keys) })
+	b.Run("engine", func(b *testing.B) {
+		q := workqueue.New[string]()
+		defer q.ShutDown()
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			q.Add(keys[i&1023])
+			got, _ := q.Get()
+			q.Done(got)
+		}
+	})
 }
 
 // BenchmarkAddGetDoneBehindABacklog keeps a backlog of ready keys at two

@@ -1,14 +1,13 @@
 package queue
 
 import (
-	"fmt"
 	"math"
-	"reflect"
 	"time"
 
 	"k8s.io/utils/clock"
 
 	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/internal/workqueue"
 )
 
 // Option configures a Queue in New. A nil Option is ignored, like a nil
@@ -23,15 +22,10 @@ import (
 // against the queue's key type when New runs.
 type Option func(*config)
 
-type config struct {
-	rateLimiter any // backoff.Limiter[K]
-	clock       clock.WithTicker
-	metrics     *Metrics
-	groupOf     any // func(K) string
-	ageing      time.Duration
-	readyTimes  bool
-	reasons     bool
-}
+// config collects the engine's options, in the order given.
+type config struct{ opts []workqueue.Option }
+
+func (c *config) add(o workqueue.Option) { c.opts = append(c.opts, o) }
 
 // WithRateLimiter sets the limiter that AddRateLimited, Forget and
 // NumRequeues use. The limiters of package backoff work, and so does any
@@ -43,11 +37,7 @@ type config struct {
 // bucket) parks the key: see AddAfter. K must be the queue's key type, or
 // New panics.
 func WithRateLimiter[K comparable](l backoff.Limiter[K]) Option {
-	return func(c *config) {
-		if l != nil {
-			c.rateLimiter = l
-		}
-	}
+	return func(c *config) { c.add(workqueue.WithRateLimiter(l)) }
 }
 
 // WithClock sets the clock for delays, ageing, the default rate limiter and
@@ -55,18 +45,14 @@ func WithRateLimiter[K comparable](l backoff.Limiter[K]) Option {
 // time-based tests deterministic. Default, and when clk is nil: the real
 // clock.
 func WithClock(clk clock.WithTicker) Option {
-	return func(c *config) {
-		if clk != nil {
-			c.clock = clk
-		}
-	}
+	return func(c *config) { c.add(workqueue.WithClock(clk)) }
 }
 
 // WithMetrics makes the queue report into m (see NewMetrics), which outlives
 // the queue: a new queue on the same m keeps its counters counting. Default,
 // and when m is nil: no metrics, and no clock reads on the hot path.
 func WithMetrics(m *Metrics) Option {
-	return func(c *config) { c.metrics = m }
+	return func(c *config) { c.add(workqueue.WithMetrics(m.engine())) }
 }
 
 // WithGroup turns on fairness: within a priority, Get serves the groups that
@@ -76,21 +62,7 @@ func WithMetrics(m *Metrics) Option {
 // panics. Default, and when group is nil: no groups, plain FIFO within a
 // priority.
 func WithGroup[K comparable](group func(K) string) Option {
-	return func(c *config) {
-		if group != nil {
-			c.groupOf = group
-		}
-	}
-}
-
-// WithReadyTimes makes the queue note when each key became ready, as
-// WithMetrics does, so that Stats reports the oldest ready key's wait and
-// Inspect a key's ready time: adds, Get and Done then read the clock once
-// each. Debug pages turn it on. Default: off; with WithMetrics the times are
-// noted anyway, and with ageing on (the default) they are noted only while
-// keys of several priorities are ready.
-func WithReadyTimes() Option {
-	return func(c *config) { c.readyTimes = true }
+	return func(c *config) { c.add(workqueue.WithGroup(group)) }
 }
 
 // DefaultAgeing is the ageing bound of a queue without WithAgeing.
@@ -118,19 +90,5 @@ const NoAgeing = time.Duration(math.MaxInt64)
 // wait is measured. Default, and when bound is zero or negative:
 // DefaultAgeing. NoAgeing turns ageing off.
 func WithAgeing(bound time.Duration) Option {
-	return func(c *config) { c.ageing = bound }
-}
-
-// optionFor returns v as T, or the zero T if v is nil. It panics if v holds
-// another type: that is an option built for another key type.
-func optionFor[T any](option string, v any) T {
-	var zero T
-	if v == nil {
-		return zero
-	}
-	t, ok := v.(T)
-	if !ok {
-		panic(fmt.Sprintf("queue: %s: got %T, want %v: the option was built for another key type", option, v, reflect.TypeFor[T]()))
-	}
-	return t
+	return func(c *config) { c.add(workqueue.WithAgeing(bound)) }
 }

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/converge-go/converge/backoff"
-	"github.com/converge-go/converge/queue"
+	"github.com/converge-go/converge/internal/workqueue"
 )
 
 // ErrLeadershipLost is the cause (context.Cause) of a controller's context
@@ -32,7 +32,7 @@ type Controller[K comparable] struct {
 	watches []watch[K]
 	metrics *metrics // nil without WithMetrics
 	// queueMetrics outlive the per-Run queues; nil without WithMetrics.
-	queueMetrics *queue.Metrics
+	queueMetrics *workqueue.Metrics
 	groupOf      func(K) string // nil: no fairness groups
 	keys         keyStates[K]
 	gate         gate[K]       // read your own writes (Wrote)
@@ -149,7 +149,7 @@ func (c *Controller[K]) apply() (err error) {
 			return fmt.Errorf("metrics: %w", err)
 		}
 		undo = append(undo, func() { reg.Unregister(m) })
-		qm, err := queue.NewMetrics(reg, c.name, c.name)
+		qm, err := workqueue.NewMetrics(reg, c.name, c.name)
 		if err != nil {
 			return fmt.Errorf("metrics: %w", err)
 		}

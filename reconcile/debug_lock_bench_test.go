@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/converge-go/converge/queue"
+	"github.com/converge-go/converge/internal/workqueue"
 	"github.com/converge-go/converge/reconcile/internal/debugpage"
 )
 
@@ -26,7 +26,7 @@ import (
 //
 //	go test -run xxx -bench BenchmarkDebugLockHolds -count 5 ./reconcile/
 func BenchmarkDebugLockHolds(b *testing.B) {
-	q := queue.New[string](queue.WithReadyTimes())
+	q := workqueue.New[string](workqueue.WithReadyTimes())
 	defer q.ShutDown()
 	for i := range 100_000 {
 		q.Add(fmt.Sprintf("k-%d", i))

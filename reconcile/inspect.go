@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/converge-go/converge/queue"
 	"github.com/converge-go/converge/reconcile/internal/debugpage"
 )
 
@@ -83,7 +84,7 @@ func (c *Controller[K]) inspect() debugpage.ControllerInfo {
 	info := debugpage.ControllerInfo{Name: c.name, Workers: c.s.workers, Reconciles: c.ids.Load()}
 	if r := c.current(); r != nil {
 		info.Running = true
-		info.Queue = r.q.Stats()
+		info.Queue = queue.Stats(r.q.Stats())
 		for _, k := range r.q.Peek(debugpage.ReadyShown) {
 			info.Ready = append(info.Ready, fmt.Sprint(k))
 		}

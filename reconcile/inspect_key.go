@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/converge-go/converge/queue"
+	"github.com/converge-go/converge/internal/workqueue"
 	"github.com/converge-go/converge/reconcile/internal/debugpage"
 )
 
@@ -31,7 +31,7 @@ func (c *Controller[K]) inspectKey(key K) (debugpage.KeyInfo, bool) {
 	if r == nil {
 		return info, known
 	}
-	info.Phase = queue.Absent.String()
+	info.Phase = workqueue.Absent.String()
 	if q, ok := r.q.Inspect(key); ok {
 		known = true
 		info.Phase, info.Priority, info.Due, info.ReadySince = q.Phase.String(), q.Priority, q.Due, q.ReadySince

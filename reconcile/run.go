@@ -15,13 +15,13 @@ import (
 
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/queue"
+	"github.com/converge-go/converge/internal/workqueue"
 )
 
 // run is one Run of a controller: its queue, workers and watches.
 type run[K comparable] struct {
 	c *Controller[K]
-	q *queue.Queue[K]
+	q *workqueue.Queue[K]
 
 	// workCtx is the parent of every reconcile's context: it carries the
 	// values of Run's context (a leader's term) but is cancelled only when
@@ -67,26 +67,26 @@ type run[K comparable] struct {
 var errChanged = errors.New("key changed")
 
 func newRun[K comparable](ctx context.Context, c *Controller[K]) *run[K] {
-	opts := []queue.Option{
-		queue.WithClock(c.s.clock),
-		queue.WithRateLimiter[K](recordingLimiter[K]{c}),
-		queue.WithMetrics(c.queueMetrics),
+	opts := []workqueue.Option{
+		workqueue.WithClock(c.s.clock),
+		workqueue.WithRateLimiter[K](recordingLimiter[K]{c}),
+		workqueue.WithMetrics(c.queueMetrics),
 	}
 	if c.groupOf != nil {
-		opts = append(opts, queue.WithGroup(c.groupOf))
+		opts = append(opts, workqueue.WithGroup(c.groupOf))
 	}
 	if c.s.ageing > 0 {
-		opts = append(opts, queue.WithAgeing(c.s.ageing))
+		opts = append(opts, workqueue.WithAgeing(c.s.ageing))
 	}
 	debug := c.debug.Load()
 	if debug {
-		opts = append(opts, queue.WithReadyTimes())
+		opts = append(opts, workqueue.WithReadyTimes())
 	}
 	reasons := c.s.debug.triggers == 1 || (c.s.debug.triggers == 0 && debug)
 	if reasons {
-		opts = append(opts, queue.WithReasons())
+		opts = append(opts, workqueue.WithReasons())
 	}
-	r := &run[K]{c: c, q: queue.New[K](opts...), failc: make(chan error, 1), slots: make([]workerSlot[K], c.s.workers),
+	r := &run[K]{c: c, q: workqueue.New[K](opts...), failc: make(chan error, 1), slots: make([]workerSlot[K], c.s.workers),
 		timed: debug || c.metrics != nil, reasons: reasons}
 	r.workCtx, r.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
 	if c.s.cancelOnChange {
@@ -269,7 +269,7 @@ type enqueueEvent struct {
 	change bool
 	// why is the trigger reason the key is queued with (trigger.go);
 	// zero when reasons are off.
-	why queue.Reason
+	why workqueue.Reason
 }
 
 // enqueueAll queues keys that a watch delivered.
@@ -299,7 +299,7 @@ func (r *run[K]) enqueue(ev enqueueEvent, key K) {
 		}
 		r.inflightMu.Unlock()
 	}
-	r.q.AddWithOptions(queue.AddOptions{Priority: ev.prio, Reason: ev.why}, key)
+	r.q.AddWithOptions(workqueue.AddOptions{Priority: ev.prio, Reason: ev.why}, key)
 }
 
 // recoverWatch recovers a panic in a watch's predicate, key mapping or
@@ -318,7 +318,7 @@ func (r *run[K]) recoverWatch(w watch[K], key any) {
 
 // work is one worker: it reconciles keys until the queue shuts down.
 func (r *run[K]) work(slot *workerSlot[K]) {
-	var why queue.Reasons // reused: handing reasons over allocates nothing
+	var why workqueue.Reasons // reused: handing reasons over allocates nothing
 	for {
 		key, shutdown := r.q.GetWithReasons(&why)
 		if shutdown {
@@ -335,7 +335,7 @@ func (r *run[K]) work(slot *workerSlot[K]) {
 // process reconciles key once and acts on the outcome, unless the
 // read-your-writes gate parks key: it then reports true, and the worker
 // arms the key's wake-up once it has given the key back.
-func (r *run[K]) process(slot *workerSlot[K], key K, why *queue.Reasons) (parked bool) {
+func (r *run[K]) process(slot *workerSlot[K], key K, why *workqueue.Reasons) (parked bool) {
 	c := r.c
 	// One atomic load unless some key waits.
 	if c.gate.n.Load() != 0 && c.gate.check(r, key) {
@@ -436,7 +436,7 @@ func (r *run[K]) settle(ctx *reconcileInfo[K], key K, res Result, err error, pan
 			if c.s.jitter > 0 {
 				d += time.Duration(rand.Float64() * c.s.jitter * float64(d))
 			}
-			r.q.AddWithOptions(queue.AddOptions{After: d, Reason: requeueReason}, key)
+			r.q.AddWithOptions(workqueue.AddOptions{After: d, Reason: requeueReason}, key)
 			return labelRequeueAfter
 		}
 		return labelSuccess
@@ -467,6 +467,6 @@ func (r *run[K]) settle(ctx *reconcileInfo[K], key K, res Result, err error, pan
 	if !panicked {
 		ctx.log().Error("reconcile failed; retrying with backoff", "error", err, "attempts", attempts)
 	}
-	r.q.AddWithOptions(queue.AddOptions{RateLimited: true, Reason: backoffReason}, key)
+	r.q.AddWithOptions(workqueue.AddOptions{RateLimited: true, Reason: backoffReason}, key)
 	return labelError
 }

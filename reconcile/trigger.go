@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/queue"
+	"github.com/converge-go/converge/internal/workqueue"
 )
 
 // TriggerKind says what queued a key.
@@ -49,7 +49,7 @@ func (k TriggerKind) String() string {
 
 // Trigger is one reason a key was queued, merged over every add with the
 // same reason since a worker last took the key. A controller keeps up to
-// queue.MaxReasons of them per key (the first one always) when trigger
+// workqueue.MaxReasons of them per key (the first one always) when trigger
 // reasons are on: see WithTriggerReasons.
 //
 // Triggers are for people (logs, spans, debug pages), never an input of
@@ -108,7 +108,7 @@ func (t Trigger) String() string {
 
 // WithTriggerReasons sets whether the controller keeps why each key is
 // queued (see Trigger): on, every queued key keeps up to
-// queue.MaxReasons reasons in its queue entry, merged as adds coalesce,
+// workqueue.MaxReasons reasons in its queue entry, merged as adds coalesce,
 // handed to the worker with the key, and shown in the reconcile's log
 // lines (a "trigger" attribute), its span (converge.triggers) and the
 // debug pages. It costs about 100 bytes per queued key and one allocation
@@ -136,7 +136,7 @@ func TriggersFrom(ctx context.Context) []Trigger {
 	return nil
 }
 
-// The encoding of a trigger in queue.Reason.What: kind in the low byte,
+// The encoding of a trigger in workqueue.Reason.What: kind in the low byte,
 // the change kind in the next, the watch's index (+1; 0 for none) in the
 // high 16 bits.
 func reasonWhat(kind TriggerKind, change ChangeKind, watch int) uint32 {
@@ -147,7 +147,7 @@ func reasonWhat(kind TriggerKind, change ChangeKind, watch int) uint32 {
 // queue hands over: copied into the reconcile's context and the worker's
 // slot and ring, decoded only when read.
 type triggerSet struct {
-	recs    [queue.MaxReasons]triggerRec
+	recs    [workqueue.MaxReasons]triggerRec
 	n       uint8
 	dropped uint32
 }
@@ -158,7 +158,7 @@ type triggerRec struct {
 }
 
 // set copies the reasons the queue handed over.
-func (t *triggerSet) set(rs *queue.Reasons) {
+func (t *triggerSet) set(rs *workqueue.Reasons) {
 	l := rs.List()
 	for i := range l {
 		t.recs[i] = triggerRec{what: l[i].What, count: l[i].Count, rev: l[i].Rev}
@@ -189,7 +189,7 @@ func (c *Controller[K]) triggers(t *triggerSet) []Trigger {
 }
 
 // queuedTriggers decodes the reasons the queue holds for a key.
-func (c *Controller[K]) queuedTriggers(rs *queue.Reasons) []Trigger {
+func (c *Controller[K]) queuedTriggers(rs *workqueue.Reasons) []Trigger {
 	var out []Trigger
 	for _, r := range rs.List() {
 		out = append(out, c.decodeTrigger(r.What, r.Rev, r.Count, r.First))
@@ -215,7 +215,7 @@ func triggerText(ts []Trigger, dropped uint32) string {
 
 // The reasons of the controller's own requeues.
 var (
-	requeueReason = queue.Reason{What: reasonWhat(TriggerRequeueAfter, 0, -1)}
-	backoffReason = queue.Reason{What: reasonWhat(TriggerBackoff, 0, -1)}
-	wroteReason   = queue.Reason{What: reasonWhat(TriggerWroteWake, 0, -1)}
+	requeueReason = workqueue.Reason{What: reasonWhat(TriggerRequeueAfter, 0, -1)}
+	backoffReason = workqueue.Reason{What: reasonWhat(TriggerBackoff, 0, -1)}
+	wroteReason   = workqueue.Reason{What: reasonWhat(TriggerWroteWake, 0, -1)}
 )

@@ -1,9 +1,9 @@
 package reconcile
 
-import "github.com/converge-go/converge/queue"
+import "github.com/converge-go/converge/internal/workqueue"
 
 // unparkReason is the trigger of a key queued by Unpark.
-var unparkReason = queue.Reason{What: reasonWhat(TriggerUnparked, 0, -1)}
+var unparkReason = workqueue.Reason{What: reasonWhat(TriggerUnparked, 0, -1)}
 
 // Unpark retries a key parked after WithMaxAttempts failed attempts,
 // without waiting for it to change: for a failure whose cause was outside
@@ -50,7 +50,7 @@ func (c *Controller[K]) unparked(key K) {
 	if c.shards != nil && !c.shards.admits(key, enqueueEvent{}) { // not a change: not remembered as missed
 		return
 	}
-	r.q.AddWithOptions(queue.AddOptions{Reason: unparkReason}, key)
+	r.q.AddWithOptions(workqueue.AddOptions{Reason: unparkReason}, key)
 }
 
 // unparkString is Unpark for a key in its URL form (see inspectKeyString).

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/queue"
+	"github.com/converge-go/converge/internal/workqueue"
 )
 
 // Cache is the part of an informer that controllers and the Manager use
@@ -298,9 +298,9 @@ func (w *informerWatch[K, WK, WV]) deliver(r *run[K], c Change[WK, WV], rev info
 			return
 		}
 	}
-	ev := enqueueEvent{prio: queue.PriorityNormal, change: !(c.Kind == Updated && c.Resync)}
+	ev := enqueueEvent{prio: workqueue.PriorityNormal, change: !(c.Kind == Updated && c.Resync)}
 	if c.InitialList {
-		ev.prio = queue.PriorityLow
+		ev.prio = workqueue.PriorityLow
 	}
 	if r.reasons {
 		kind := TriggerChange
@@ -310,7 +310,7 @@ func (w *informerWatch[K, WK, WV]) deliver(r *run[K], c Change[WK, WV], rev info
 		case !ev.change:
 			kind = TriggerResync
 		}
-		ev.why = queue.Reason{What: reasonWhat(kind, c.Kind, w.index)}
+		ev.why = workqueue.Reason{What: reasonWhat(kind, c.Kind, w.index)}
 		if kind != TriggerInitialList { // a list's revision says nothing about a key
 			ev.why.Rev = uint64(rev)
 		}
@@ -381,9 +381,9 @@ func (w *funcWatch[K]) start(r *run[K]) (func(), error) {
 	// context: serve stops its sources after the workers.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.workCtx))
 	done := make(chan struct{})
-	ev := enqueueEvent{prio: queue.PriorityNormal, change: true}
+	ev := enqueueEvent{prio: workqueue.PriorityNormal, change: true}
 	if r.reasons {
-		ev.why = queue.Reason{What: reasonWhat(TriggerSource, 0, w.index)}
+		ev.why = workqueue.Reason{What: reasonWhat(TriggerSource, 0, w.index)}
 	}
 	enqueue := func(k K) {
 		defer r.recoverWatch(w, k)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/queue"
+	"github.com/converge-go/converge/internal/workqueue"
 )
 
 // Read your own writes.
@@ -309,7 +309,7 @@ func (g *gate[K]) arm(r *run[K], key K) {
 			return
 		}
 	}
-	r.q.AddWithOptions(queue.AddOptions{Reason: wroteReason}, key)
+	r.q.AddWithOptions(workqueue.AddOptions{Reason: wroteReason}, key)
 }
 
 // fire is a parked key's AfterRevision callback: it queues the key, unless

@@ -20,6 +20,7 @@ var core = []string{
 	"backoff",
 	"events",
 	"queue",
+	"internal/workqueue",
 	"informer",
 	"informer/memstore",
 	"informer/poll",
@@ -34,12 +35,12 @@ var core = []string{
 // reason. Tests may import them: a test's imports are not linked into a
 // user's program.
 var forbidden = []rule{
-	{"k8s.io/client-go", "client-go belongs in informer/kube and leader/kube (and tests), not the core"},
+	{"k8s.io/client-go", "client-go belongs in the Kubernetes backend's own module (and in tests), not the core"},
 	{"sigs.k8s.io/controller-runtime", "controller-runtime is a benchmark dependency (the bench module)"},
 	{"k8s.io/apimachinery", "apimachinery comes only with client-go"},
 	{"k8s.io/klog", "klog comes only with client-go"},
 	{"go.etcd.io/etcd", "the etcd client belongs in informer/etcdstore and leader/etcdlock"},
-	{"github.com/jackc/pgx", "pgx belongs in informer/postgres and leader/pglock"},
+	{"github.com/jackc/pgx", "pgx belongs in informer/pgstore and leader/pglock"},
 }
 
 // Each core package's dependencies, as the go command resolves them for

@@ -1,22 +1,22 @@
-package queue_test
+package workqueue_test
 
 import (
 	"fmt"
 
-	"github.com/converge-go/converge/queue"
+	"github.com/converge-go/converge/internal/workqueue"
 )
 
 // A queue that keeps why each key is queued: two changes and a resync of
 // one key merge into two reasons, handed over with the key.
 func ExampleQueue_GetWithReasons() {
-	q := queue.New[string](queue.WithReasons())
+	q := workqueue.New[string](workqueue.WithReasons())
 	defer q.ShutDown()
 	const changed, resynced = 1, 2 // the caller's encoding
-	q.AddWithOptions(queue.AddOptions{Reason: queue.Reason{What: changed, Rev: 7}}, "a")
-	q.AddWithOptions(queue.AddOptions{Reason: queue.Reason{What: changed, Rev: 9}}, "a")
-	q.AddWithOptions(queue.AddOptions{Reason: queue.Reason{What: resynced}}, "a")
+	q.AddWithOptions(workqueue.AddOptions{Reason: workqueue.Reason{What: changed, Rev: 7}}, "a")
+	q.AddWithOptions(workqueue.AddOptions{Reason: workqueue.Reason{What: changed, Rev: 9}}, "a")
+	q.AddWithOptions(workqueue.AddOptions{Reason: workqueue.Reason{What: resynced}}, "a")
 
-	var why queue.Reasons // reuse one per worker: no allocation
+	var why workqueue.Reasons // reuse one per worker: no allocation
 	key, _ := q.GetWithReasons(&why)
 	for _, r := range why.List() {
 		fmt.Printf("%s: what %d, rev %d, ×%d\n", key, r.What, r.Rev, r.Count)

@@ -1,4 +1,4 @@
-package queue
+package workqueue
 
 // state is where a key is in its life cycle. Every key in Queue.index has
 // exactly one state; a free slab slot has stateFree.

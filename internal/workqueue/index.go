@@ -1,4 +1,4 @@
-package queue
+package workqueue
 
 // index maps keys to slab indexes. It is an open-addressing hash table with
 // linear probing rather than a Go map because a map stores each key a second

@@ -1,4 +1,4 @@
-package queue_test
+package workqueue_test
 
 import (
 	"testing"
@@ -6,11 +6,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/converge-go/converge/queue"
+	"github.com/converge-go/converge/internal/workqueue"
 )
 
 func TestAddUnlessProcessingSkipsAKeyAWorkerHoldsAndAddsOtherwise(t *testing.T) {
-	q := queue.New[string]()
+	q := workqueue.New[string]()
 	defer q.ShutDown()
 	assert.True(t, q.AddUnlessProcessing("a"), "absent: added")
 	assert.Equal(t, 1, q.Len())

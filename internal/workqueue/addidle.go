@@ -1,4 +1,4 @@
-package queue
+package workqueue
 
 // AddUnlessProcessing is Add, except that it does nothing, and reports
 // false, if a worker holds key (Get returned it and Done has not been

@@ -1,4 +1,4 @@
-package queue_test
+package workqueue_test
 
 import (
 	"testing"
@@ -7,26 +7,26 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/converge-go/converge/queue"
+	"github.com/converge-go/converge/internal/workqueue"
 )
 
 // addWhy adds key with a reason.
-func addWhy(q *queue.Queue[string], key string, what uint32, rev uint64) {
-	q.AddWithOptions(queue.AddOptions{Reason: queue.Reason{What: what, Rev: rev}}, key)
+func addWhy(q *workqueue.Queue[string], key string, what uint32, rev uint64) {
+	q.AddWithOptions(workqueue.AddOptions{Reason: workqueue.Reason{What: what, Rev: rev}}, key)
 }
 
 // getWhy takes the next key, which must be ready, with its reasons.
-func getWhy(t *testing.T, q *queue.Queue[string]) (string, *queue.Reasons) {
+func getWhy(t *testing.T, q *workqueue.Queue[string]) (string, *workqueue.Reasons) {
 	t.Helper()
 	require.Positive(t, q.Len(), "no key ready")
-	var rs queue.Reasons
+	var rs workqueue.Reasons
 	k, shutdown := q.GetWithReasons(&rs)
 	require.False(t, shutdown)
 	return k, &rs
 }
 
 // whats returns the What and Count of each reason, in order.
-func whats(rs []queue.Reason) [][2]uint32 {
+func whats(rs []workqueue.Reason) [][2]uint32 {
 	var out [][2]uint32
 	for _, r := range rs {
 		out = append(out, [2]uint32{r.What, r.Count})
@@ -35,7 +35,7 @@ func whats(rs []queue.Reason) [][2]uint32 {
 }
 
 func TestReasonsShouldMergeDuplicateAddsCountingThemAndKeepingTheHighestRevision(t *testing.T) {
-	q, _ := newTestQueue(t, queue.WithReasons())
+	q, _ := newTestQueue(t, workqueue.WithReasons())
 	addWhy(q, "a", 7, 10)
 	addWhy(q, "a", 7, 30)
 	addWhy(q, "a", 7, 20)
@@ -52,7 +52,7 @@ func TestReasonsShouldMergeDuplicateAddsCountingThemAndKeepingTheHighestRevision
 }
 
 func TestReasonsShouldKeepTheFirstFourAndCountTheRestAsDropped(t *testing.T) {
-	q, _ := newTestQueue(t, queue.WithReasons())
+	q, _ := newTestQueue(t, workqueue.WithReasons())
 	for what := uint32(1); what <= 7; what++ {
 		addWhy(q, "a", what, 0)
 	}
@@ -64,14 +64,14 @@ func TestReasonsShouldKeepTheFirstFourAndCountTheRestAsDropped(t *testing.T) {
 }
 
 func TestReasonsShouldBeClearedWhenTheKeyIsHandedOutAndCollectAddsWhileItIsProcessed(t *testing.T) {
-	q, _ := newTestQueue(t, queue.WithReasons())
+	q, _ := newTestQueue(t, workqueue.WithReasons())
 	addWhy(q, "a", 1, 0)
 	_, rs := getWhy(t, q)
 	require.Equal(t, 1, rs.Len())
 
 	info, ok := q.Inspect("a")
 	require.True(t, ok)
-	assert.Equal(t, queue.Processing, info.Phase)
+	assert.Equal(t, workqueue.Processing, info.Phase)
 	assert.Zero(t, info.Reasons.Len(), "handed over with the key")
 
 	addWhy(q, "a", 2, 0) // dirty: for the next run
@@ -88,13 +88,13 @@ func TestReasonsShouldBeClearedWhenTheKeyIsHandedOutAndCollectAddsWhileItIsProce
 }
 
 func TestReasonsOfADelayedKeyShouldMergeWithTheAddThatMakesItReady(t *testing.T) {
-	q, clk := newTestQueue(t, queue.WithReasons(), queue.WithReadyTimes())
-	q.AddWithOptions(queue.AddOptions{After: time.Minute, Reason: queue.Reason{What: 1}}, "a")
+	q, clk := newTestQueue(t, workqueue.WithReasons(), workqueue.WithReadyTimes())
+	q.AddWithOptions(workqueue.AddOptions{After: time.Minute, Reason: workqueue.Reason{What: 1}}, "a")
 	first := clk.Now()
 	clk.Step(time.Second)
 	info, ok := q.Inspect("a")
 	require.True(t, ok)
-	assert.Equal(t, queue.Waiting, info.Phase)
+	assert.Equal(t, workqueue.Waiting, info.Phase)
 	assert.Equal(t, [][2]uint32{{1, 1}}, whats(info.Reasons.List()), "Inspect shows them without taking them")
 	addWhy(q, "a", 2, 0)
 
@@ -105,7 +105,7 @@ func TestReasonsOfADelayedKeyShouldMergeWithTheAddThatMakesItReady(t *testing.T)
 }
 
 func TestReasonsShouldHaveNoFirstTimeWhenTheQueueNotesNoTimes(t *testing.T) {
-	q, _ := newTestQueue(t, queue.WithReasons())
+	q, _ := newTestQueue(t, workqueue.WithReasons())
 	addWhy(q, "a", 1, 0)
 	_, rs := getWhy(t, q)
 	require.Equal(t, 1, rs.Len())
@@ -117,14 +117,14 @@ func TestAQueueWithoutWithReasonsShouldIgnoreReasons(t *testing.T) {
 	addWhy(q, "a", 1, 0)
 	info, _ := q.Inspect("a")
 	assert.Zero(t, info.Reasons.Len())
-	rs := &queue.Reasons{}
+	rs := &workqueue.Reasons{}
 	addWhy(q, "b", 1, 0)
 	_, _ = q.GetWithReasons(rs)
 	assert.Zero(t, rs.Len())
 }
 
 func TestGetShouldAlsoClearTheReasonsItDoesNotReturn(t *testing.T) {
-	q, _ := newTestQueue(t, queue.WithReasons())
+	q, _ := newTestQueue(t, workqueue.WithReasons())
 	addWhy(q, "a", 1, 0)
 	require.Equal(t, "a", get(t, q))
 	addWhy(q, "a", 2, 0)
@@ -134,8 +134,8 @@ func TestGetShouldAlsoClearTheReasonsItDoesNotReturn(t *testing.T) {
 }
 
 func TestReasonsShouldCostNoAllocationPerAddAndGet(t *testing.T) {
-	q, _ := newTestQueue(t, queue.WithReasons())
-	var rs queue.Reasons
+	q, _ := newTestQueue(t, workqueue.WithReasons())
+	var rs workqueue.Reasons
 	keys := []string{"a", "b", "c"}
 	for _, k := range keys { // grow the slab first
 		addWhy(q, k, 1, 1)

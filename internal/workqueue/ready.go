@@ -1,4 +1,4 @@
-package queue
+package workqueue
 
 // The ready side of the queue: keys that Get may hand out now.
 //

@@ -1,4 +1,4 @@
-package queue
+package workqueue
 
 // Ageing: a ready key that has waited for the bound is served next, whatever
 // its priority, oldest first (controller-runtime's priority queue starves a

@@ -1,4 +1,4 @@
-package queue
+package workqueue
 
 // ShutDown makes the queue refuse new adds and makes Get return shutdown
 // once no key is ready. Delayed keys that are not yet due are dropped. The
