@@ -356,7 +356,7 @@ func (c *shardCluster) start(b *testing.B, id string) {
 		b.Fatal(err)
 	}
 	inf := informer.New("keys", c.store)
-	rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		began := time.Now()
 		v, _ := inf.Get(key)
 		t := time.NewTimer(shardCallTime)
@@ -381,7 +381,7 @@ func (c *shardCluster) start(b *testing.B, id string) {
 // sharded over sh with one worker that reconciles inf's keys with rec.
 func shardManager[V any](b *testing.B, sh *shard.Sharder, inf *informer.Informer[string, V], rec reconcile.Reconciler[string]) *reconcile.Manager {
 	ctrl, err := reconcile.New("keys", rec, reconcile.For(inf), reconcile.WithWorkers(1),
-		reconcile.WithShards[string](sh, nil), reconcile.WithLogger(discardLog))
+		reconcile.WithShards(sh), reconcile.WithLogger(discardLog))
 	if err != nil {
 		b.Fatal(err)
 	}

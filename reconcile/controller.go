@@ -166,7 +166,7 @@ func (c *Controller[K]) apply() (err error) {
 	return c.initShards()
 }
 
-// isNilFunc catches a nil Func[K] (or any nil func) passed as a Reconciler.
+// isNilFunc catches Func(nil) (or any nil func or pointer) passed as a Reconciler.
 func isNilFunc(rec any) bool {
 	v := reflect.ValueOf(rec)
 	switch v.Kind() {

@@ -48,7 +48,7 @@ func (w *whyLog) of(key string) [][]reconcile.Trigger {
 }
 
 // on turns trigger reasons on, as a Manager with debug pages does.
-var on = reconcile.WithTriggerReasons(true)
+var on = reconcile.WithTriggerReasons()
 
 // kinds renders triggers without their times, for comparing.
 func kinds(ts []reconcile.Trigger) []string {
@@ -228,7 +228,7 @@ func TestAReconcilesSpanShouldCarryItsTriggers(t *testing.T) {
 }
 
 func TestAControllerShouldKeepNoReasonsByDefaultOrWithTriggerReasonsFalse(t *testing.T) {
-	for _, opts := range [][]reconcile.Option{{quiet}, {reconcile.WithTriggerReasons(false), quiet}} {
+	for _, opts := range [][]reconcile.Option{{quiet}, {reconcile.WithoutTriggerReasons(), quiet}} {
 		h := reconciletest.New(t)
 		store := memstore.New[string, int]()
 		store.Put("a", 1)

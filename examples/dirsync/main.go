@@ -72,7 +72,7 @@ func build(manifest, dir string, interval time.Duration, log *slog.Logger) (*rec
 		return readDir(dir)
 	}, byName, same, every), informer.WithLogger(log))
 
-	c, err := reconcile.New("dirsync", reconcile.Func[string](func(ctx context.Context, name string) (reconcile.Result, error) {
+	c, err := reconcile.New("dirsync", reconcile.Func(func(ctx context.Context, name string) (reconcile.Result, error) {
 		want, listed := desired.Get(name)
 		path := filepath.Join(dir, name)
 		have, err := os.ReadFile(path) // the world, not the cache: act on what is there now

@@ -1,0 +1,127 @@
+package reconcile_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/reconcile"
+)
+
+// seenKeys records the keys a reconciler was called for.
+type seenKeys struct {
+	mu   sync.Mutex
+	keys map[string]int
+}
+
+func (s *seenKeys) reconcile(_ context.Context, key string) (reconcile.Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys == nil {
+		s.keys = map[string]int{}
+	}
+	s.keys[key]++
+	return reconcile.Result{}, nil
+}
+
+func (s *seenKeys) has(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keys[key] > 0
+}
+
+func TestAddControllerShouldRunTheInformersItsControllerWatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		parents := memstore.New[string, int]()
+		children := memstore.New[string, string]() // child -> owner
+		refs := memstore.New[string, string]()     // ref -> the parent it names
+		parents.Put("p1", 1)
+		children.Put("c1", "p2")
+		refs.Put("r1", "p3")
+		parentInf := informer.New("parents", parents)
+		childInf := informer.New("children", children)
+		refInf := informer.New("refs", refs)
+		var seen seenKeys
+		c, err := reconcile.New("parents", reconcile.Func(seen.reconcile), reconcile.For(parentInf),
+			reconcile.Owns(childInf, func(_ string, owner string) (string, bool) { return owner, true }),
+			reconcile.Watch(refInf, func(_ string, parent string) []string { return []string{parent} }),
+			reconcile.WithLogger(quietLogger))
+		require.NoError(t, err)
+
+		m, err := reconcile.NewManager(reconcile.ManagerOptions{Logger: quietLogger})
+		require.NoError(t, err)
+		require.NoError(t, m.AddController(c), "no AddInformer: the Manager adds the controller's informers")
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		synctest.Wait()
+
+		for _, inf := range []interface{ HasSynced() bool }{parentInf, childInf, refInf} {
+			assert.True(t, inf.HasSynced(), "every watched informer runs and syncs")
+		}
+		for _, key := range []string{"p1", "p2", "p3"} {
+			assert.True(t, seen.has(key), "%s is reconciled, through For, Owns and Watch", key)
+		}
+		children.Put("c2", "p4")
+		synctest.Wait()
+		assert.True(t, seen.has("p4"), "a change after the start is reconciled")
+		cancel()
+		require.NoError(t, <-done)
+	})
+}
+
+func TestTwoControllersWatchingOneInformerShouldBothBeAdded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New[string, int]()
+		store.Put("k", 1)
+		inf := informer.New("ints", store)
+		var a, b seenKeys
+		ca, err := reconcile.New("a", reconcile.Func(a.reconcile), reconcile.For(inf), reconcile.WithLogger(quietLogger))
+		require.NoError(t, err)
+		cb, err := reconcile.New("b", reconcile.Func(b.reconcile), reconcile.For(inf), reconcile.WithLogger(quietLogger))
+		require.NoError(t, err)
+
+		m, err := reconcile.NewManager(reconcile.ManagerOptions{Logger: quietLogger})
+		require.NoError(t, err)
+		require.NoError(t, m.AddController(ca))
+		require.NoError(t, m.AddController(cb), "the informer a added is shared, not added twice")
+		require.NoError(t, m.AddInformer(inf), "adding an informer the Manager runs already is no error")
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		synctest.Wait()
+		assert.True(t, a.has("k"))
+		assert.True(t, b.has("k"))
+		cancel()
+		require.NoError(t, <-done, "one informer run once: two runs of it would fail")
+	})
+}
+
+func TestAddControllerShouldAddNothingWhenItFails(t *testing.T) {
+	store := memstore.New[string, int]()
+	inf := informer.New("ints", store)
+	other := informer.New("ints", store) // another informer of the same name
+	c, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(inf))
+	require.NoError(t, err)
+	d, err := reconcile.New("d", reconcile.Func(noop), reconcile.For(other))
+	require.NoError(t, err)
+	fresh := informer.New("fresh", store)
+	e, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(fresh))
+	require.NoError(t, err)
+
+	m, err := reconcile.NewManager(reconcile.ManagerOptions{})
+	require.NoError(t, err)
+	require.NoError(t, m.AddController(c))
+	assert.ErrorContains(t, m.AddController(d), `controller "d": informer "ints": the name is taken`,
+		"two informers of one name cannot both run")
+	assert.ErrorContains(t, m.AddController(e), `controller "c": the name is taken`)
+	f, err := reconcile.New("f", reconcile.Func(noop), reconcile.For(fresh))
+	require.NoError(t, err)
+	require.NoError(t, m.AddController(f), `the failed AddController left informer "fresh" unclaimed`)
+}
