@@ -109,4 +109,3 @@ func headBarrierRun(b *testing.B, inf *informer.Informer[string, int], barrier b
 	}
 	return time.Duration(firstAt.Load()), pass
 }
-
