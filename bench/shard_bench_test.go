@@ -414,7 +414,7 @@ func (c *shardCluster) stop(b *testing.B, id string) {
 func (c *shardCluster) cut(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.reps[id].conn.Cut(true)
+	c.reps[id].conn.Cut()
 }
 
 // stopAll stops every replica at once.

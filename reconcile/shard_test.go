@@ -340,7 +340,7 @@ func TestALostBucketLeaseShouldCancelItsReconcilesBeforeAnotherReplicaTakesOver(
 		settled(t, a, b)
 		time.Sleep(bubbleRetry)
 		cutAt := time.Now()
-		cut.Cut(true)
+		cut.Cut()
 		time.Sleep(bubbleRenew + time.Millisecond)
 		inFlight := 0
 		for _, r := range log.all() {
@@ -363,7 +363,7 @@ func TestALostBucketLeaseShouldCancelItsReconcilesBeforeAnotherReplicaTakesOver(
 			assert.NotEmpty(t, log.of(key, "b"), "%s reconciled by b", key)
 		}
 		b.stop(t)
-		cut.Cut(false)
+		cut.Restore()
 		a.stop(t)
 	})
 }
