@@ -389,9 +389,6 @@ func shardManager[V any](b *testing.B, sh *shard.Sharder, inf *informer.Informer
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := m.AddInformer(inf); err != nil {
-		b.Fatal(err)
-	}
 	if err := m.AddController(ctrl); err != nil {
 		b.Fatal(err)
 	}

@@ -54,8 +54,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	_ = m.AddInformer(specs)
-	_ = m.AddController(scaler)
+	_ = m.AddController(scaler) // and the informer it watches
 
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -132,8 +131,7 @@ func ExampleManager_leaderElection() {
 	if err != nil {
 		panic(err)
 	}
-	_ = m.AddInformer(specs)
-	_ = m.AddController(c)
+	_ = m.AddController(c) // and the informer it watches
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- m.Run(ctx) }()

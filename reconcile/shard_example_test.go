@@ -44,8 +44,7 @@ func ExampleWithShards() {
 	if err != nil {
 		panic(err)
 	}
-	_ = m.AddInformer(inf)
-	_ = m.AddController(c)
+	_ = m.AddController(c) // and the informer it watches
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- m.Run(ctx) }()

@@ -39,7 +39,7 @@ func TestAKeyChangedWhileItsBucketHadNoOwnerShouldBeReconciledBeforeTheBulkOfThe
 		}
 		seen := len(log.all())
 
-		cut.Cut()                                  // a's leases lapse; b takes its buckets after LeaseDuration
+		cut.Cut()                                      // a's leases lapse; b takes its buckets after LeaseDuration
 		time.Sleep(bubbleRenew + 100*time.Millisecond) // a has stopped, b has not taken over
 		store.Put(key, 1000)
 		for deadline := time.Now().Add(time.Minute); len(b.s.Status().Held) < shardBuckets; time.Sleep(bubbleRetry) {

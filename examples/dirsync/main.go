@@ -107,10 +107,9 @@ func build(manifest, dir string, interval time.Duration, log *slog.Logger) (*rec
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, err := range []error{m.AddInformer(desired), m.AddInformer(observed), m.AddController(c)} {
-		if err != nil {
-			return nil, nil, err
-		}
+	// The Manager runs the informers c watches (desired, observed) too.
+	if err := m.AddController(c); err != nil {
+		return nil, nil, err
 	}
 	return c, m, nil
 }

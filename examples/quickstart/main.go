@@ -44,7 +44,7 @@ func run(ctx context.Context, out io.Writer, pause time.Duration) error {
 	if err := errors.Join(err, err2); err != nil {
 		return err
 	}
-	if err := errors.Join(mgr.AddInformer(apps), mgr.AddController(scaler)); err != nil {
+	if err := mgr.AddController(scaler); err != nil { // and the informer it watches
 		return err
 	}
 	ctx, stop := context.WithCancel(ctx)

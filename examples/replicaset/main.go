@@ -173,8 +173,7 @@ func newSystem(cfg config, st *stores, logger *slog.Logger, output *os.File) (*s
 	_, podErr := c.podInf.AddHandler(events.DeletionHandler[string, Pod](rec.podSink))
 	for _, err := range []error{
 		rsErr, podErr,
-		mgr.AddInformer(c.rsInf),
-		mgr.AddInformer(c.podInf),
+		// Each controller brings the informers it watches.
 		mgr.AddController(c.rs),
 		mgr.AddController(c.agent),
 		// When the Manager stops, the agent stops its processes.

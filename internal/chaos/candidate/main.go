@@ -256,9 +256,6 @@ func addReconciler(m *reconcile.Manager, out *emitter, hold time.Duration, logge
 	if err != nil {
 		return err
 	}
-	if err := m.AddInformer(inf); err != nil {
-		return err
-	}
 	return m.AddController(c)
 }
 
