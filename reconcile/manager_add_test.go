@@ -3,14 +3,18 @@ package reconcile_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/leader"
+	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -124,4 +128,47 @@ func TestAddControllerShouldAddNothingWhenItFails(t *testing.T) {
 	f, err := reconcile.New("f", reconcile.Func(noop), reconcile.For(fresh))
 	require.NoError(t, err)
 	require.NoError(t, m.AddController(f), `the failed AddController left informer "fresh" unclaimed`)
+}
+
+func TestAddLeaderFuncShouldRunOnlyOnTheLeaderAndAddFuncOnEveryReplica(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := memlock.NewLock()
+		type ran struct{ everywhere, leading atomic.Bool }
+		start := func(id string, r *ran) (*reconcile.Manager, func()) {
+			m, err := reconcile.NewManager(reconcile.ManagerOptions{Lock: lock, Leader: fastLeader(id), Logger: quietLogger})
+			require.NoError(t, err)
+			require.NoError(t, m.AddFunc("everywhere", func(ctx context.Context) error {
+				r.everywhere.Store(true)
+				<-ctx.Done()
+				return nil
+			}))
+			require.NoError(t, m.AddLeaderFunc("leading", func(ctx context.Context) error {
+				_, ok := leader.TermFromContext(ctx)
+				assert.True(t, ok, "a leader-only function's context carries the term")
+				r.leading.Store(true)
+				<-ctx.Done()
+				return nil
+			}))
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- m.Run(ctx) }()
+			return m, func() { cancel(); require.NoError(t, <-done) }
+		}
+		var a, b ran
+		ma, stopA := start("a", &a)
+		synctest.Wait()
+		require.True(t, ma.IsLeader())
+		_, stopB := start("b", &b)
+		time.Sleep(time.Second) // b campaigns, and loses, many times
+		synctest.Wait()
+		assert.True(t, a.everywhere.Load())
+		assert.True(t, a.leading.Load())
+		assert.True(t, b.everywhere.Load(), "AddFunc runs on a standby too")
+		assert.False(t, b.leading.Load(), "AddLeaderFunc waits for leadership")
+		stopA() // releases the lease
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.True(t, b.leading.Load(), "the new leader runs it")
+		stopB()
+	})
 }
