@@ -179,8 +179,8 @@ func isNilFunc(rec any) bool {
 // Name returns the controller's name.
 func (c *Controller[K]) Name() string { return c.name }
 
-// Caches returns the informers the controller watches, for a Manager to
-// check that it runs them.
+// Caches returns the informers the controller watches (For, Owns, Watch),
+// which Manager.AddController adds to the Manager.
 func (c *Controller[K]) Caches() []Cache {
 	var out []Cache
 	for _, w := range c.watches {

@@ -71,7 +71,8 @@ type ManagerOptions struct {
 	// answers 404.
 	Gatherer prometheus.Gatherer
 	// Registerer receives the informer metrics (converge_informer_*,
-	// labelled informer), registered by AddInformer for each informer:
+	// labelled informer), registered for each informer as AddInformer or
+	// AddController adds it:
 	// informer names must be unique per registry, as controller names
 	// are. Default: Gatherer, if it is also a Registerer (a
 	// *prometheus.Registry), else none: no metric goes to a registry the
@@ -107,6 +108,7 @@ type ManagerOptions struct {
 }
 
 // Runner is what a Manager runs as a controller: *Controller[K] for any K.
+// Caches are the informers it watches, which AddController adds.
 type Runner interface {
 	Name() string
 	Caches() []Cache
