@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -171,4 +172,20 @@ func TestAddLeaderFuncShouldRunOnlyOnTheLeaderAndAddFuncOnEveryReplica(t *testin
 		assert.True(t, b.leading.Load(), "the new leader runs it")
 		stopB()
 	})
+}
+
+func TestAddControllerWhoseInformersMetricsClashShouldRegisterNoneOfThem(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m1, err := reconcile.NewManager(reconcile.ManagerOptions{Registerer: reg})
+	require.NoError(t, err)
+	require.NoError(t, m1.AddInformer(informer.New("b", memstore.New[string, int]())))
+	m2, err := reconcile.NewManager(reconcile.ManagerOptions{Registerer: reg})
+	require.NoError(t, err)
+	a := informer.New("a", memstore.New[string, int]())
+	b := informer.New("b", memstore.New[string, int]())
+	c, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(a),
+		reconcile.Watch(b, func(k string, _ int) []string { return []string{k} }))
+	require.NoError(t, err)
+	assert.ErrorContains(t, m2.AddController(c), `informer "b": the Registerer has metrics for an informer of this name already`)
+	assert.NoError(t, m2.AddInformer(a), `the failed AddController took "a"'s metrics back`)
 }
