@@ -115,9 +115,9 @@ const triggerReasonsEnv = "CONVERGE_BENCH_TRIGGER_REASONS"
 func recTriggerOptions() []reconcile.Option {
 	switch os.Getenv(triggerReasonsEnv) {
 	case "on":
-		return []reconcile.Option{reconcile.WithTriggerReasons(true)}
+		return []reconcile.Option{reconcile.WithTriggerReasons()}
 	case "off":
-		return []reconcile.Option{reconcile.WithTriggerReasons(false)}
+		return []reconcile.Option{reconcile.WithoutTriggerReasons()}
 	}
 	return nil
 }

@@ -373,7 +373,7 @@ func newConvergeRec(o *informerObjects, t *recTracker, _ int) recPipeline {
 
 func (p *convergeRec) start(workers int) {
 	p.inf = informer.New("bench", p.src)
-	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(_ context.Context, key string) (reconcile.Result, error) {
 		v, ok := p.inf.Get(key)
 		p.t.reconciled(v, ok)
 		return reconcile.Result{}, nil

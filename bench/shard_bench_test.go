@@ -356,7 +356,7 @@ func (c *shardCluster) start(b *testing.B, id string) {
 		b.Fatal(err)
 	}
 	inf := informer.New("keys", c.store)
-	rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		began := time.Now()
 		v, _ := inf.Get(key)
 		t := time.NewTimer(shardCallTime)
@@ -381,15 +381,12 @@ func (c *shardCluster) start(b *testing.B, id string) {
 // sharded over sh with one worker that reconciles inf's keys with rec.
 func shardManager[V any](b *testing.B, sh *shard.Sharder, inf *informer.Informer[string, V], rec reconcile.Reconciler[string]) *reconcile.Manager {
 	ctrl, err := reconcile.New("keys", rec, reconcile.For(inf), reconcile.WithWorkers(1),
-		reconcile.WithShards[string](sh, nil), reconcile.WithLogger(discardLog))
+		reconcile.WithShards(sh), reconcile.WithLogger(discardLog))
 	if err != nil {
 		b.Fatal(err)
 	}
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Shards: sh, Logger: discardLog})
 	if err != nil {
-		b.Fatal(err)
-	}
-	if err := m.AddInformer(inf); err != nil {
 		b.Fatal(err)
 	}
 	if err := m.AddController(ctrl); err != nil {
@@ -414,7 +411,7 @@ func (c *shardCluster) stop(b *testing.B, id string) {
 func (c *shardCluster) cut(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.reps[id].conn.Cut(true)
+	c.reps[id].conn.Cut()
 }
 
 // stopAll stops every replica at once.

@@ -130,7 +130,7 @@ func shardMemOnce(b *testing.B, store *etcdstore.Buckets[pgObj], n int, bucketed
 			src = informer.Bucketed[string, pgObj](store, store.BucketOf)
 		}
 		inf := informer.New("objs", src, informer.WithLogger(discardLog))
-		rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 			if _, ok := inf.Get(key); ok {
 				reconciled.Add(1)
 			}

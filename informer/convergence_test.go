@@ -77,7 +77,7 @@ func convergeUnderFaults(t *testing.T, seed uint64) {
 	_, err = inf.AddHandler(slow) // late: replay plus changes
 	require.NoError(t, err)
 	wg.Wait()
-	src.SetHealthy(true)
+	src.Heal()
 
 	entries, _, err := store.List(context.Background())
 	require.NoError(t, err)

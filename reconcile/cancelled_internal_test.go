@@ -21,7 +21,7 @@ import (
 // debug level and counted.
 func TestAnErrorFromAReconcileWhoseBucketWasLostShouldBeLoggedAtDebugAndCounted(t *testing.T) {
 	var logs bytes.Buffer
-	c, err := New("c", Func[string](func(context.Context, string) (Result, error) { return Result{}, nil }),
+	c, err := New("c", Func(func(context.Context, string) (Result, error) { return Result{}, nil }),
 		For(informer.New("ints", memstore.New[string, int]())), WithMetrics(prometheus.NewRegistry()),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	require.NoError(t, err)

@@ -102,7 +102,7 @@ func TestAReconcileThatFailsDuringTheShutdownGraceShouldStillBeAFailure(t *testi
 	store := memstore.New[string, int]()
 	store.Put("a", 1)
 	started, fail := make(chan struct{}), make(chan struct{})
-	rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		close(started)
 		<-fail
 		return reconcile.Result{}, assert.AnError
@@ -129,7 +129,7 @@ func TestAReconcileThatSucceedsAfterTheShutdownCancelledItShouldCountAsASuccess(
 	store := memstore.New[string, int]()
 	store.Put("a", 1)
 	started := make(chan struct{})
-	rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		close(started)
 		<-ctx.Done()
 		return reconcile.Result{}, nil

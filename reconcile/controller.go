@@ -166,7 +166,7 @@ func (c *Controller[K]) apply() (err error) {
 	return c.initShards()
 }
 
-// isNilFunc catches a nil Func[K] (or any nil func) passed as a Reconciler.
+// isNilFunc catches Func(nil) (or any nil func or pointer) passed as a Reconciler.
 func isNilFunc(rec any) bool {
 	v := reflect.ValueOf(rec)
 	switch v.Kind() {
@@ -179,8 +179,8 @@ func isNilFunc(rec any) bool {
 // Name returns the controller's name.
 func (c *Controller[K]) Name() string { return c.name }
 
-// Caches returns the informers the controller watches, for a Manager to
-// check that it runs them.
+// Caches returns the informers the controller watches (For, Owns, Watch),
+// which Manager.AddController adds to the Manager.
 func (c *Controller[K]) Caches() []Cache {
 	var out []Cache
 	for _, w := range c.watches {

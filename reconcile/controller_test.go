@@ -337,7 +337,7 @@ func TestAKeyThatVanishedBetweenRunsIsForgottenByTheRateLimiter(t *testing.T) {
 		store := memstore.New[string, int]()
 		store.Put("doomed", 1)
 		limiter := backoff.NewPerKey[string](backoff.Exponential{Base: time.Millisecond, Cap: time.Second})
-		rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+		rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 			return reconcile.Result{}, errors.New("always failing")
 		})
 		inf := informer.New("ints", store, informer.WithClock(clk))
@@ -415,7 +415,7 @@ func TestCancelOnChangeCancelsTheReconcileInProgressAndRunsItAgain(t *testing.T)
 	var mu sync.Mutex
 	var outcomes []string
 	running := make(chan struct{}, 1)
-	rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		v, _, _, _ := store.Get(context.Background(), key)
 		if v == 1 {
 			running <- struct{}{}
@@ -546,7 +546,7 @@ func TestFromChannelReconcilesKeysSentOnIt(t *testing.T) {
 	ch := make(chan string)
 	var mu sync.Mutex
 	var got []string
-	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(_ context.Context, key string) (reconcile.Result, error) {
 		mu.Lock()
 		got = append(got, key)
 		mu.Unlock()

@@ -64,7 +64,7 @@ func newPagesFixture(b *testing.B, workers, failing int, queued func(ctx context
 		<-ctx.Done()
 		return nil
 	})
-	rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		if strings.HasPrefix(key, "f-") {
 			return reconcile.Result{}, errors.New("failing: " + strings.Repeat("x", 200))
 		}

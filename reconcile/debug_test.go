@@ -61,7 +61,7 @@ func debugFixture(t *testing.T, opts reconcile.DebugOptions) (*reconcile.Manager
 	limiter := backoff.NewPerKey[string](backoff.Exponential{Base: time.Second, Cap: time.Hour})
 	c := reconciletest.Controller(h, "ints", rec, reconcile.For(inf), reconcile.WithMaxAttempts(2),
 		reconcile.WithRateLimiter(limiter), reconcile.WithEventRecorder(ev),
-		reconcile.WithTriggerReasons(true), quiet) // on from the start: the Manager comes after the run
+		reconcile.WithTriggerReasons(), quiet) // on from the start: the Manager comes after the run
 	h.Settle()
 	h.Step(time.Second) // the second attempts: "parked" parks, so do the others
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: "127.0.0.1:0", Debug: opts, Logger: quietLogger})
@@ -257,7 +257,7 @@ func TestTheManagersServerShouldServeTheDebugPagesOnlyWhenEnabled(t *testing.T) 
 	for _, enabled := range []bool{false, true} {
 		store := memstore.New[string, int]()
 		inf := informer.New[string, int]("ints", store, informer.WithLogger(quietLogger))
-		c, err := reconcile.New("c", reconcile.Func[string](noop), reconcile.For(inf), quiet)
+		c, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(inf), quiet)
 		require.NoError(t, err)
 		m, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: "127.0.0.1:0", Logger: quietLogger,
 			Debug: reconcile.DebugOptions{Enabled: enabled}})

@@ -37,10 +37,10 @@
 //   - Run returns only after every goroutine it started has returned.
 //   - Bad input (an empty name, a nil reconciler, a nil predicate, zero or
 //     more than MaxWorkers workers, a watch or rate limiter of another key
-//     type, a duplicate name in a Manager or a metrics registry, a watch on
-//     an informer the Manager does not run) is an error from New or
-//     Manager.AddInformer, AddController or AddFunc, never a panic at run
-//     time. ByIndex checks its index name when it is called, at start-up.
+//     type, a duplicate name in a Manager or a metrics registry) is an
+//     error from New or Manager.AddInformer, AddController, AddFunc or
+//     AddLeaderFunc, never a panic at run time. ByIndex checks its index
+//     name when it is called, at start-up.
 //   - A panic in a predicate, a key mapping or an enqueue (a key the queue
 //     cannot use, such as NaN) is recovered, logged with its stack and
 //     counted (converge_watch_panics_total); that one change is dropped and

@@ -27,7 +27,7 @@ func TestWorkersReconcileListedKeysWhileTheHandlerIsStillQueueingThem(t *testing
 	firstReconcile := make(chan struct{})
 	var once sync.Once
 	var reconciled atomic.Int32
-	rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		once.Do(func() { close(firstReconcile) })
 		reconciled.Add(1)
 		return reconcile.Result{}, nil

@@ -33,7 +33,7 @@ func Example() {
 	var mu sync.Mutex
 	running := map[string]int{} // observed state: what we run
 
-	scaler, err := reconcile.New("scaler", reconcile.Func[string](func(ctx context.Context, name string) (reconcile.Result, error) {
+	scaler, err := reconcile.New("scaler", reconcile.Func(func(ctx context.Context, name string) (reconcile.Result, error) {
 		spec, ok := specs.Get(name) // read the desired state; never an event
 		mu.Lock()
 		defer mu.Unlock()
@@ -54,8 +54,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	_ = m.AddInformer(specs)
-	_ = m.AddController(scaler)
+	_ = m.AddController(scaler) // and the informer it watches
 
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -78,7 +77,7 @@ func Example() {
 
 // A reconciler tells the controller what to do next by what it returns.
 func ExampleResult() {
-	rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		switch key {
 		case "waiting-for-dns":
 			// Nothing to watch: look again in a minute.
@@ -103,7 +102,7 @@ func ExampleWatch() {
 	type Pod struct{ Owner string }
 	apps := informer.New("apps", memstore.New[string, Spec]())
 	pods := informer.New("pods", memstore.New[string, Pod]())
-	_, err := reconcile.New("apps", reconcile.Func[string](noop),
+	_, err := reconcile.New("apps", reconcile.Func(noop),
 		reconcile.For(apps),
 		reconcile.Watch(pods, func(_ string, p Pod) []string { return []string{p.Owner} }),
 	)
@@ -117,7 +116,7 @@ func ExampleManager_leaderElection() {
 	store := memstore.New[string, Spec]()
 	store.Put("web", Spec{Replicas: 3})
 	specs := informer.New("specs", store)
-	c, _ := reconcile.New("scaler", reconcile.Func[string](func(ctx context.Context, name string) (reconcile.Result, error) {
+	c, _ := reconcile.New("scaler", reconcile.Func(func(ctx context.Context, name string) (reconcile.Result, error) {
 		term, _ := leader.TermFromContext(ctx)
 		fmt.Printf("reconciling %s in term %d\n", name, term)
 		return reconcile.Result{}, nil
@@ -132,8 +131,7 @@ func ExampleManager_leaderElection() {
 	if err != nil {
 		panic(err)
 	}
-	_ = m.AddInformer(specs)
-	_ = m.AddController(c)
+	_ = m.AddController(c) // and the informer it watches
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- m.Run(ctx) }()

@@ -41,8 +41,8 @@ import (
 //   - Writes that commit after the head is read are not waited for: they
 //     are ordinary changes, which the watch delivers like any other.
 
-// WithHeadBarrier sets whether each Run (a Manager's start, every
-// leadership gained) holds its workers until every watched informer has
+// WithHeadBarrier makes each Run (a Manager's start, every
+// leadership gained) hold its workers until every watched informer has
 // reached its store's head revision, as described above. Turn it on for a
 // controller whose reconciles act outside the store on what they read
 // (create a cloud resource per child counted in the cache), so that a new
@@ -57,9 +57,9 @@ import (
 // lagging cache's lag. Default: off (a Run's workers start once the caches
 // hold their first list), because of etcd's 10-minute default progress
 // notification interval above.
-func WithHeadBarrier(on bool) Option {
+func WithHeadBarrier() Option {
 	return func(s *settings) error {
-		s.headBarrier = on
+		s.headBarrier = true
 		return nil
 	}
 }

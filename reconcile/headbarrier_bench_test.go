@@ -80,7 +80,7 @@ func headBarrierRun(b *testing.B, inf *informer.Informer[string, int], barrier b
 	var firstAt atomic.Int64
 	all := make(chan struct{})
 	start := time.Now()
-	rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		c := n.Add(1)
 		if c == 1 {
 			firstAt.Store(int64(time.Since(start)))
@@ -90,8 +90,11 @@ func headBarrierRun(b *testing.B, inf *informer.Informer[string, int], barrier b
 		}
 		return reconcile.Result{}, nil
 	})
-	c, err := reconcile.New("ints", rec, reconcile.For(inf), reconcile.WithWorkers(4), reconcile.WithHeadBarrier(barrier),
-		reconcile.WithShutdownGrace(0), quiet)
+	opts := []reconcile.Option{reconcile.For(inf), reconcile.WithWorkers(4), reconcile.WithShutdownGrace(0), quiet}
+	if barrier {
+		opts = append(opts, reconcile.WithHeadBarrier())
+	}
+	c, err := reconcile.New("ints", rec, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

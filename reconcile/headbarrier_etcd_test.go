@@ -39,14 +39,14 @@ func TestOnEtcdTheFirstReconcileReadsACacheAtTheClustersHeadRevision(t *testing.
 
 	inf := informer.New[string, int]("things", store, informer.WithLogger(quietLogger))
 	firstAt := make(chan informer.Revision, 1)
-	rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		select {
 		case firstAt <- inf.LastRevision():
 		default:
 		}
 		return reconcile.Result{}, nil
 	})
-	c, err := reconcile.New("c", rec, reconcile.For(inf), reconcile.WithHeadBarrier(true), reconcile.WithShutdownGrace(0), quiet)
+	c, err := reconcile.New("c", rec, reconcile.For(inf), reconcile.WithHeadBarrier(), reconcile.WithShutdownGrace(0), quiet)
 	require.NoError(t, err)
 	infCtx, stopInf := context.WithCancel(ctx)
 	infDone := make(chan error, 1)

@@ -36,8 +36,8 @@ func BenchmarkWaitForHead(b *testing.B) {
 				}
 				opts = append(opts, For(inf))
 			}
-			c, err := New("c", Func[string](func(context.Context, string) (Result, error) { return Result{}, nil }),
-				append(opts, WithHeadBarrier(true))...)
+			c, err := New("c", Func(func(context.Context, string) (Result, error) { return Result{}, nil }),
+				append(opts, WithHeadBarrier())...)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -77,7 +77,7 @@ func staleStart(t *testing.T, src informer.Source[string, int], held *heldSource
 	inf := informer.New[string, int]("things", src, informer.WithLogger(quietLogger))
 	var mu sync.Mutex
 	var values []int
-	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(_ context.Context, key string) (reconcile.Result, error) {
 		v, _ := inf.Get(key)
 		mu.Lock()
 		values = append(values, v)
@@ -109,7 +109,7 @@ func staleStart(t *testing.T, src informer.Source[string, int], held *heldSource
 func TestWorkersWaitUntilTheCacheHoldsTheStoresHeadWhenARunStarts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := &heldSource{Store: memstore.New[string, int]()}
-		seen, stop := staleStart(t, src, src, reconcile.WithHeadBarrier(true))
+		seen, stop := staleStart(t, src, src, reconcile.WithHeadBarrier())
 		defer stop()
 		synctest.Wait()
 		assert.Empty(t, seen(), "no reconcile while the cache lags the store's head")
@@ -125,7 +125,7 @@ func TestWorkersStartAfterTheSyncTimeoutIfTheCacheNeverReachesTheHead(t *testing
 	synctest.Test(t, func(t *testing.T) {
 		var logs bytes.Buffer
 		src := &heldSource{Store: memstore.New[string, int]()}
-		seen, stop := staleStart(t, src, src, reconcile.WithHeadBarrier(true), reconcile.WithSyncTimeout(time.Minute),
+		seen, stop := staleStart(t, src, src, reconcile.WithHeadBarrier(), reconcile.WithSyncTimeout(time.Minute),
 			reconcile.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		defer func() {
 			src.unhold()
@@ -146,7 +146,7 @@ func TestWorkersStartAfterTheSyncTimeoutIfTheCacheNeverReachesTheHead(t *testing
 func TestWorkersStartAtOnceWhenTheSourceCannotTellItsHead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := &heldSource{Store: memstore.New[string, int]()}
-		seen, stop := staleStart(t, headless{src}, src, reconcile.WithHeadBarrier(true))
+		seen, stop := staleStart(t, headless{src}, src, reconcile.WithHeadBarrier())
 		defer func() {
 			src.unhold()
 			stop()

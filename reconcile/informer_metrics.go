@@ -73,21 +73,22 @@ func (m *Manager) metricsRegisterer() prometheus.Registerer {
 
 // registerInformerMetrics registers the collector of h's informer, if the
 // Manager has a registerer.
-func (m *Manager) registerInformerMetrics(h *informerHealth) error {
+func (m *Manager) registerInformerMetrics(h *informerHealth) (unregister func(), err error) {
 	reg := m.metricsRegisterer()
 	if reg == nil {
-		return nil
+		return func() {}, nil
 	}
 	c := h.c
-	if err := reg.Register(newInformerMetrics(m, h)); err != nil {
+	im := newInformerMetrics(m, h)
+	if err := reg.Register(im); err != nil {
 		var dup prometheus.AlreadyRegisteredError
 		if errors.As(err, &dup) {
-			return fmt.Errorf("informer %q: the Registerer has metrics for an informer of this name already (another Manager's?): "+
+			return nil, fmt.Errorf("informer %q: the Registerer has metrics for an informer of this name already (another Manager's?): "+
 				"informer names must be unique per registry", c.Name())
 		}
-		return fmt.Errorf("informer %q: metrics: %w", c.Name(), err)
+		return nil, fmt.Errorf("informer %q: metrics: %w", c.Name(), err)
 	}
-	return nil
+	return func() { reg.Unregister(im) }, nil
 }
 
 // Describe implements prometheus.Collector.

@@ -16,12 +16,12 @@ func TestWithEventRecorderShouldNeedARecorderWithASinkThatListsEvents(t *testing
 	store := memstore.New[string, int]()
 	h := reconciletest.New(t)
 	inf := reconciletest.Informer(h, "ints", store)
-	_, err := reconcile.New("c", reconcile.Func[string](noop), reconcile.For(inf), reconcile.WithEventRecorder(nil))
+	_, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(inf), reconcile.WithEventRecorder(nil))
 	assert.ErrorContains(t, err, "WithEventRecorder(nil)")
-	_, err = reconcile.New("c", reconcile.Func[string](noop), reconcile.For(inf),
+	_, err = reconcile.New("c", reconcile.Func(noop), reconcile.For(inf),
 		reconcile.WithEventRecorder(events.NewRecorder("src")))
 	assert.ErrorContains(t, err, `WithEventRecorder("src"): the recorder has no sink that lists events`)
-	_, err = reconcile.New("c", reconcile.Func[string](noop), reconcile.For(inf),
+	_, err = reconcile.New("c", reconcile.Func(noop), reconcile.For(inf),
 		reconcile.WithEventRecorder(events.NewRecorder("src", events.WithSink(events.NewMemorySink(0)))))
 	assert.NoError(t, err)
 }
@@ -31,11 +31,11 @@ func TestWithDebugValueShouldRejectAnotherKeyTypeAndReplaceTheInformersValue(t *
 	store.Put("a", 1)
 	h := reconciletest.New(t)
 	inf := reconciletest.Informer(h, "ints", store)
-	_, err := reconcile.New("bad", reconcile.Func[string](noop), reconcile.For(inf),
+	_, err := reconcile.New("bad", reconcile.Func(noop), reconcile.For(inf),
 		reconcile.WithDebugValue(func(int) (any, bool) { return nil, false }))
 	assert.ErrorContains(t, err, "WithDebugValue: func(int) (interface {}, bool) does not take keys of type string")
 
-	c := reconciletest.Controller(h, "c", reconcile.Func[string](noop), reconcile.For(inf), quiet,
+	c := reconciletest.Controller(h, "c", reconcile.Func(noop), reconcile.For(inf), quiet,
 		reconcile.WithDebugValue(func(k string) (any, bool) { return "redacted " + k, true }))
 	h.Settle()
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: "127.0.0.1:0", Logger: quietLogger,

@@ -81,7 +81,7 @@ func TestNewRejectsBadInputWithClearErrors(t *testing.T) {
 	store := memstore.New[string, int]()
 	inf := informer.New("ints", store)
 	other := informer.New("others", memstore.New[int, int]())
-	ok := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	ok := reconcile.Func(func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
 	reg := newRegistry()
 	_, err := reconcile.New("taken", ok, reconcile.For(inf), reconcile.WithMetrics(reg))
 	require.NoError(t, err)
@@ -126,7 +126,7 @@ func TestNewRejectsBadInputWithClearErrors(t *testing.T) {
 func TestRunWaitsForSyncAndNamesTheInformerThatDidNot(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	inf := informer.New("never-runs", memstore.New[string, int]())
-	c, err := reconcile.New("c", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+	c, err := reconcile.New("c", reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		return reconcile.Result{}, nil
 	}), reconcile.For(inf), reconcile.WithClock(clk), reconcile.WithSyncTimeout(time.Minute))
 	require.NoError(t, err)
@@ -140,7 +140,7 @@ func TestRunWaitsForSyncAndNamesTheInformerThatDidNot(t *testing.T) {
 }
 
 func TestAFailingSourceEndsRunWithItsError(t *testing.T) {
-	c, err := reconcile.New("c", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+	c, err := reconcile.New("c", reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		return reconcile.Result{}, nil
 	}), reconcile.FromFunc("webhook", func(context.Context, func(string)) error { return errors.New("listen: address in use") }))
 	require.NoError(t, err)
@@ -260,7 +260,7 @@ func TestMetricsUseControllerRuntimeNames(t *testing.T) {
 	for _, k := range []string{"ok", "err", "term", "panic", "later"} {
 		store.Put(k, 1)
 	}
-	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(_ context.Context, key string) (reconcile.Result, error) {
 		switch key {
 		case "err":
 			return reconcile.Result{}, errors.New("x")
@@ -301,7 +301,7 @@ func TestLogLinesCarryControllerKeyAndReconcileID(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(syncWriter{&mu, &buf}, nil))
 	var id string
-	rec := reconcile.Func[string](func(ctx context.Context, _ string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(ctx context.Context, _ string) (reconcile.Result, error) {
 		id = reconcile.ReconcileID(ctx)
 		reconcile.LoggerFrom(ctx).Info("hello")
 		return reconcile.Result{}, reconcile.Terminal(errors.New("nope"))
@@ -337,7 +337,7 @@ func passAll(reconcile.Change[string, int]) bool { return true }
 
 func TestQueueMetricsAlreadyRegisteredAreAnErrorFromNewNotAPanicAtRun(t *testing.T) {
 	inf := informer.New("ints", memstore.New[string, int]())
-	ok := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	ok := reconcile.Func(func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
 	reg := newRegistry()
 	_, err := queue.NewMetrics(reg, "c", "c") // a user's queue with the controller's name
 	require.NoError(t, err)
@@ -357,7 +357,7 @@ func TestWorkqueueCountersCarryTheControllerLabelAndKeepCountingAcrossRuns(t *te
 		store.Put("a", 1)
 		store.Put("b", 2)
 		inf := informer.New("ints", store)
-		ok := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
+		ok := reconcile.Func(func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
 		reg := newRegistry()
 		c, err := reconcile.New("things", ok, reconcile.For(inf), reconcile.WithMetrics(reg), quiet)
 		require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,7 +55,7 @@ type ManagerOptions struct {
 	// /healthz fails while its Check does. Sharded controllers also run
 	// on every replica. It is the one way to run a Sharder under a
 	// Manager: AddController refuses a controller sharded over another
-	// Sharder, and running it also elsewhere (AddFunc with its Run) fails
+	// Sharder, and running it also elsewhere (AddFunc of its Run) fails
 	// Run with shard.ErrRunTwice. Default: nil, no sharded controllers.
 	Shards *shard.Sharder
 
@@ -70,7 +71,8 @@ type ManagerOptions struct {
 	// answers 404.
 	Gatherer prometheus.Gatherer
 	// Registerer receives the informer metrics (converge_informer_*,
-	// labelled informer), registered by AddInformer for each informer:
+	// labelled informer), registered for each informer as AddInformer or
+	// AddController adds it:
 	// informer names must be unique per registry, as controller names
 	// are. Default: Gatherer, if it is also a Registerer (a
 	// *prometheus.Registry), else none: no metric goes to a registry the
@@ -106,6 +108,7 @@ type ManagerOptions struct {
 }
 
 // Runner is what a Manager runs as a controller: *Controller[K] for any K.
+// Caches are the informers it watches, which AddController adds.
 type Runner interface {
 	Name() string
 	Caches() []Cache
@@ -215,55 +218,83 @@ func leaderConfigSet(c leader.Config) bool {
 
 // AddInformer adds an informer (*informer.Informer[K, V]) for Run to run on
 // every replica, and registers its metrics (ManagerOptions.Registerer).
-// Informer names must be unique within the Manager, and within the
+// AddController adds the informers its controller watches; AddInformer is
+// for the others (an informer a function reads, say). Adding an informer
+// the Manager runs already is a no-op; another informer of the same name is
+// an error: informer names are unique within the Manager, and within the
 // registry.
 func (m *Manager) AddInformer(c Cache) error {
 	if c == nil {
 		return errors.New("reconcile: AddInformer(nil)")
 	}
 	return m.add(func() error {
-		if m.hasCache(c) {
-			return fmt.Errorf("informer %q added twice", c.Name())
+		return m.addCaches([]Cache{c})
+	})
+}
+
+// addCaches adds those of cs the Manager does not run yet, all or none.
+// The caller holds mu.
+func (m *Manager) addCaches(cs []Cache) error {
+	var fresh []Cache
+	for _, c := range cs {
+		if hasCache(m.caches, c) || hasCache(fresh, c) {
+			continue
 		}
 		if err := m.free("informer", c.Name()); err != nil {
 			return err
 		}
-		h := &informerHealth{c: c}
-		if err := m.registerInformerMetrics(h); err != nil {
+		if slices.ContainsFunc(fresh, func(f Cache) bool { return f.Name() == c.Name() }) {
+			return fmt.Errorf("informer %q: the name is taken", c.Name())
+		}
+		fresh = append(fresh, c)
+	}
+	hs := make([]*informerHealth, len(fresh))
+	var unregister []func()
+	for i, c := range fresh {
+		hs[i] = &informerHealth{c: c}
+		u, err := m.registerInformerMetrics(hs[i])
+		if err != nil {
+			for _, u := range unregister {
+				u()
+			}
 			return err
 		}
+		unregister = append(unregister, u)
+	}
+	for i, c := range fresh {
 		_ = m.claim("informer", c.Name()) // free, checked above
 		m.caches = append(m.caches, c)
-		m.health = append(m.health, h)
-		return nil
-	})
+		m.health = append(m.health, hs[i])
+	}
+	return nil
 }
 
 // AddController adds a controller for Run to run while this replica leads
 // (always, without leader election; always too if it is sharded, see
-// WithShards). It must watch only informers added
-// with AddInformer, and its name must be unique among the Manager's
-// controllers. A sharded controller's Sharder must be the Manager's
-// ManagerOptions.Shards, or AddController fails: no one else would run it.
+// WithShards), and the informers it watches (For, Owns, Watch) that the
+// Manager does not run yet, as AddInformer would: two controllers that
+// watch one informer share it. Its name must be unique among the
+// Manager's controllers. A sharded controller's Sharder must be the
+// Manager's ManagerOptions.Shards, or AddController fails: no one else
+// would run it. An AddController that fails adds nothing.
 func (m *Manager) AddController(c Runner) error {
 	if c == nil || isNilFunc(c) {
 		return errors.New("reconcile: AddController(nil)")
 	}
 	return m.add(func() error {
-		for _, want := range c.Caches() {
-			if !m.hasCache(want) {
-				return fmt.Errorf("controller %q watches informer %q, which this Manager does not run: add it with AddInformer first", c.Name(), want.Name())
-			}
-		}
 		if sc, ok := c.(interface{ sharder() *shard.Sharder }); ok {
 			if s := sc.sharder(); s != nil && s != m.opts.Shards {
 				return fmt.Errorf("controller %q is sharded (WithShards) over a Sharder this Manager does not run, "+
 					"so it would hold no bucket and reconcile nothing: give that Sharder as ManagerOptions.Shards", c.Name())
 			}
 		}
-		if err := m.claim("controller", c.Name()); err != nil {
+		if err := m.free("controller", c.Name()); err != nil {
 			return err
 		}
+		if err := m.addCaches(c.Caches()); err != nil {
+			return fmt.Errorf("controller %q: %w", c.Name(), err)
+		}
+		_ = m.claim("controller", c.Name()) // free, checked above
 		t := task{kind: "controller", name: c.Name(), run: c.Run}
 		if sc, ok := c.(interface{ sharded() bool }); ok && sc.sharded() {
 			m.always = append(m.always, t) // each replica runs its buckets
@@ -283,23 +314,38 @@ func (m *Manager) AddController(c Runner) error {
 	})
 }
 
-// AddFunc adds a function for Run to run, only while this replica leads if
-// leaderOnly (it then gets the term in its context), else on every replica.
-// It must return when its context is done; an error from it ends Run.
-func (m *Manager) AddFunc(name string, leaderOnly bool, fn func(ctx context.Context) error) error {
+// AddFunc adds a function for Run to run on every replica, as the
+// informers and the HTTP server run, whether or not this replica leads:
+// a server, a node agent, a process that feeds a store. A function that
+// must run on one replica at a time goes to AddLeaderFunc instead.
+// (controller-runtime's Manager.Add runs a Runnable only on the leader
+// unless it says otherwise; here each method's name says where it runs.)
+// fn must return when its context is done; an error from it ends Run.
+// Names are unique among the Manager's functions.
+func (m *Manager) AddFunc(name string, fn func(ctx context.Context) error) error {
+	return m.addFunc("AddFunc", name, fn, &m.always)
+}
+
+// AddLeaderFunc adds a function for Run to run only while this replica
+// leads, as controllers run: without leader election at once, with it for
+// each term this replica wins, with the term (leader.TermFromContext) in
+// its context, which is cancelled when the lease is lost or Run stops.
+// Under a Lock, the Manager gives the lease up only after the function has
+// returned. fn must return when its context is done; an error from it
+// ends Run. Names are unique among the Manager's functions.
+func (m *Manager) AddLeaderFunc(name string, fn func(ctx context.Context) error) error {
+	return m.addFunc("AddLeaderFunc", name, fn, &m.leading)
+}
+
+func (m *Manager) addFunc(method, name string, fn func(ctx context.Context) error, to *[]task) error {
 	if fn == nil {
-		return fmt.Errorf("reconcile: AddFunc(%q): nil function", name)
+		return fmt.Errorf("reconcile: %s(%q): nil function", method, name)
 	}
 	return m.add(func() error {
 		if err := m.claim("function", name); err != nil {
 			return err
 		}
-		t := task{kind: "function", name: name, run: fn}
-		if leaderOnly {
-			m.leading = append(m.leading, t)
-		} else {
-			m.always = append(m.always, t)
-		}
+		*to = append(*to, task{kind: "function", name: name, run: fn})
 		return nil
 	})
 }
@@ -335,16 +381,12 @@ func (m *Manager) free(kind, name string) error {
 	return nil
 }
 
-func (m *Manager) hasCache(c Cache) bool {
+// hasCache reports whether cs holds c itself.
+func hasCache(cs []Cache, c Cache) bool {
 	if !reflect.TypeOf(c).Comparable() {
 		return false // == would panic; an informer is a pointer anyway
 	}
-	for _, have := range m.caches {
-		if have == c {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(cs, c)
 }
 
 // Addr returns the HTTP server's address once Run has started it, else "".

@@ -30,26 +30,25 @@ func noop(context.Context, string) (reconcile.Result, error) { return reconcile.
 func TestManagerRejectsBadInputWhenBuilt(t *testing.T) {
 	store := memstore.New[string, int]()
 	inf := informer.New("ints", store)
-	stranger := informer.New("stranger", store)
-	c, err := reconcile.New("c", reconcile.Func[string](noop), reconcile.For(inf))
-	require.NoError(t, err)
-	watchesStranger, err := reconcile.New("d", reconcile.Func[string](noop), reconcile.For(stranger))
+	impostor := informer.New("ints", store)
+	c, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(inf))
 	require.NoError(t, err)
 
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: "off"})
 	require.NoError(t, err)
-	assert.ErrorContains(t, m.AddController(watchesStranger), `controller "d" watches informer "stranger", which this Manager does not run`)
 	require.NoError(t, m.AddInformer(inf))
-	assert.ErrorContains(t, m.AddInformer(inf), `informer "ints" added twice`)
+	assert.NoError(t, m.AddInformer(inf), "adding an informer the Manager runs already is a no-op")
+	assert.ErrorContains(t, m.AddInformer(impostor), `informer "ints": the name is taken`)
 	assert.ErrorContains(t, m.AddInformer(nil), "AddInformer(nil)")
 	require.NoError(t, m.AddController(c))
 	assert.ErrorContains(t, m.AddController(c), `controller "c": the name is taken`)
 	assert.ErrorContains(t, m.AddController(nil), "AddController(nil)")
 	var nilController *reconcile.Controller[string]
 	assert.ErrorContains(t, m.AddController(nilController), "AddController(nil)")
-	assert.ErrorContains(t, m.AddFunc("f", false, nil), "nil function")
-	require.NoError(t, m.AddFunc("f", false, func(context.Context) error { return nil }))
-	assert.ErrorContains(t, m.AddFunc("f", true, func(context.Context) error { return nil }), `function "f": the name is taken`)
+	assert.ErrorContains(t, m.AddFunc("f", nil), "AddFunc(\"f\"): nil function")
+	assert.ErrorContains(t, m.AddLeaderFunc("f", nil), "AddLeaderFunc(\"f\"): nil function")
+	require.NoError(t, m.AddFunc("f", func(context.Context) error { return nil }))
+	assert.ErrorContains(t, m.AddLeaderFunc("f", func(context.Context) error { return nil }), `function "f": the name is taken`)
 
 	_, err = reconcile.NewManager(reconcile.ManagerOptions{Lock: memlock.NewLock()})
 	assert.ErrorIs(t, err, leader.ErrInvalidConfig, "no identity")
@@ -93,7 +92,7 @@ func TestManagerServesHealthReadinessAndMetrics(t *testing.T) {
 	src.Put("a", 1)
 	inf := informer.New("gated", src)
 	reg := newRegistry()
-	c, err := reconcile.New("c", reconcile.Func[string](noop), reconcile.For(inf), reconcile.WithMetrics(reg))
+	c, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(inf), reconcile.WithMetrics(reg))
 	require.NoError(t, err)
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: "127.0.0.1:0", Gatherer: reg, Logger: quietLogger})
 	require.NoError(t, err)
@@ -149,7 +148,7 @@ func startReplica(t *testing.T, id string, lock leader.Lock, store *memstore.Sto
 	t.Helper()
 	r := &replica{seen: map[string]int{}, terms: map[leader.Term]bool{}, done: make(chan error, 1)}
 	inf := informer.New("ints", store)
-	c, err := reconcile.New("ints", reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+	c, err := reconcile.New("ints", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		term, ok := leader.TermFromContext(ctx)
 		require.True(t, ok, "a leader's reconcile carries the term")
 		r.mu.Lock()
@@ -292,12 +291,12 @@ func TestAFailingFunctionEndsRunWithAnErrorNamingIt(t *testing.T) {
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: "off", Logger: quietLogger})
 	require.NoError(t, err)
 	var stopped atomic.Bool
-	require.NoError(t, m.AddFunc("steady", false, func(ctx context.Context) error {
+	require.NoError(t, m.AddFunc("steady", func(ctx context.Context) error {
 		<-ctx.Done()
 		stopped.Store(true)
 		return nil
 	}))
-	require.NoError(t, m.AddFunc("flaky", true, func(context.Context) error { return errors.New("disk full") }))
+	require.NoError(t, m.AddLeaderFunc("flaky", func(context.Context) error { return errors.New("disk full") }))
 	err = m.Run(context.Background())
 	assert.EqualError(t, err, `function "flaky": disk full`)
 	assert.True(t, stopped.Load(), "everything else is stopped before Run returns")
@@ -307,7 +306,7 @@ func TestShutdownNamesWhatDidNotStopInTime(t *testing.T) {
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: "off", ShutdownTimeout: 50 * time.Millisecond, Logger: quietLogger})
 	require.NoError(t, err)
 	release := make(chan struct{})
-	require.NoError(t, m.AddFunc("stubborn", false, func(context.Context) error { <-release; return nil }))
+	require.NoError(t, m.AddFunc("stubborn", func(context.Context) error { <-release; return nil }))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err = m.Run(ctx)
@@ -345,7 +344,7 @@ func TestAManagerShouldOpenNoPortUnlessAddrIsSet(t *testing.T) {
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Logger: quietLogger})
 	require.NoError(t, err)
 	running := make(chan struct{})
-	require.NoError(t, m.AddFunc("f", false, func(ctx context.Context) error {
+	require.NoError(t, m.AddFunc("f", func(ctx context.Context) error {
 		close(running)
 		<-ctx.Done()
 		return nil
@@ -367,7 +366,7 @@ func (c causes) Error() string { return fmt.Sprint([]error(c)) }
 func TestRunShouldReturnNilWhenTheCallerCancelsWithACauseOfAnUncomparableType(t *testing.T) {
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Logger: quietLogger})
 	require.NoError(t, err)
-	require.NoError(t, m.AddFunc("f", false, func(ctx context.Context) error { <-ctx.Done(); return nil }))
+	require.NoError(t, m.AddFunc("f", func(ctx context.Context) error { <-ctx.Done(); return nil }))
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(causes{errors.New("shutting down")})
 	assert.NoError(t, m.Run(ctx), "the caller's cancellation is not a failure")
@@ -378,9 +377,9 @@ func TestRunShouldReturnBothAFailureAndAShutdownThatTimedOut(t *testing.T) {
 	require.NoError(t, err)
 	release := make(chan struct{})
 	defer close(release)
-	require.NoError(t, m.AddFunc("stubborn", false, func(context.Context) error { <-release; return nil }))
+	require.NoError(t, m.AddFunc("stubborn", func(context.Context) error { <-release; return nil }))
 	diskFull := errors.New("disk full")
-	require.NoError(t, m.AddFunc("flaky", false, func(context.Context) error { return diskFull }))
+	require.NoError(t, m.AddFunc("flaky", func(context.Context) error { return diskFull }))
 	err = m.Run(context.Background())
 	assert.ErrorIs(t, err, diskFull)
 	assert.ErrorContains(t, err, `function "flaky": disk full`)

@@ -65,9 +65,9 @@ func TestAShardedNewThatFailsShouldLeaveNoHandlerOnTheSharder(t *testing.T) {
 		_, err = reconcile.New("ints", &keyLog{}, reconcile.For(informer.New("other", memstore.New[string, int]())),
 			reconcile.WithMetrics(reg))
 		require.NoError(t, err)
-		_, err = reconcile.New("ints", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+		_, err = reconcile.New("ints", reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 			return reconcile.Result{}, nil
-		}), reconcile.For(inf), reconcile.WithShards[string](s, nil), reconcile.WithMetrics(reg), quiet)
+		}), reconcile.For(inf), reconcile.WithShards(s), reconcile.WithMetrics(reg), quiet)
 		require.ErrorContains(t, err, "already registered")
 
 		ctx, cancel := context.WithCancel(context.Background())

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/leader/shard"
 )
 
 // Defaults for the options of New.
@@ -57,7 +58,8 @@ type settings struct {
 	rywTimeout     time.Duration  // read-your-writes (Wrote)
 	owned          []ownsRelation // Owns's, applied by New once everything is checked
 	debug          debugSettings  // what the debug pages and logs show (introspect.go)
-	shards         any            // *sharding[K] (WithShards), checked by New
+	sharder        *shard.Sharder // WithShards
+	shardKey       any            // func(K) string (WithShardKey), checked by New
 }
 
 func defaults() settings {

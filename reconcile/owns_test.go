@@ -106,7 +106,7 @@ func TestOwnsFilesOwnersOfOtherKeyTypesByTheirPrintedForm(t *testing.T) {
 	podInf := reconciletest.Informer(h, "pods", pods)
 	var mu sync.Mutex
 	var got []int
-	rec := reconcile.Func[int](func(_ context.Context, k int) (reconcile.Result, error) {
+	rec := reconcile.Func(func(_ context.Context, k int) (reconcile.Result, error) {
 		mu.Lock()
 		got = append(got, k)
 		mu.Unlock()

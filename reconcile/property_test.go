@@ -93,7 +93,7 @@ func checkControllerProperties(t *testing.T, seed uint64) {
 	outcomes := map[string][]string{}
 	healthy := false // once set, every value succeeds
 
-	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(_ context.Context, key string) (reconcile.Result, error) {
 		mu.Lock()
 		if inFlight[key] {
 			overlaps = append(overlaps, key)

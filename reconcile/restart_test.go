@@ -17,8 +17,8 @@ import (
 // exactly the desired store's entries. It finds what to clean up from the
 // observed state, not from events: a restarted controller has no event for
 // a key deleted while it was down, but it does list what it created.
-func mirror(desired, observed *memstore.Store[string, int]) reconcile.Func[string] {
-	return func(_ context.Context, key string) (reconcile.Result, error) {
+func mirror(desired, observed *memstore.Store[string, int]) reconcile.Reconciler[string] {
+	return reconcile.Func(func(_ context.Context, key string) (reconcile.Result, error) {
 		want, _, ok, _ := desired.Get(context.Background(), key)
 		have, _, exists, _ := observed.Get(context.Background(), key)
 		switch {
@@ -28,7 +28,7 @@ func mirror(desired, observed *memstore.Store[string, int]) reconcile.Func[strin
 			observed.Put(key, want)
 		}
 		return reconcile.Result{}, nil
-	}
+	})
 }
 
 // runMirror runs the mirror controller, with informers of its own, until the

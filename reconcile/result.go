@@ -36,11 +36,21 @@ type Reconciler[K comparable] interface {
 	Reconcile(ctx context.Context, key K) (Result, error)
 }
 
-// Func adapts a function to a Reconciler.
-type Func[K comparable] func(ctx context.Context, key K) (Result, error)
+// Func returns a Reconciler that calls fn. K is inferred from fn's key
+// parameter, so a call site names no type argument:
+//
+//	reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) { … })
+//
+// Func(nil) returns a Reconciler that New rejects as nil.
+func Func[K comparable](fn func(ctx context.Context, key K) (Result, error)) Reconciler[K] {
+	return funcReconciler[K](fn)
+}
+
+// funcReconciler is the Reconciler Func returns.
+type funcReconciler[K comparable] func(ctx context.Context, key K) (Result, error)
 
 // Reconcile calls f(ctx, key).
-func (f Func[K]) Reconcile(ctx context.Context, key K) (Result, error) { return f(ctx, key) }
+func (f funcReconciler[K]) Reconcile(ctx context.Context, key K) (Result, error) { return f(ctx, key) }
 
 // Result is what a successful Reconcile asks for next. The zero Result asks
 // for nothing: the key is reconciled again only when it changes.

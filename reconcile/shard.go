@@ -20,7 +20,7 @@ var ErrBucketLost = errors.New("shard bucket lost")
 
 // WithShards makes the controller sharded over s: it runs on every replica
 // (a Manager runs it whether or not this replica leads), and reconciles only
-// the keys whose bucket (shard.BucketOf(keyOf(key), s.Buckets())) this
+// the keys whose bucket (see WithShardKey) this
 // replica holds. Keys of other buckets are dropped when queued and when
 // taken from the queue, and a reconcile starts only while its bucket's
 // lease is valid by the local clock (leader.LeaseValid, as
@@ -59,30 +59,40 @@ var ErrBucketLost = errors.New("shard bucket lost")
 // a bucket's keys are loaded into it before the bucket admits any, and
 // dropped after its last reconcile (retrying a failed load every 500 ms
 // until the bucket must be given up); its bucket function must agree with
-// keyOf and s.Buckets().
+// the shard key (WithShardKey) and s.Buckets().
 //
-// keyOf gives the bytes a key is hashed by; it may be nil when K is string
-// (the key itself). K must be the controller's key type, or New fails. s
-// must not have started running: New registers the controller with it.
+// Keys are hashed by WithShardKey's function; without it, a string key is
+// hashed as itself, and New fails for any other key type. s must not have
+// started running: New registers the controller with it.
 // Under a Manager, s must be its ManagerOptions.Shards (AddController
 // refuses another), which runs it.
 // Keys from FromFunc and FromChannel are admitted by bucket like any other;
 // the controller remembers every key they delivered (so its memory grows
 // with their distinct keys) and queues those of a bucket again when it
 // acquires it. Default: not sharded.
-func WithShards[K comparable](s *shard.Sharder, keyOf func(K) string) Option {
+func WithShards(s *shard.Sharder) Option {
 	return func(st *settings) error {
 		if s == nil {
 			return errors.New("WithShards(nil)")
 		}
+		st.sharder = s
+		return nil
+	}
+}
+
+// WithShardKey sets the bytes a sharded controller (WithShards) hashes a
+// key by, to pick its bucket: shard.BucketOf(keyOf(key), s.Buckets()).
+// keyOf must be fast and return the same string for a key every time; an
+// informer over informer.Bucketed must bucket by the same string. K is
+// inferred from keyOf and must be the controller's key type, or New fails;
+// so does WithShardKey without WithShards. Default: a string key is hashed
+// as itself; other key types need WithShardKey.
+func WithShardKey[K comparable](keyOf func(K) string) Option {
+	return func(st *settings) error {
 		if keyOf == nil {
-			if reflect.TypeFor[K]() != reflect.TypeFor[string]() {
-				return fmt.Errorf("WithShards: a nil key function needs string keys, not %v", reflect.TypeFor[K]())
-			}
-			keyOf = func(k K) string { return any(k).(string) }
+			return errors.New("WithShardKey(nil)")
 		}
-		st.shards = &sharding[K]{s: s, keyOf: keyOf, buckets: s.Buckets(), held: make(map[int]*heldBucket),
-			missed: missed[K]{keep: 2 * s.MoveWithin()}}
+		st.shardKey = keyOf
 		return nil
 	}
 }
@@ -128,17 +138,30 @@ type heldBucket struct {
 	drained  chan struct{}
 }
 
-// initShards checks the WithShards option against the controller's key
-// type and registers the controller with the Sharder.
+// initShards builds the sharding of WithShards and WithShardKey for the
+// controller's key type, and registers the controller with the Sharder.
 func (c *Controller[K]) initShards() error {
-	if c.s.shards == nil {
+	s := c.s.sharder
+	if s == nil {
+		if c.s.shardKey != nil {
+			return errors.New("WithShardKey without WithShards: nothing is sharded")
+		}
 		return nil
 	}
-	sh, ok := c.s.shards.(*sharding[K])
-	if !ok {
-		return fmt.Errorf("WithShards: %T does not shard keys of type %v", c.s.shards, reflect.TypeFor[K]())
+	var keyOf func(K) string
+	switch f := c.s.shardKey.(type) {
+	case nil:
+		if reflect.TypeFor[K]() != reflect.TypeFor[string]() {
+			return fmt.Errorf("WithShards: keys of type %v need WithShardKey (only a string key is hashed as itself)", reflect.TypeFor[K]())
+		}
+		keyOf = func(k K) string { return any(k).(string) }
+	case func(K) string:
+		keyOf = f
+	default:
+		return fmt.Errorf("WithShardKey: %T does not hash keys of type %v", f, reflect.TypeFor[K]())
 	}
-	sh.c = c
+	sh := &sharding[K]{s: s, keyOf: keyOf, buckets: s.Buckets(), held: make(map[int]*heldBucket),
+		missed: missed[K]{keep: 2 * s.MoveWithin()}, c: c}
 	c.shards = sh
 	if err := sh.s.Add(sh); err != nil {
 		return fmt.Errorf("WithShards: %w", err)

@@ -30,13 +30,13 @@ func ExampleWithShards() {
 	var mu sync.Mutex
 	seen := map[string]bool{} // a key may be reconciled twice at start-up
 	inf := informer.New("ints", store)
-	c, err := reconcile.New("ints", reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+	c, err := reconcile.New("ints", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		b, _ := shard.FromContext(ctx)
 		mu.Lock()
 		defer mu.Unlock()
 		seen[fmt.Sprintf("%s in bucket %d", key, b.ID)] = true
 		return reconcile.Result{}, nil
-	}), reconcile.For(inf), reconcile.WithShards[string](s, nil))
+	}), reconcile.For(inf), reconcile.WithShards(s))
 	if err != nil {
 		panic(err)
 	}
@@ -44,8 +44,7 @@ func ExampleWithShards() {
 	if err != nil {
 		panic(err)
 	}
-	_ = m.AddInformer(inf)
-	_ = m.AddController(c)
+	_ = m.AddController(c) // and the informer it watches
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- m.Run(ctx) }()

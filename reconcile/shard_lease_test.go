@@ -42,7 +42,7 @@ func TestAReconcileShouldNotStartOnABucketWhoseLeaseIsPastItsRenewDeadlineByTheL
 		inf := informer.New("ints", store, informer.WithLogger(quietLogger))
 		log := &shardLog{t: t}
 		c, err := reconcile.New("ints", log.reconciler("a", time.Millisecond), reconcile.For(inf),
-			reconcile.WithShards[string](s, nil), quiet)
+			reconcile.WithShards(s), quiet)
 		require.NoError(t, err)
 		stop := runShardedManager(t, s, inf, c)
 		for len(s.Status().Held) < shardBuckets {

@@ -20,9 +20,9 @@ func newShardedController(t *testing.T) (*shard.Sharder, *informer.Informer[stri
 		LeaseDuration: bubbleLease, RenewDeadline: bubbleRenew, RetryPeriod: bubbleRetry})
 	require.NoError(t, err)
 	inf := informer.New("items", storeWithKeys(10), informer.WithLogger(quietLogger))
-	c, err := reconcile.New("c", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+	c, err := reconcile.New("c", reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		return reconcile.Result{}, nil
-	}), reconcile.For(inf), reconcile.WithShards[string](s, nil), quiet)
+	}), reconcile.For(inf), reconcile.WithShards(s), quiet)
 	require.NoError(t, err)
 	return s, inf, c
 }
@@ -61,7 +61,7 @@ func TestRunningTheManagersSharderAgainShouldFailWithAClearError(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, m.AddInformer(inf))
 		require.NoError(t, m.AddController(c))
-		require.NoError(t, m.AddFunc("shards", false, s.Run))
+		require.NoError(t, m.AddFunc("shards", s.Run))
 		err = m.Run(context.Background())
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "ManagerOptions.Shards")

@@ -39,7 +39,7 @@ func TestAKeyChangedWhileItsBucketHadNoOwnerShouldBeReconciledBeforeTheBulkOfThe
 		}
 		seen := len(log.all())
 
-		cut.Cut(true)                                  // a's leases lapse; b takes its buckets after LeaseDuration
+		cut.Cut()                                      // a's leases lapse; b takes its buckets after LeaseDuration
 		time.Sleep(bubbleRenew + 100*time.Millisecond) // a has stopped, b has not taken over
 		store.Put(key, 1000)
 		for deadline := time.Now().Add(time.Minute); len(b.s.Status().Held) < shardBuckets; time.Sleep(bubbleRetry) {
@@ -63,7 +63,7 @@ func TestAKeyChangedWhileItsBucketHadNoOwnerShouldBeReconciledBeforeTheBulkOfThe
 		t.Logf("b reconciled %s as key %d of the %d of its bucket", key, rank, moved)
 		assert.Less(t, rank, 4, "the changed key goes before the bulk of its bucket")
 		b.stop(t)
-		cut.Cut(false)
+		cut.Restore()
 		a.stop(t)
 	})
 }

@@ -25,10 +25,10 @@ func takeAllBuckets(t *testing.T, n int, watch func(*informer.Informer[string, i
 	s, err := shard.New(memlock.NewLocks(), shard.Config{Name: "t", Identity: "r1", Buckets: 64})
 	require.NoError(t, err)
 	var recs atomic.Int64
-	c, err := reconcile.New("c", reconcile.Func[string](func(ctx context.Context, k string) (reconcile.Result, error) {
+	c, err := reconcile.New("c", reconcile.Func(func(ctx context.Context, k string) (reconcile.Result, error) {
 		recs.Add(1)
 		return reconcile.Result{}, nil
-	}), watch(inf), reconcile.WithShards[string](s, nil), quiet)
+	}), watch(inf), reconcile.WithShards(s), quiet)
 	require.NoError(t, err)
 	stop := runShardedManager(t, s, inf, c)
 	defer stop()
@@ -91,9 +91,9 @@ func TestAKeyFunctionThatPanicsShouldNotKeepAKeyOutOfTheInformer(t *testing.T) {
 			}
 			return k
 		}
-		c, err := reconcile.New("c", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+		c, err := reconcile.New("c", reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 			return reconcile.Result{}, nil
-		}), reconcile.For(inf), reconcile.WithShards[string](s, keyOf), quiet)
+		}), reconcile.For(inf), reconcile.WithShards(s), reconcile.WithShardKey(keyOf), quiet)
 		require.NoError(t, err)
 		stop := runShardedManager(t, s, inf, c)
 		time.Sleep(time.Minute) // every bucket taken: the index exists

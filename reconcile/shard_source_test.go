@@ -22,7 +22,7 @@ func startChannelReplica(t *testing.T, id string, locks shard.Backend, log *shar
 		LeaseDuration: bubbleLease, RenewDeadline: bubbleRenew, RetryPeriod: bubbleRetry})
 	require.NoError(t, err)
 	c, err := reconcile.New("ints", log.reconciler(id, time.Millisecond), reconcile.FromChannel("keys", keys),
-		reconcile.WithShards[string](s, nil), reconcile.WithWorkers(4), quiet)
+		reconcile.WithShards(s), reconcile.WithWorkers(4), quiet)
 	require.NoError(t, err)
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Shards: s, Logger: quietLogger})
 	require.NoError(t, err)

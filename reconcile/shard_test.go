@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -44,7 +45,7 @@ type shardLog struct {
 }
 
 func (l *shardLog) reconciler(replica string, hold time.Duration) reconcile.Reconciler[string] {
-	return reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+	return reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		b, ok := shard.FromContext(ctx)
 		assert.True(l.t, ok, "a sharded reconcile's context carries its bucket")
 		assert.Equal(l.t, shard.BucketOf(key, shardBuckets), b.ID, "key %s", key)
@@ -125,7 +126,7 @@ func startReplicaOver(t *testing.T, id string, locks shard.Backend, log *shardLo
 		LeaseDuration: bubbleLease, RenewDeadline: bubbleRenew, RetryPeriod: bubbleRetry})
 	require.NoError(t, err)
 	inf := informer.New("ints", src, informer.WithLogger(quietLogger))
-	c, err := reconcile.New("ints", log.reconciler(id, hold), reconcile.For(inf), reconcile.WithShards[string](s, nil),
+	c, err := reconcile.New("ints", log.reconciler(id, hold), reconcile.For(inf), reconcile.WithShards(s),
 		reconcile.WithWorkers(4), quiet)
 	require.NoError(t, err)
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Shards: s, Logger: quietLogger})
@@ -280,13 +281,22 @@ func TestWithShardsShouldRejectBadInput(t *testing.T) {
 	inf := informer.New("ints", memstore.New[string, int]())
 	_, err = reconcile.New("a", reconcile.Func[string](nil), reconcile.For(inf))
 	require.Error(t, err)
-	rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
-	_, err = reconcile.New("a", rec, reconcile.For(inf), reconcile.WithShards[string](nil, nil))
+	rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	_, err = reconcile.New("a", rec, reconcile.For(inf), reconcile.WithShards(nil))
 	assert.ErrorContains(t, err, "WithShards(nil)")
-	_, err = reconcile.New("a", rec, reconcile.For(inf), reconcile.WithShards[int](s, nil))
-	assert.ErrorContains(t, err, "needs string keys")
-	_, err = reconcile.New("a", rec, reconcile.For(inf), reconcile.WithShards(s, func(k int) string { return "" }))
-	assert.ErrorContains(t, err, "does not shard keys of type string")
+	_, err = reconcile.New("a", rec, reconcile.For(inf), reconcile.WithShards(s), reconcile.WithShardKey[string](nil))
+	assert.ErrorContains(t, err, "WithShardKey(nil)")
+	_, err = reconcile.New("a", rec, reconcile.For(inf), reconcile.WithShards(s), reconcile.WithShardKey(func(k int) string { return "" }))
+	assert.ErrorContains(t, err, "WithShardKey: func(int) string does not hash keys of type string")
+	_, err = reconcile.New("a", rec, reconcile.For(inf), reconcile.WithShardKey(func(k string) string { return k }))
+	assert.ErrorContains(t, err, "WithShardKey without WithShards")
+
+	ints := informer.New("byint", memstore.New[int, int]())
+	intRec := reconcile.Func(func(context.Context, int) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	_, err = reconcile.New("b", intRec, reconcile.For(ints), reconcile.WithShards(s))
+	assert.ErrorContains(t, err, "keys of type int need WithShardKey")
+	_, err = reconcile.New("b", intRec, reconcile.For(ints), reconcile.WithShards(s), reconcile.WithShardKey(strconv.Itoa))
+	assert.NoError(t, err, "an int key is hashed by the function given")
 }
 
 func TestShardMetricsShouldReportTheBucketsHeldAndTheirEpochs(t *testing.T) {
@@ -330,7 +340,7 @@ func TestALostBucketLeaseShouldCancelItsReconcilesBeforeAnotherReplicaTakesOver(
 		settled(t, a, b)
 		time.Sleep(bubbleRetry)
 		cutAt := time.Now()
-		cut.Cut(true)
+		cut.Cut()
 		time.Sleep(bubbleRenew + time.Millisecond)
 		inFlight := 0
 		for _, r := range log.all() {
@@ -353,7 +363,7 @@ func TestALostBucketLeaseShouldCancelItsReconcilesBeforeAnotherReplicaTakesOver(
 			assert.NotEmpty(t, log.of(key, "b"), "%s reconciled by b", key)
 		}
 		b.stop(t)
-		cut.Cut(false)
+		cut.Restore()
 		a.stop(t)
 	})
 }

@@ -68,7 +68,7 @@ func TestEveryReconcileIsASpanWithItsOutcome(t *testing.T) {
 	store.Put("bad", 1)
 	var inside []trace.Span
 	var mu sync.Mutex
-	rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		mu.Lock()
 		inside = append(inside, trace.SpanFromContext(ctx))
 		mu.Unlock()

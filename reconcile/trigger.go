@@ -49,7 +49,7 @@ func (k TriggerKind) String() string {
 
 // Trigger is one reason a key was queued, merged over every add with the
 // same reason since a worker last took the key. A controller keeps up to
-// workqueue.MaxReasons of them per key (the first one always) when trigger
+// 4 of them per key (the first one always) when trigger
 // reasons are on: see WithTriggerReasons.
 //
 // Triggers are for people (logs, spans, debug pages), never an input of
@@ -106,21 +106,31 @@ func (t Trigger) String() string {
 	return b.String()
 }
 
-// WithTriggerReasons sets whether the controller keeps why each key is
-// queued (see Trigger): on, every queued key keeps up to
-// workqueue.MaxReasons reasons in its queue entry, merged as adds coalesce,
-// handed to the worker with the key, and shown in the reconcile's log
-// lines (a "trigger" attribute), its span (converge.triggers) and the
-// debug pages. It costs about 100 bytes per queued key and one allocation
-// per reconcile; the reason merges into the queue entry an add finds, so it
-// adds no index lookup. Default: on under a Manager with Debug.Enabled (from the next
-// Run after AddController), off otherwise.
-func WithTriggerReasons(on bool) Option {
+// WithTriggerReasons makes the controller keep why each key is queued
+// (see Trigger): every queued key keeps up to 4 reasons in
+// its queue entry, merged as adds coalesce, handed to the worker with the
+// key, and shown in the reconcile's log lines (a "trigger" attribute), its
+// span (converge.triggers) and the debug pages. It costs about 100 bytes
+// per queued key and one allocation per reconcile; the reason merges into
+// the queue entry an add finds, so it adds no index lookup. Default: on
+// under a Manager with Debug.Enabled (from the next Run after
+// AddController), off otherwise; WithoutTriggerReasons keeps them off
+// under the debug pages too. Of the two, the last given wins.
+func WithTriggerReasons() Option {
+	return func(s *settings) error {
+		s.debug.triggers = 1
+		return nil
+	}
+}
+
+// WithoutTriggerReasons keeps the controller from keeping why each key is
+// queued even under a Manager with Debug.Enabled, for a controller whose
+// queue is too large to spend about 100 bytes per key on it: TriggersFrom
+// then returns nil, and the debug pages show no reasons. Default: see
+// WithTriggerReasons.
+func WithoutTriggerReasons() Option {
 	return func(s *settings) error {
 		s.debug.triggers = 2
-		if on {
-			s.debug.triggers = 1
-		}
 		return nil
 	}
 }

@@ -16,13 +16,13 @@ func ExampleTriggersFrom() {
 	store.Put("web", Spec{Replicas: 3})
 	specs := informer.New("specs", store)
 	done := make(chan struct{})
-	c, err := reconcile.New("scaler", reconcile.Func[string](func(ctx context.Context, name string) (reconcile.Result, error) {
+	c, err := reconcile.New("scaler", reconcile.Func(func(ctx context.Context, name string) (reconcile.Result, error) {
 		for _, t := range reconcile.TriggersFrom(ctx) {
 			fmt.Printf("%s runs for: %s\n", name, t)
 		}
 		close(done)
 		return reconcile.Result{}, nil
-	}), reconcile.For(specs), reconcile.WithTriggerReasons(true), reconcile.WithLogger(quietLogger))
+	}), reconcile.For(specs), reconcile.WithTriggerReasons(), reconcile.WithLogger(quietLogger))
 	if err != nil {
 		panic(err)
 	}

@@ -49,7 +49,7 @@ func (w *whyLog) of(key string) [][]reconcile.Trigger {
 }
 
 // on turns trigger reasons on, as a Manager with debug pages does.
-var on = reconcile.WithTriggerReasons(true)
+var on = reconcile.WithTriggerReasons()
 
 // kinds renders triggers without their times, for comparing.
 func kinds[T fmt.Stringer](ts []T) []string {
@@ -228,8 +228,8 @@ func TestAReconcilesSpanShouldCarryItsTriggers(t *testing.T) {
 	assert.Equal(t, `["informer \"ints\" added (initial list)"]`, tp.ended[0].attrs["converge.triggers"])
 }
 
-func TestAControllerShouldKeepNoReasonsByDefaultOrWithTriggerReasonsFalse(t *testing.T) {
-	for _, opts := range [][]reconcile.Option{{quiet}, {reconcile.WithTriggerReasons(false), quiet}} {
+func TestAControllerShouldKeepNoReasonsByDefaultOrWithoutTriggerReasons(t *testing.T) {
+	for _, opts := range [][]reconcile.Option{{quiet}, {reconcile.WithoutTriggerReasons(), quiet}} {
 		h := reconciletest.New(t)
 		store := memstore.New[string, int]()
 		store.Put("a", 1)
@@ -242,6 +242,33 @@ func TestAControllerShouldKeepNoReasonsByDefaultOrWithTriggerReasonsFalse(t *tes
 		info, ok := reconcile.InspectKey(c, "a")
 		require.True(t, ok)
 		assert.Nil(t, info.Recent[0].Triggers)
+	}
+}
+
+func TestWithoutTriggerReasonsShouldKeepThemOffUnderTheDebugPages(t *testing.T) {
+	for name, opts := range map[string][]reconcile.Option{
+		"without":            {reconcile.WithoutTriggerReasons()},
+		"with, then without": {reconcile.WithTriggerReasons(), reconcile.WithoutTriggerReasons()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			store := memstore.New[string, int]()
+			store.Put("a", 1)
+			inf := informer.New("ints", store, informer.WithLogger(quietLogger))
+			w := &whyLog{}
+			c, err := reconcile.New("ints", w, append([]reconcile.Option{reconcile.For(inf), quiet}, opts...)...)
+			require.NoError(t, err)
+			m, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: "127.0.0.1:0", Logger: quietLogger,
+				Debug: reconcile.DebugOptions{Enabled: true}})
+			require.NoError(t, err)
+			require.NoError(t, m.AddController(c))
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- m.Run(ctx) }()
+			require.Eventually(t, func() bool { return len(w.of("a")) == 1 }, 10*time.Second, time.Millisecond)
+			assert.Nil(t, w.of("a")[0], "no reasons, though the debug pages would turn them on")
+			cancel()
+			require.NoError(t, <-done)
+		})
 	}
 }
 

@@ -26,7 +26,7 @@ func TestCancelOnChangeIgnoresResyncsSoALongReconcileFinishes(t *testing.T) {
 		var mu sync.Mutex
 		var causes []error
 		release := make(chan struct{})
-		rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 			var err error
 			select {
 			case <-release:
@@ -103,7 +103,7 @@ func TestAKeyTheQueueCannotUseIsRecoveredNotACrash(t *testing.T) {
 	reg := newRegistry()
 	var mu sync.Mutex
 	var got []any
-	rec := reconcile.Func[any](func(_ context.Context, key any) (reconcile.Result, error) {
+	rec := reconcile.Func(func(_ context.Context, key any) (reconcile.Result, error) {
 		mu.Lock()
 		got = append(got, key)
 		mu.Unlock()
@@ -132,7 +132,7 @@ func TestFromFuncRunsWithTheValuesOfRunsContext(t *testing.T) {
 		<-ctx.Done()
 		return nil
 	})
-	ok := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	ok := reconcile.Func(func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
 	c, err := reconcile.New("c", ok, src, reconcile.WithClock(h.Clock), quiet)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.WithValue(h.Context(), termKey{}, 7))

@@ -68,7 +68,7 @@ func WithReadYourWritesTimeout(d time.Duration) Option {
 // Wrote covers this process's writes only. Writes another process made
 // before this Run started (a previous leader's last writes, still on their
 // way to this replica's informers after a fail-over) are covered by the
-// head barrier, if the controller has WithHeadBarrier(true): a Run then
+// head barrier, if the controller has WithHeadBarrier(): a Run then
 // reads the store's head revision when it starts and holds its workers
 // until its informers reach it, at most the
 // sync timeout (WithSyncTimeout; a Source that cannot tell its head is not

@@ -135,7 +135,7 @@ func TestReadYourWritesHoldsUnderChildInformerFaults(t *testing.T) {
 			parents.Put(fmt.Sprint("k", w/ops), i*ops+w%ops)
 			runtime.Gosched()
 		}
-		src.SetHealthy(true)
+		src.Heal()
 
 		value := func(name string) float64 { return reg.value(t, name, map[string]string{"controller": "parents"}) }
 		deadline := time.Now().Add(liveBound)

@@ -205,7 +205,7 @@ func TestWroteDoesNothingOutsideAReconcileForRevisionZeroOrARevisionTheInformerH
 
 	reconcile.Wrote(context.Background(), childInf, lagging) // not a reconcile's context
 	var calls atomic.Int32
-	rec := reconcile.Func[string](func(ctx context.Context, _ string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(ctx context.Context, _ string) (reconcile.Result, error) {
 		calls.Add(1)
 		reconcile.Wrote(ctx, childInf, 0)
 		reconcile.Wrote(ctx, childInf, seenRev)
@@ -223,7 +223,7 @@ func TestWroteDoesNothingOutsideAReconcileForRevisionZeroOrARevisionTheInformerH
 
 func TestNewRejectsANonPositiveReadYourWritesTimeout(t *testing.T) {
 	inf := informer.New("ints", memstore.New[string, int]())
-	ok := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	ok := reconcile.Func(func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
 	for _, d := range []time.Duration{0, -time.Second} {
 		_, err := reconcile.New("c", ok, reconcile.For(inf), reconcile.WithReadYourWritesTimeout(d))
 		require.ErrorContains(t, err, "WithReadYourWritesTimeout")

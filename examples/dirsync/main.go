@@ -72,7 +72,7 @@ func build(manifest, dir string, interval time.Duration, log *slog.Logger) (*rec
 		return readDir(dir)
 	}, byName, same, every), informer.WithLogger(log))
 
-	c, err := reconcile.New("dirsync", reconcile.Func[string](func(ctx context.Context, name string) (reconcile.Result, error) {
+	c, err := reconcile.New("dirsync", reconcile.Func(func(ctx context.Context, name string) (reconcile.Result, error) {
 		want, listed := desired.Get(name)
 		path := filepath.Join(dir, name)
 		have, err := os.ReadFile(path) // the world, not the cache: act on what is there now
@@ -107,10 +107,9 @@ func build(manifest, dir string, interval time.Duration, log *slog.Logger) (*rec
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, err := range []error{m.AddInformer(desired), m.AddInformer(observed), m.AddController(c)} {
-		if err != nil {
-			return nil, nil, err
-		}
+	// The Manager runs the informers c watches (desired, observed) too.
+	if err := m.AddController(c); err != nil {
+		return nil, nil, err
 	}
 	return c, m, nil
 }

@@ -27,7 +27,7 @@ func run(ctx context.Context, out io.Writer, pause time.Duration) error {
 	store := memstore.New[string, App]() // desired state: the embedded store
 	apps := informer.New("apps", store)  // a cache that follows it
 	running := map[string]int{}          // observed state (one worker: no lock needed)
-	scaler, err := reconcile.New("scaler", reconcile.Func[string](
+	scaler, err := reconcile.New("scaler", reconcile.Func(
 		func(ctx context.Context, name string) (reconcile.Result, error) {
 			app, ok := apps.Get(name) // a key, never an event: read the desired state
 			switch {
@@ -44,7 +44,7 @@ func run(ctx context.Context, out io.Writer, pause time.Duration) error {
 	if err := errors.Join(err, err2); err != nil {
 		return err
 	}
-	if err := errors.Join(mgr.AddInformer(apps), mgr.AddController(scaler)); err != nil {
+	if err := mgr.AddController(scaler); err != nil { // and the informer it watches
 		return err
 	}
 	ctx, stop := context.WithCancel(ctx)

@@ -124,7 +124,7 @@ func runMode(demo bool, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := sys.mgr.AddFunc("http-api", false, func(ctx context.Context) error { return serveAPI(ctx, ln, st) }); err != nil {
+	if err := sys.mgr.AddFunc("http-api", func(ctx context.Context) error { return serveAPI(ctx, ln, st) }); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "replicaset: API on http://%s (desired state in %s); Ctrl-C stops it and its processes\n", ln.Addr(), st.describe)
@@ -173,14 +173,13 @@ func newSystem(cfg config, st *stores, logger *slog.Logger, output *os.File) (*s
 	_, podErr := c.podInf.AddHandler(events.DeletionHandler[string, Pod](rec.podSink))
 	for _, err := range []error{
 		rsErr, podErr,
-		mgr.AddInformer(c.rsInf),
-		mgr.AddInformer(c.podInf),
+		// Each controller brings the informers it watches.
 		mgr.AddController(c.rs),
 		mgr.AddController(c.agent),
 		// When the Manager stops, the agent stops its processes.
-		mgr.AddFunc("node-agent-processes", false, c.ag.run),
+		mgr.AddFunc("node-agent-processes", c.ag.run),
 		// The events, written to the store for describe.
-		mgr.AddFunc("events", false, rec.run),
+		mgr.AddFunc("events", rec.run),
 	} {
 		if err != nil {
 			return nil, err
@@ -202,6 +201,9 @@ type parts struct {
 	workers int
 	// wrap wraps each reconciler (the kit counts reconciles); nil: none.
 	wrap func(controller string, r reconcile.Reconciler[string]) reconcile.Reconciler[string]
+	// withoutHeadBarrier leaves the head barrier off, as the program ran
+	// before it turned it on (the kit's finding that it closes).
+	withoutHeadBarrier bool
 }
 
 // controllers are the two controllers and their informers, not yet
@@ -236,7 +238,11 @@ func newControllers(cfg config, st *stores, logger *slog.Logger, p parts, opts .
 	// hold its predecessor's last writes (on etcd, with a short
 	// --experimental-watch-progress-notify-interval; see WithHeadBarrier).
 	options := func(own ...reconcile.Option) []reconcile.Option {
-		return append(append(own, reconcile.WithLogger(logger), reconcile.WithHeadBarrier(true)), opts...)
+		own = append(own, reconcile.WithLogger(logger))
+		if !p.withoutHeadBarrier {
+			own = append(own, reconcile.WithHeadBarrier())
+		}
+		return append(own, opts...)
 	}
 
 	// The ReplicaSet controller: a ReplicaSet's own changes, and changes

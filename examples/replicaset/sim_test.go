@@ -52,10 +52,6 @@ var simConfig = config{node: "local", backoffBase: 10 * time.Second, backoffCap:
 func simProcess(p *simtest.Process, w *simWorld) error {
 	st := &stores{replicaSets: simtest.Wrap(p, "replicasets", w.rs), pods: simtest.Wrap(p, "pods", w.pods)}
 	seq := 0 // one worker calls suffix at a time
-	var opts []reconcile.Option
-	if w.withoutHeadBarrier {
-		opts = append(opts, reconcile.WithHeadBarrier(false))
-	}
 	c, err := newControllers(simConfig, st, p.Logger(), parts{
 		runner:  w.node.runner(),
 		suffix:  func() string { seq++; return fmt.Sprintf("%d-%d", p.Incarnation(), seq) },
@@ -67,7 +63,8 @@ func simProcess(p *simtest.Process, w *simWorld) error {
 		wrap: func(name string, r reconcile.Reconciler[string]) reconcile.Reconciler[string] {
 			return simtest.Count(p, name, r)
 		},
-	}, opts...)
+		withoutHeadBarrier: w.withoutHeadBarrier,
+	})
 	if err != nil {
 		return err
 	}

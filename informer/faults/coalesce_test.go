@@ -61,7 +61,7 @@ func TestAHealthySourceShouldNotCoalesce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memstore.New[string, int]()
 		src := faults.New(store, 1, faults.WithRates(faults.Rates{Coalesce: 1, CoalesceWindow: time.Hour}))
-		src.SetHealthy(true)
+		src.Heal()
 		store.Put("a", 1)
 		store.Put("a", 2)
 		got, err := collectStr(t, src, 2)

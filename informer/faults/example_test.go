@@ -27,7 +27,7 @@ func Example() {
 	for i := range 100 {
 		store.Put(fmt.Sprint("k", i%10), i)
 	}
-	src.SetHealthy(true)
+	src.Heal()
 	for {
 		if v, _ := inf.Get("k9"); v == 99 && inf.Len() == 10 {
 			break

@@ -3,7 +3,7 @@
 // revisions expire as if compacted, events arrive late or twice, or are
 // coalesced so that a key's intermediate values are never seen. A test
 // runs an informer (or a whole controller) against the wrapper, lets it
-// churn, then calls SetHealthy(true) and asserts that everything converged.
+// churn, then calls Heal and asserts that everything converged.
 //
 // Every fault stays within the Source contract, so an informer that breaks
 // under it has a bug, not an excuse: no change is invented, dropped without
@@ -125,8 +125,7 @@ type Source[K comparable, V any] struct {
 // Compile-time proof that a Source is a Source.
 var _ informer.Source[string, int] = (*Source[string, int])(nil)
 
-// New wraps src with faults drawn from seed. It starts unhealthy: faults
-// are on.
+// New wraps src with faults drawn from seed. Faults are on until Heal.
 func New[K comparable, V any](src informer.Source[K, V], seed uint64, opts ...Option) *Source[K, V] {
 	c := config{rates: DefaultRates}
 	for _, o := range opts {
@@ -143,10 +142,13 @@ func New[K comparable, V any](src informer.Source[K, V], seed uint64, opts ...Op
 	}
 }
 
-// SetHealthy turns faults off (true) or on again (false). Calls in
-// progress see the change at their next decision; a delay already begun
-// runs out.
-func (s *Source[K, V]) SetHealthy(healthy bool) { s.healthy.Store(healthy) }
+// Heal turns every fault off, for a test's phase in which the system must
+// converge. Calls in progress see the change at their next decision; a
+// delay already begun runs out.
+func (s *Source[K, V]) Heal() { s.healthy.Store(true) }
+
+// Break turns the faults on again after Heal, as New starts them.
+func (s *Source[K, V]) Break() { s.healthy.Store(false) }
 
 // Counts returns how many faults have been injected so far.
 func (s *Source[K, V]) Counts() Counts {

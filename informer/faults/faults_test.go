@@ -51,7 +51,7 @@ func TestHealthySourcePassesEverythingThrough(t *testing.T) {
 	src := faults.New(filled(50), 1, faults.WithRates(faults.Rates{
 		ListError: 1, WatchError: 1, Expire: 1, Duplicate: 1, Delay: 1, MaxDelay: time.Hour,
 	}))
-	src.SetHealthy(true)
+	src.Heal()
 	entries, rev, err := src.List(context.Background())
 	require.NoError(t, err)
 	assert.Len(t, entries, 50)
@@ -60,6 +60,16 @@ func TestHealthySourcePassesEverythingThrough(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, got, 50)
 	assert.Equal(t, faults.Counts{}, src.Counts())
+}
+
+func TestBreakShouldTurnTheFaultsOnAgainAfterHeal(t *testing.T) {
+	src := faults.New(filled(1), 1, faults.WithRates(faults.Rates{ListError: 1}))
+	src.Heal()
+	_, _, err := src.List(context.Background())
+	require.NoError(t, err)
+	src.Break()
+	_, _, err = src.List(context.Background())
+	assert.ErrorIs(t, err, faults.ErrInjected)
 }
 
 func TestListsFailWithErrInjected(t *testing.T) {

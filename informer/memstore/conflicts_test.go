@@ -125,7 +125,7 @@ func TestAControllerUsingUpdateShouldRetryThroughInjectedConflicts(t *testing.T)
 	}
 	inf := reconciletest.Informer(h, "jobs", store)
 	var failed atomic.Int64
-	rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		_, _, err := informer.Update(ctx, store, key, func(j *job) error {
 			j.Done = j.Want
 			return nil

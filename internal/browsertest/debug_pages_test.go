@@ -98,7 +98,7 @@ func startDemo(t *testing.T) *demo {
 	rsInf := informer.New("replicasets", rsStore)
 	rec := events.NewRecorder("replicaset-controller", events.WithSink(events.NewMemorySink(0)),
 		events.WithContextID(reconcile.ReconcileID))
-	rs, err := reconcile.New("replicasets", reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+	rs, err := reconcile.New("replicasets", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		var err error
 		switch {
 		case key == "default/batch":
@@ -134,9 +134,9 @@ func startDemo(t *testing.T) *demo {
 	podInf := informer.New("pods", podStore)
 	shards, err := shard.New(memlock.NewLocks(), shard.Config{Name: "pods", Identity: "replica-a", Buckets: demoBuckets})
 	require.NoError(t, err)
-	pods, err := reconcile.New("pods", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+	pods, err := reconcile.New("pods", reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		return reconcile.Result{}, nil
-	}), reconcile.For(podInf), reconcile.WithShards[string](shards, nil), reconcile.WithLogger(quiet))
+	}), reconcile.For(podInf), reconcile.WithShards(shards), reconcile.WithLogger(quiet))
 	require.NoError(t, err)
 
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{

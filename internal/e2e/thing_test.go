@@ -90,7 +90,7 @@ func newThingController(t *testing.T, store informer.Store[string, Thing], ext *
 	t.Helper()
 	c := &thingController{store: store, ext: ext, finalizer: finalizer}
 	c.inf = informer.New("things", store, informer.WithLogger(quiet))
-	ctrl, err := reconcile.New("things", reconcile.Func[string](c.reconcile),
+	ctrl, err := reconcile.New("things", reconcile.Func(c.reconcile),
 		reconcile.For(c.inf), reconcile.WithWorkers(2), reconcile.WithLogger(quiet))
 	require.NoError(t, err)
 	c.ctrl = ctrl

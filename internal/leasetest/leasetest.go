@@ -48,7 +48,7 @@ func New() *Journal {
 // Holding returns a reconciler, for replica, that records an Interval for
 // each reconcile and holds it for hold, or until its context is done.
 func (j *Journal) Holding(replica string, hold time.Duration) reconcile.Reconciler[string] {
-	return reconcile.Func[string](func(ctx context.Context, _ string) (reconcile.Result, error) {
+	return reconcile.Func(func(ctx context.Context, _ string) (reconcile.Result, error) {
 		term, _ := leader.TermFromContext(ctx)
 		seq := j.begin(replica, term)
 		t := time.NewTimer(hold)

@@ -106,7 +106,7 @@ func TestAPartitionedReplicasBucketsShouldMoveOnlyAfterItsLeasesExpired(t *testi
 		cl.until(3*lease, func() bool { return cl.balanced(a, b, c) })
 		cl.advance(retry / 2) // off the renewal grid
 		cut := cl.clk.Now()
-		c.backend.Cut(true)
+		c.backend.Cut()
 		took := cl.until(3*lease, func() bool { return cl.balanced(a, b) })
 		t.Logf("rebalanced %v after the partition", took)
 		for _, x := range cl.actsOf("c") {
@@ -123,7 +123,7 @@ func TestAPartitionedReplicasBucketsShouldMoveOnlyAfterItsLeasesExpired(t *testi
 		assert.Less(t, took, 2*lease)
 
 		// Healed, c rejoins and gets its share back.
-		c.backend.Cut(false)
+		c.backend.Restore()
 		took = cl.until(3*lease, func() bool { return cl.balanced(a, b, c) })
 		t.Logf("rebalanced %v after healing", took)
 		cl.stop(a)

@@ -30,7 +30,7 @@ func TestSettleWaitsForReconcilesThatWriteToTheStore(t *testing.T) {
 	h := reconciletest.New(t)
 	store := memstore.New[string, int]()
 	var calls atomic.Int32
-	rec := reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(_ context.Context, key string) (reconcile.Result, error) {
 		calls.Add(1)
 		if v, _, _, _ := store.Get(context.Background(), key); v < 10 {
 			store.Put(key, v+1) // one step at a time, each a new change
@@ -51,7 +51,7 @@ func TestStepFiresWhatIsDueAndSettles(t *testing.T) {
 	store := memstore.New[string, int]()
 	store.Put("a", 0)
 	var calls atomic.Int32
-	rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		calls.Add(1)
 		return reconcile.Result{RequeueAfter: time.Minute}, nil
 	})
@@ -144,7 +144,7 @@ func TestSettleReleasesAChangeAReconcileWaitsFor(t *testing.T) {
 	store := memstore.New[string, int]()
 	inf := reconciletest.Informer(h, "keys", store)
 	var calls atomic.Int32
-	rec := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		calls.Add(1)
 		for key == "wait" {
 			if _, ok := inf.Get("go"); ok {
@@ -171,7 +171,7 @@ func TestAChangeIsReleasedWithoutSettleAfterAWhile(t *testing.T) {
 	h := reconciletest.New(t)
 	store := memstore.New[string, int]()
 	var calls atomic.Int32
-	rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		calls.Add(1)
 		return reconcile.Result{}, nil
 	})
@@ -188,7 +188,7 @@ func TestAddRunsAControllerBuiltByTheTest(t *testing.T) {
 	h := reconciletest.New(t)
 	store := memstore.New[string, int]()
 	var calls atomic.Int32
-	rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		calls.Add(1)
 		return reconcile.Result{RequeueAfter: time.Minute}, nil
 	})
@@ -231,7 +231,7 @@ func TestLogsGoToTheTestsOutput(t *testing.T) {
 	h := reconciletest.New(tb)
 	store := memstore.New[string, int]()
 	store.Put("a", 1)
-	rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		return reconcile.Result{}, reconcile.Terminal(errors.New("impossible"))
 	})
 	inf := reconciletest.Informer(h, "keys", store)
@@ -253,7 +253,7 @@ func TestStepWaitsForTheResyncItFires(t *testing.T) {
 		store.Put(k, 1)
 	}
 	var calls atomic.Int32
-	rec := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		calls.Add(1)
 		return reconcile.Result{}, nil
 	})

@@ -32,7 +32,7 @@ func observedSpec(steps ...func(context.Context, *observed) error) simtest.Spec[
 		Process: func(p *simtest.Process, w *observed) error {
 			s := simtest.Wrap(p, "ints", w.store)
 			inf := informer.New("ints", s, informer.WithLogger(p.Logger()))
-			c, err := reconcile.New("ints", simtest.Count(p, "ints", reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+			c, err := reconcile.New("ints", simtest.Count(p, "ints", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 				v, ok := inf.Get(key)
 				if key != "k" || !ok {
 					return reconcile.Result{}, nil

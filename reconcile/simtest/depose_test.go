@@ -55,7 +55,7 @@ func TestASecondDeposeOfAnAlreadyDeposedProcessShouldFreezeItAgainAndEndTheRunCl
 		return
 	}
 	var world *counters
-	spec := counterSpec(func(p *simtest.Process, w *counters, s informer.Store[string, int]) reconcile.Func[string] {
+	spec := counterSpec(func(p *simtest.Process, w *counters, s informer.Store[string, int]) recFunc {
 		return func(ctx context.Context, key string) (reconcile.Result, error) {
 			if key != "k" || p.Incarnation() != 0 {
 				return reconcile.Result{}, nil
@@ -99,7 +99,7 @@ func managedSpec() simtest.Spec[*managed] {
 		Process: func(p *simtest.Process, w *managed) error {
 			s := simtest.Wrap(p, "ints", w.store)
 			inf := informer.New("ints", s, informer.WithLogger(p.Logger()))
-			c, err := reconcile.New("ints", simtest.Count(p, "ints", reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+			c, err := reconcile.New("ints", simtest.Count(p, "ints", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 				if key != "k" {
 					return reconcile.Result{}, nil
 				}
@@ -171,7 +171,7 @@ func TestADeposedManagerShouldPassSampledSchedulesWithDeposesAndCrashes(t *testi
 
 func TestAProcessThatExitsOnLeadershipLostShouldBeRestartedLikeACrashedOne(t *testing.T) {
 	var world *counters
-	spec := counterSpec(func(p *simtest.Process, w *counters, s informer.Store[string, int]) reconcile.Func[string] {
+	spec := counterSpec(func(p *simtest.Process, w *counters, s informer.Store[string, int]) recFunc {
 		return func(ctx context.Context, key string) (reconcile.Result, error) {
 			w.incarnation = max(w.incarnation, p.Incarnation())
 			return reconcile.Result{}, nil
@@ -208,7 +208,7 @@ func TestAnEffectThatWaitsWhileAnotherControllerWritesShouldNotHangTheRun(t *tes
 	spec.Process = func(p *simtest.Process, w *counters) error {
 		s := simtest.Wrap(p, "ints", w.store)
 		inf := informer.New("ints", s, informer.WithLogger(p.Logger()))
-		slow := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		slow := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 			if key != "k" {
 				return reconcile.Result{}, nil
 			}
@@ -219,7 +219,7 @@ func TestAnEffectThatWaitsWhileAnotherControllerWritesShouldNotHangTheRun(t *tes
 				return nil
 			})
 		})
-		fast := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		fast := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 			if key != "k" {
 				return reconcile.Result{}, nil
 			}

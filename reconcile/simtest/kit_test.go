@@ -34,13 +34,13 @@ type counters struct {
 
 // counterSpec runs rec (given the process's wrapped store and informer) over
 // a store with key "k" put by the workload.
-func counterSpec(rec func(p *simtest.Process, w *counters, s informer.Store[string, int]) reconcile.Func[string]) simtest.Spec[*counters] {
+func counterSpec(rec func(p *simtest.Process, w *counters, s informer.Store[string, int]) recFunc) simtest.Spec[*counters] {
 	return simtest.Spec[*counters]{
 		World: func() *counters { return &counters{store: memstore.New[string, int]()} },
 		Process: func(p *simtest.Process, w *counters) error {
 			s := simtest.Wrap(p, "ints", w.store)
 			inf := informer.New("ints", s, informer.WithLogger(p.Logger()))
-			c, err := reconcile.New("ints", simtest.Count[string](p, "ints", rec(p, w, s)),
+			c, err := reconcile.New("ints", simtest.Count(p, "ints", reconcile.Func(rec(p, w, s))),
 				reconcile.For(inf), reconcile.WithWorkers(1), reconcile.WithLogger(p.Logger()))
 			if err != nil {
 				return err
@@ -65,7 +65,7 @@ func counterSpec(rec func(p *simtest.Process, w *counters, s informer.Store[stri
 func putK(_ context.Context, w *counters) error { w.store.Put("k", 0); return nil }
 
 func TestAControllerThatRequeuesForeverShouldFailLivenessAsAHotLoop(t *testing.T) {
-	spec := counterSpec(func(*simtest.Process, *counters, informer.Store[string, int]) reconcile.Func[string] {
+	spec := counterSpec(func(*simtest.Process, *counters, informer.Store[string, int]) recFunc {
 		return func(context.Context, string) (reconcile.Result, error) {
 			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
@@ -79,7 +79,7 @@ func TestAControllerThatRequeuesForeverShouldFailLivenessAsAHotLoop(t *testing.T
 }
 
 func TestAControllerThatNeverStopsWritingShouldFailLiveness(t *testing.T) {
-	spec := counterSpec(func(_ *simtest.Process, _ *counters, s informer.Store[string, int]) reconcile.Func[string] {
+	spec := counterSpec(func(_ *simtest.Process, _ *counters, s informer.Store[string, int]) recFunc {
 		return func(ctx context.Context, key string) (reconcile.Result, error) {
 			_, _, err := informer.Update(ctx, s, key, func(v *int) error { *v++; return nil })
 			return reconcile.Result{}, err
@@ -93,7 +93,7 @@ func TestAControllerThatNeverStopsWritingShouldFailLiveness(t *testing.T) {
 }
 
 func TestABrokenInvariantShouldFailTheRun(t *testing.T) {
-	spec := counterSpec(func(*simtest.Process, *counters, informer.Store[string, int]) reconcile.Func[string] {
+	spec := counterSpec(func(*simtest.Process, *counters, informer.Store[string, int]) recFunc {
 		return func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil }
 	})
 	spec.Workload = append(spec.Workload, putK)
@@ -110,7 +110,7 @@ func TestABrokenInvariantShouldFailTheRun(t *testing.T) {
 
 // twoWrites creates "a" then "b" from every reconcile, each set to the
 // writing process's incarnation + 1, counting the writes the kit refused.
-func twoWrites(p *simtest.Process, w *counters, s informer.Store[string, int]) reconcile.Func[string] {
+func twoWrites(p *simtest.Process, w *counters, s informer.Store[string, int]) recFunc {
 	return func(ctx context.Context, _ string) (reconcile.Result, error) {
 		for _, k := range []string{"a", "b"} {
 			_, err := s.Create(ctx, k, p.Incarnation()+1)
@@ -209,7 +209,7 @@ func TestTheSameSeedShouldDrawTheSameSchedule(t *testing.T) {
 // and returns the world and the report.
 func faultSeen(t *testing.T, sched string) (*counters, *simtest.Report) {
 	var world *counters
-	spec := counterSpec(func(p *simtest.Process, w *counters, s informer.Store[string, int]) reconcile.Func[string] {
+	spec := counterSpec(func(p *simtest.Process, w *counters, s informer.Store[string, int]) recFunc {
 		return func(ctx context.Context, key string) (reconcile.Result, error) {
 			if key != "k" {
 				return reconcile.Result{}, nil
@@ -277,7 +277,7 @@ func TestADeposedProcessShouldMakeItsFrozenWriteAfterItsSuccessorRan(t *testing.
 	var world *counters
 	// Atomic: the frozen process and its successor reconcile at once.
 	var successorRan atomic.Bool
-	spec := counterSpec(func(p *simtest.Process, w *counters, s informer.Store[string, int]) reconcile.Func[string] {
+	spec := counterSpec(func(p *simtest.Process, w *counters, s informer.Store[string, int]) recFunc {
 		return func(ctx context.Context, key string) (reconcile.Result, error) {
 			if p.Incarnation() > 0 {
 				successorRan.Store(true)
@@ -306,7 +306,7 @@ func TestADeposedProcessShouldMakeItsFrozenWriteAfterItsSuccessorRan(t *testing.
 // reconciler that starts something, then records it in the store, starts
 // it twice when it dies in between (the kit counts the starts).
 func TestAnEffectShouldBeACrashPointLikeAStoreWrite(t *testing.T) {
-	spec := counterSpec(func(p *simtest.Process, w *counters, s informer.Store[string, int]) reconcile.Func[string] {
+	spec := counterSpec(func(p *simtest.Process, w *counters, s informer.Store[string, int]) recFunc {
 		return func(ctx context.Context, key string) (reconcile.Result, error) {
 			if key != "k" {
 				return reconcile.Result{}, nil
@@ -352,3 +352,6 @@ func passes[W any](t *testing.T, spec simtest.Spec[W]) {
 	r := simtest.Run(t, spec)
 	assert.Positive(t, r.Schedules)
 }
+
+// recFunc is a reconcile function, which reconcile.Func makes a Reconciler.
+type recFunc = func(context.Context, string) (reconcile.Result, error)

@@ -16,7 +16,7 @@ import (
 // recheck is a controller that looks at every key again every period,
 // writing nothing: a drift check.
 func recheck(period time.Duration) simtest.Spec[*counters] {
-	spec := counterSpec(func(*simtest.Process, *counters, informer.Store[string, int]) reconcile.Func[string] {
+	spec := counterSpec(func(*simtest.Process, *counters, informer.Store[string, int]) recFunc {
 		return func(context.Context, string) (reconcile.Result, error) {
 			return reconcile.Result{RequeueAfter: period}, nil
 		}
@@ -58,7 +58,7 @@ func heartbeat(period time.Duration, keys ...string) simtest.Spec[*counters] {
 	if len(keys) == 0 {
 		keys = []string{"hb"}
 	}
-	spec := counterSpec(func(*simtest.Process, *counters, informer.Store[string, int]) reconcile.Func[string] {
+	spec := counterSpec(func(*simtest.Process, *counters, informer.Store[string, int]) recFunc {
 		return func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil }
 	})
 	process := spec.Process

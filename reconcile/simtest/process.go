@@ -175,7 +175,7 @@ func (p *Process) stop() error {
 // it (one at a time, in an order that is the same in every rerun). Wrap
 // every reconciler a Process builds with it.
 func Count[K comparable](p *Process, controller string, rec reconcile.Reconciler[K]) reconcile.Reconciler[K] {
-	return reconcile.Func[K](func(ctx context.Context, key K) (reconcile.Result, error) {
+	return reconcile.Func(func(ctx context.Context, key K) (reconcile.Result, error) {
 		who := fmt.Sprintf("%s/%v", controller, key)
 		if err := p.run.gate.wait(ctx, fmt.Sprintf("1 reconcile %s %d", who, p.incarnation)); err != nil {
 			return reconcile.Result{}, err

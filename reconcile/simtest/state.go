@@ -16,7 +16,7 @@ type runState struct {
 
 	mu         sync.Mutex
 	faultAt    map[int]*Fault
-	sources    []interface{ SetHealthy(bool) }
+	sources    []healer
 	healthy    bool // set when the liveness phase begins
 	budget     int  // writes, and reconciles, a run may make at most
 	exhausted  bool // set when either went past budget
@@ -108,12 +108,18 @@ func (r *runState) deposeNext(w writeRecord) (outcome func(error), ok bool) {
 	}, true
 }
 
+// healer is a source whose faults Heal turns off (*faults.Source); it
+// starts with them on.
+type healer interface{ Heal() }
+
 // addSource registers a faulty source, healthy already if the run is in
 // its liveness phase.
-func (r *runState) addSource(s interface{ SetHealthy(bool) }) {
+func (r *runState) addSource(s healer) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s.SetHealthy(r.healthy)
+	if r.healthy {
+		s.Heal()
+	}
 	r.sources = append(r.sources, s)
 }
 
@@ -124,7 +130,7 @@ func (r *runState) heal() {
 	defer r.mu.Unlock()
 	r.healthy = true
 	for _, s := range r.sources {
-		s.SetHealthy(true)
+		s.Heal()
 	}
 }
 

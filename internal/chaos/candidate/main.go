@@ -160,7 +160,7 @@ func run(kind, endpoints, dsn, lockName, prefix string, cfg leader.Config, every
 		return err
 	}
 	w := &writer{b: b, m: m, out: out, id: id, every: every}
-	if err := m.AddFunc("writer", true, w.run); err != nil {
+	if err := m.AddLeaderFunc("writer", w.run); err != nil {
 		return err
 	}
 	if hold > 0 {
@@ -232,7 +232,7 @@ func addReconciler(m *reconcile.Manager, out *emitter, hold time.Duration, logge
 	store := memstore.New[string, int]()
 	store.Put("k", 1)
 	inf := informer.New("work", store)
-	rec := reconcile.Func[string](func(ctx context.Context, _ string) (reconcile.Result, error) {
+	rec := reconcile.Func(func(ctx context.Context, _ string) (reconcile.Result, error) {
 		term, _ := leader.TermFromContext(ctx)
 		start := candidates.Mono()
 		// Late: begun when the lease had lapsed by this replica's clock,
@@ -254,9 +254,6 @@ func addReconciler(m *reconcile.Manager, out *emitter, hold time.Duration, logge
 	})
 	c, err := reconcile.New("work", rec, reconcile.For(inf), reconcile.WithLogger(logger))
 	if err != nil {
-		return err
-	}
-	if err := m.AddInformer(inf); err != nil {
 		return err
 	}
 	return m.AddController(c)

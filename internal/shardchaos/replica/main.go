@@ -118,7 +118,7 @@ func run(ctx context.Context, st store, id string, buckets, nkeys int, lease, re
 		all[i] = fmt.Sprintf("k%03d", i)
 	}
 	f := &fenced{st: st, id: id, hold: hold}
-	c, err := reconcile.New("chaos", reconcile.Func[string](f.reconcile),
+	c, err := reconcile.New("chaos", reconcile.Func(f.reconcile),
 		reconcile.FromFunc("ticker", func(ctx context.Context, enqueue func(string)) error {
 			t := time.NewTicker(tick)
 			defer t.Stop()
@@ -133,7 +133,7 @@ func run(ctx context.Context, st store, id string, buckets, nkeys int, lease, re
 				}
 			}
 		}),
-		reconcile.WithShards[string](s, nil), reconcile.WithWorkers(4),
+		reconcile.WithShards(s), reconcile.WithWorkers(4),
 		reconcile.WithShutdownGrace(time.Second), reconcile.WithLogger(logger))
 	if err != nil {
 		return err

@@ -22,8 +22,11 @@ type Cuttable struct {
 	cut atomic.Bool
 }
 
-// Cut cuts the backend off (true) or restores it (false).
-func (c *Cuttable) Cut(on bool) { c.cut.Store(on) }
+// Cut cuts the backend off: every call fails with ErrCut until Restore.
+func (c *Cuttable) Cut() { c.cut.Store(true) }
+
+// Restore ends a Cut: calls reach the shared Backend again.
+func (c *Cuttable) Restore() { c.cut.Store(false) }
 
 // Lock returns the shared lock called name, failing while cut.
 func (c *Cuttable) Lock(name string) leader.Lock {

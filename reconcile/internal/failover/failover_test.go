@@ -86,7 +86,7 @@ func runReplica(id string) error {
 	// an etcdstore.Store does not make (it only compares and swaps).
 	results := prefix + "/done/"
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := reconcile.New("items", reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+	c, err := reconcile.New("items", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		it, ok := items.Get(key)
 		if !ok {
 			_, err := cli.Delete(ctx, results+key)
