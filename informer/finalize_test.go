@@ -37,10 +37,21 @@ func read(t *testing.T, s *memstore.Store[string, widget], key string) widget {
 	return w
 }
 
-func TestFinalizeShouldAddTheFinalizerBeforeTheCallerActs(t *testing.T) {
+// stored puts key "w" with finalizers fins into a new store, requests
+// its deletion if deleting, and returns the store and the value read back.
+func stored(t *testing.T, deleting bool, fins ...string) (*memstore.Store[string, widget], widget) {
+	t.Helper()
 	s := memstore.New[string, widget]()
-	s.Put("w", widget{Size: 1})
-	v := read(t, s, "w")
+	s.Put("w", widget{Size: 1, Meta: object.Meta{Finalizers: fins}})
+	if deleting {
+		_, _, err := informer.RequestDelete(t.Context(), s, "w")
+		require.NoError(t, err)
+	}
+	return s, read(t, s, "w")
+}
+
+func TestFinalizeShouldAddTheFinalizerBeforeTheCallerActs(t *testing.T) {
+	s, v := stored(t, false)
 	c := cleanupCounter{done: true}
 	live, err := informer.Finalize(t.Context(), s, "w", &v, fin, c.cleanup)
 	require.NoError(t, err)
@@ -50,10 +61,8 @@ func TestFinalizeShouldAddTheFinalizerBeforeTheCallerActs(t *testing.T) {
 }
 
 func TestFinalizeShouldWriteNothingWhenTheFinalizerIsInPlace(t *testing.T) {
-	s := memstore.New[string, widget]()
-	s.Put("w", widget{Meta: object.Meta{Finalizers: []string{fin}}})
+	s, v := stored(t, false, fin)
 	rev := s.Revision()
-	v := read(t, s, "w")
 	c := cleanupCounter{done: true}
 	live, err := informer.Finalize(t.Context(), s, "w", &v, fin, c.cleanup)
 	require.NoError(t, err)
@@ -62,11 +71,7 @@ func TestFinalizeShouldWriteNothingWhenTheFinalizerIsInPlace(t *testing.T) {
 }
 
 func TestFinalizeShouldCleanUpThenRemoveTheFinalizerWhichDeletesTheKey(t *testing.T) {
-	s := memstore.New[string, widget]()
-	s.Put("w", widget{Meta: object.Meta{Finalizers: []string{fin}}})
-	_, _, err := informer.RequestDelete(t.Context(), s, "w")
-	require.NoError(t, err)
-	v := read(t, s, "w")
+	s, v := stored(t, true, fin)
 	c := cleanupCounter{done: true}
 	live, err := informer.Finalize(t.Context(), s, "w", &v, fin, c.cleanup)
 	require.NoError(t, err)
@@ -76,11 +81,7 @@ func TestFinalizeShouldCleanUpThenRemoveTheFinalizerWhichDeletesTheKey(t *testin
 }
 
 func TestFinalizeShouldKeepOtherFinalizersAndTheKey(t *testing.T) {
-	s := memstore.New[string, widget]()
-	s.Put("w", widget{Meta: object.Meta{Finalizers: []string{"other", fin}}})
-	_, _, err := informer.RequestDelete(t.Context(), s, "w")
-	require.NoError(t, err)
-	v := read(t, s, "w")
+	s, v := stored(t, true, "other", fin)
 	c := cleanupCounter{done: true}
 	live, err := informer.Finalize(t.Context(), s, "w", &v, fin, c.cleanup)
 	require.NoError(t, err)
@@ -92,11 +93,7 @@ func TestFinalizeShouldKeepOtherFinalizersAndTheKey(t *testing.T) {
 
 func TestFinalizeShouldKeepTheFinalizerUntilCleanupIsDone(t *testing.T) {
 	for _, c := range []*cleanupCounter{{done: false}, {done: true, err: errors.New("bucket busy")}} {
-		s := memstore.New[string, widget]()
-		s.Put("w", widget{Meta: object.Meta{Finalizers: []string{fin}}})
-		_, _, err := informer.RequestDelete(t.Context(), s, "w")
-		require.NoError(t, err)
-		v := read(t, s, "w")
+		s, v := stored(t, true, fin)
 		live, err := informer.Finalize(t.Context(), s, "w", &v, fin, c.cleanup)
 		assert.ErrorIs(t, err, c.err) // nil for the first
 		assert.False(t, live)
@@ -106,12 +103,8 @@ func TestFinalizeShouldKeepTheFinalizerUntilCleanupIsDone(t *testing.T) {
 }
 
 func TestFinalizeShouldDoNothingForADeletingValueWithoutItsFinalizer(t *testing.T) {
-	s := memstore.New[string, widget]()
-	s.Put("w", widget{Meta: object.Meta{Finalizers: []string{"other"}}})
-	_, _, err := informer.RequestDelete(t.Context(), s, "w")
-	require.NoError(t, err)
+	s, v := stored(t, true, "other")
 	rev := s.Revision()
-	v := read(t, s, "w")
 	c := cleanupCounter{done: true}
 	live, err := informer.Finalize(t.Context(), s, "w", &v, fin, c.cleanup)
 	require.NoError(t, err)
@@ -123,9 +116,7 @@ func TestFinalizeShouldDoNothingForADeletingValueWithoutItsFinalizer(t *testing.
 // The caller's value comes from a cache that lags: the store may have
 // moved on.
 func TestFinalizeShouldNotAddItsFinalizerToAKeyWhoseDeletionWasRequestedMeanwhile(t *testing.T) {
-	s := memstore.New[string, widget]()
-	s.Put("w", widget{Meta: object.Meta{Finalizers: []string{"other"}}})
-	cached := read(t, s, "w")
+	s, cached := stored(t, false, "other")
 	_, _, err := informer.RequestDelete(t.Context(), s, "w")
 	require.NoError(t, err)
 	c := cleanupCounter{done: true}
@@ -137,9 +128,7 @@ func TestFinalizeShouldNotAddItsFinalizerToAKeyWhoseDeletionWasRequestedMeanwhil
 }
 
 func TestFinalizeShouldReportAKeyGoneMeanwhileAsNotLiveWithoutAnError(t *testing.T) {
-	s := memstore.New[string, widget]()
-	s.Put("w", widget{Meta: object.Meta{Finalizers: []string{fin}}})
-	cachedLive := read(t, s, "w")
+	s, cachedLive := stored(t, false, fin)
 	cachedLive.Finalizers = nil
 	_, _, err := informer.RequestDelete(t.Context(), s, "w")
 	require.NoError(t, err)
@@ -158,9 +147,7 @@ func TestFinalizeShouldReportAKeyGoneMeanwhileAsNotLiveWithoutAnError(t *testing
 }
 
 func TestFinalizeShouldRejectAnEmptyNameAndANilCleanup(t *testing.T) {
-	s := memstore.New[string, widget]()
-	s.Put("w", widget{})
-	v := read(t, s, "w")
+	s, v := stored(t, false)
 	c := cleanupCounter{done: true}
 	_, err := informer.Finalize(t.Context(), s, "w", &v, "", c.cleanup)
 	assert.ErrorContains(t, err, "empty finalizer name")
@@ -172,9 +159,7 @@ func TestFinalizeShouldRejectAnEmptyNameAndANilCleanup(t *testing.T) {
 }
 
 func TestFinalizeShouldReturnTheStoresErrorWhenItCannotAddTheFinalizer(t *testing.T) {
-	s := memstore.New[string, widget]()
-	s.Put("w", widget{})
-	v := read(t, s, "w")
+	s, v := stored(t, false)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	c := cleanupCounter{done: true}
