@@ -22,6 +22,11 @@
 // and informer's write helpers then keep its Generation as the Kubernetes
 // API server does: bumped on a spec change, never on a status write.
 //
+// A controller keeps its finalizer with informer.Finalize, which adds it
+// before the controller acts and removes it once the controller has
+// cleaned up after a deletion request (informer.RequestDelete); Meta's
+// AddFinalizer and RemoveFinalizer are the steps it takes.
+//
 // Values read from a store may be shared with the store and with informer
 // caches. Every helper here is therefore copy-on-write: it never writes
 // into a slice it was given, it replaces the slice. Call them on a copy of

@@ -67,6 +67,63 @@
 // with a warning, so no key hangs behind an informer that lost its store.
 // The check costs one atomic load per reconcile while no key waits.
 //
+// # The life of a key
+//
+// Where each stage of a key's way from a change in the store to the
+// outcome of its reconcile is written, in the order the key meets them
+// (files of this package unless another package is named):
+//
+//  1. Watch event: the informer applies the store's event to its cache
+//     (package informer, reflector.go applyAll and applyLocked), pushes
+//     the change to each handler's listener (fanout.go pushAllLocked;
+//     notifyLocked after a relist) and calls the handler on that
+//     listener's goroutine (listener.go run). A
+//     controller's handler is watchHandler (watch.go), whose OnAdd,
+//     OnUpdate and OnDelete call informerWatch.deliver.
+//  2. Predicates: deliver drops the change unless every predicate of the
+//     watch lets it through (given to For, Watch or Owns; IgnoreUnchanged
+//     is one).
+//  3. Mapping: deliver turns the change into keys: the same key for For;
+//     the toKeys function for Watch (ByIndex makes one); the owner
+//     function for Owns (owns.go). An update maps the old value too, so a
+//     change of owner reconciles both. FromFunc and FromChannel sources
+//     skip 1 to 3 and enqueue their keys directly (watch.go
+//     funcWatch.start).
+//  4. Enqueue: run.enqueue (run.go). A sharded controller drops a key
+//     whose bucket this replica does not hold, remembering a fresh change
+//     as missed (shard.go sharding.admits); a parked key is unparked
+//     (keystate.go keyStates.unpark); with WithCancelOnChange a change
+//     cancels the key's reconcile in flight; then the key is added to the
+//     queue, at low priority for an initial list.
+//  5. Queue: package queue deduplicates, delays and orders keys
+//     (queue.go AddWithOptions) and hands each to one worker at a time
+//     (worker.go Get and Done). The delay of a retry comes from the
+//     controller's rate limiter (run.go recordingLimiter.When, which
+//     notes the retry's time for Controller.Status; WithRateLimiter).
+//  6. Worker: run.work (run.go) takes a key from the queue and gives it
+//     back with Done; run.process runs the steps 7 to 11.
+//  7. Read-your-writes gate: gate.check (wrote.go) holds back, parked and
+//     not reconciled, a key whose earlier reconcile reported a write
+//     (Wrote, gate.record) that its informer has not seen yet.
+//  8. Sharded begin: a sharded controller reconciles a key only while it
+//     holds the key's bucket on a valid lease (shard.go sharding.begin,
+//     then sharding.end).
+//  9. Deadline: run.reconcileContext (deadline.go) makes the reconcile's
+//     context, bounded by WithReconcileTimeout and cancellable for
+//     WithCancelOnChange.
+//  10. Reconcile: run.call (run.go) calls the Reconciler, and turns a
+//     panic into an error.
+//  11. Settle: run.settle (run.go) acts on the outcome. Success forgets
+//     the key's failures (keystate.go keyStates.succeeded) and queues
+//     Result.RequeueAfter; a terminal error is recorded and not retried
+//     (keyStates.terminal); any other error is counted
+//     (keyStates.failed), which parks the key after WithMaxAttempts
+//     failures, or else queues it again after its backoff.
+//  12. Gate arm and fire: once the worker has given back a key the gate
+//     held, gate.arm (wrote.go) registers a callback on the informer it
+//     waits for, and gate.fire queues the key when that informer has
+//     delivered the revision.
+//
 // # Metrics
 //
 // With WithMetrics, a controller exports controller-runtime's metrics, with

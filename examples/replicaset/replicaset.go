@@ -73,19 +73,16 @@ func (c *rsController) Reconcile(ctx context.Context, name string) (reconcile.Re
 		// pods go all the same.
 		return reconcile.Result{}, c.deletePods(ctx, name, names)
 	}
-	if rs.Deleting() {
-		return reconcile.Result{}, c.finalize(ctx, name, names)
-	}
-	if !rs.HasFinalizer(finalizer) {
-		// Before the first pod: from now on a deletion waits for this
-		// controller, even one requested while it is down.
-		_, _, err := informer.Update(ctx, c.rs, name, func(rs *ReplicaSet) error {
-			rs.AddFinalizer(finalizer)
-			return nil
-		})
-		if err != nil {
-			return reconcile.Result{}, ignoreNotFound(err)
-		}
+	// The finalizer is in place before the first pod, so that a deletion
+	// waits for this controller, even one requested while it is down.
+	// Deleting, the pods go first: their deletes park the key until the
+	// pod informer has them, and the run after, with no pods left, is done
+	// and removes the finalizer, which deletes the ReplicaSet.
+	live, err := informer.Finalize(ctx, c.rs, name, &rs, finalizer, func(ctx context.Context) (bool, error) {
+		return len(names) == 0, c.deletePods(ctx, name, names)
+	})
+	if !live || err != nil {
+		return reconcile.Result{}, err
 	}
 	if err := validate(rs.Spec); err != nil {
 		werr := c.writeStatus(ctx, name, func(st *ReplicaSetStatus, now time.Time) {
@@ -120,22 +117,6 @@ func (c *rsController) Reconcile(ctx context.Context, name string) (reconcile.Re
 	return reconcile.Result{}, c.writeStatus(ctx, name, func(st *ReplicaSetStatus, now time.Time) {
 		*st = computeStatus(rs.Spec, rs.Generation, st.Conditions, kept, create, len(del), now)
 	})
-}
-
-// finalize deletes a deleting ReplicaSet's pods, then removes the
-// finalizer, which deletes the ReplicaSet (informer.Update deletes a
-// deleting value once no finalizer is left). The pod deletes park the key
-// until the pod informer has them, so the run after sees no pods and
-// removes the finalizer.
-func (c *rsController) finalize(ctx context.Context, name string, pods []string) error {
-	if len(pods) > 0 {
-		return c.deletePods(ctx, name, pods)
-	}
-	_, _, err := informer.Update(ctx, c.rs, name, func(rs *ReplicaSet) error {
-		rs.RemoveFinalizer(finalizer)
-		return nil
-	})
-	return ignoreNotFound(err)
 }
 
 // ignoreNotFound drops informer.ErrNotFound: the key is gone, and its
