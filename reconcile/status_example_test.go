@@ -18,7 +18,7 @@ func ExampleController_Status() {
 	store := memstore.New[string, Spec]()
 	store.Put("web", Spec{Replicas: 3})
 	specs := informer.New("specs", store, informer.WithLogger(quietLogger))
-	c, err := reconcile.New("scaler", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+	c, err := reconcile.New("scaler", reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		return reconcile.Result{}, errors.New("quota exceeded")
 	}), reconcile.For(specs), reconcile.WithMaxAttempts(1), reconcile.WithLogger(quietLogger))
 	if err != nil {

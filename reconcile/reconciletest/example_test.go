@@ -34,7 +34,7 @@ func Example() {
 		store := memstore.New[string, App]()
 		apps := reconciletest.Informer(h, "apps", store)
 		var down atomic.Bool // the world the controller acts on is unreachable
-		c := reconciletest.Controller(h, "apps", reconcile.Func[string](func(ctx context.Context, name string) (reconcile.Result, error) {
+		c := reconciletest.Controller(h, "apps", reconcile.Func(func(ctx context.Context, name string) (reconcile.Result, error) {
 			app, ok := apps.Get(name)
 			if !ok || app.Running == app.Replicas {
 				return reconcile.Result{}, nil

@@ -43,7 +43,7 @@ func ExampleRun() {
 			Process: func(p *simtest.Process, w *mirror) error {
 				desired := informer.New("desired", simtest.Wrap(p, "desired", w.desired), informer.WithLogger(p.Logger()))
 				copies := simtest.Wrap(p, "copies", w.copies) // writes through it are numbered and crashable
-				c, err := reconcile.New("mirror", simtest.Count(p, "mirror", reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+				c, err := reconcile.New("mirror", simtest.Count(p, "mirror", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 					v, ok := desired.Get(key)
 					if !ok {
 						_, err := copies.Delete(ctx, key, 0)

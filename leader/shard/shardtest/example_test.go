@@ -34,12 +34,12 @@ func ExampleCuttable() {
 		panic(err)
 	}
 
-	r1.Cut(true)
+	r1.Cut()
 	_, err := r1.Lock("bucket-0").Get(ctx)
 	fmt.Println("r1:", err)
 	rec, _ := r2.Lock("bucket-0").Get(ctx)
 	fmt.Println("r2 reads holder", rec.HolderIdentity)
-	r1.Cut(false)
+	r1.Restore()
 	rec, _ = r1.Lock("bucket-0").Get(ctx)
 	fmt.Println("r1 reads holder", rec.HolderIdentity)
 	// Output:
