@@ -95,9 +95,10 @@
 //     (keystate.go keyStates.unpark); with WithCancelOnChange a change
 //     cancels the key's reconcile in flight; then the key is added to the
 //     queue, at low priority for an initial list.
-//  5. Queue: package queue deduplicates, delays and orders keys
-//     (queue.go AddWithOptions) and hands each to one worker at a time
-//     (worker.go Get and Done). The delay of a retry comes from the
+//  5. Queue: the queue's engine (internal/workqueue, whose public face
+//     is package queue) deduplicates, delays and orders keys (queue.go
+//     AddWithOptions) and hands each to one worker at a time (reasons.go
+//     GetWithReasons, worker.go Done). The delay of a retry comes from the
 //     controller's rate limiter (run.go recordingLimiter.When, which
 //     notes the retry's time for Controller.Status; WithRateLimiter).
 //  6. Worker: run.work (run.go) takes a key from the queue and gives it
