@@ -40,6 +40,8 @@ var forbidden = []rule{
 	{"k8s.io/klog", "klog comes only with client-go"},
 	{"go.etcd.io/etcd", "the etcd client belongs in informer/etcdstore and leader/etcdlock"},
 	{"github.com/jackc/pgx", "pgx belongs in informer/postgres and leader/pglock"},
+	{"modernc.org/sqlite", "the SQLite driver belongs in informer/sqlitestore"},
+	{"modernc.org/libc", "the SQLite driver's C library comes only with informer/sqlitestore"},
 }
 
 // Each core package's dependencies, as the go command resolves them for

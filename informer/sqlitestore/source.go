@@ -1,0 +1,165 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/converge-go/converge/informer"
+)
+
+// watchPage bounds the changes one read of a Watch takes: a Watch far
+// behind catches up in pages, each in its own read transaction, so that it
+// never holds a snapshot (which keeps the WAL from being checkpointed)
+// for long.
+const watchPage = 1000
+
+// List returns every key of the collection with its value and mod
+// revision, and the store's revision, read in one transaction: one
+// consistent snapshot, any later change has a higher revision. A value
+// that does not decode is an Entry with Err set (a *DecodeError).
+func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], informer.Revision, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, 0, err
+	}
+	tx, err := s.db.r.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, 0, s.wrap("list", "", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var seq int64
+	if err := tx.QueryRowContext(ctx, "SELECT seq FROM sqlite_sequence WHERE name = 'log'").Scan(&seq); err != nil {
+		return nil, 0, s.wrap("list", "", err)
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM head WHERE coll = ?", s.coll).Scan(&n); err != nil {
+		return nil, 0, s.wrap("list", "", err)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT h.key, h.rev, l.value FROM head h JOIN log l ON l.rev = h.rev WHERE h.coll = ?", s.coll)
+	if err != nil {
+		return nil, 0, s.wrap("list", "", err)
+	}
+	defer func() { _ = rows.Close() }()
+	entries := make([]informer.Entry[string, V], 0, n)
+	var data []byte
+	for rows.Next() {
+		var e informer.Entry[string, V]
+		var rev int64
+		if err := rows.Scan(&e.Key, &rev, &data); err != nil {
+			return nil, 0, s.wrap("list", "", err)
+		}
+		e.Revision = informer.Revision(rev)
+		e.Value, e.Err = s.decode(e.Key, rev, data)
+		entries = append(entries, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, s.wrap("list", "", err)
+	}
+	return entries, informer.Revision(seq), nil
+}
+
+// Watch calls emit for every change of the collection after revision
+// after, in revision order, until ctx is done (ctx.Err()), emit fails (its
+// error), the DB is closed (ErrClosed) or after is no longer available (an
+// error wrapping informer.ErrRevisionExpired: compacted, or from before a
+// rebase). A write of this DB's Stores wakes it at once; a write from
+// outside within the DB's PollInterval. A value that does not decode is a
+// Put with Err set (a *DecodeError). Deletes carry the zero V.
+func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, V]) error) error {
+	return s.WatchBatch(ctx, after, func(events []informer.Event[string, V]) error {
+		for _, e := range events {
+			if err := emit(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// WatchBatch is Watch, handing over each read's changes (up to a page of
+// them) at once; see informer.BatchWatcher.
+func (s *Store[V]) WatchBatch(ctx context.Context, after informer.Revision, emit func([]informer.Event[string, V]) error) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	pos := int64(after)
+	var events []informer.Event[string, V]
+	for {
+		wake := s.db.changed() // before the read: a change after it closes wake
+		var err error
+		events, err = s.readAfter(ctx, pos, events[:0])
+		if err != nil {
+			return err
+		}
+		if len(events) > 0 {
+			if err := emit(events); err != nil {
+				return err
+			}
+			pos = int64(events[len(events)-1].Revision)
+			if len(events) == watchPage {
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.db.closedCh:
+			return fmt.Errorf("sqlitestore collection %q: watch: %w", s.coll, ErrClosed)
+		case <-wake:
+		}
+	}
+}
+
+// readAfter reads a page of the collection's changes after pos, in one
+// transaction that first checks that pos is still available.
+func (s *Store[V]) readAfter(ctx context.Context, pos int64, events []informer.Event[string, V]) ([]informer.Event[string, V], error) {
+	tx, err := s.db.r.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, s.watchErr(ctx, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var seq, compacted int64
+	if err := tx.QueryRowContext(ctx, "SELECT s.seq, m.compact_rev FROM sqlite_sequence s, meta m WHERE s.name = 'log' AND m.id = 1").Scan(&seq, &compacted); err != nil {
+		return nil, s.watchErr(ctx, err)
+	}
+	if pos < compacted || pos > seq {
+		return nil, fmt.Errorf("sqlitestore collection %q: watch after %d: the store's history is from %d to %d: %w",
+			s.coll, pos, compacted, seq, informer.ErrRevisionExpired)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT rev, key, op, value FROM log WHERE coll = ? AND rev > ? ORDER BY rev LIMIT ?", s.coll, pos, watchPage)
+	if err != nil {
+		return nil, s.watchErr(ctx, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var data []byte
+	for rows.Next() {
+		var (
+			e    informer.Event[string, V]
+			rev  int64
+			code int
+		)
+		if err := rows.Scan(&rev, &e.Key, &code, &data); err != nil {
+			return nil, s.watchErr(ctx, err)
+		}
+		e.Revision = informer.Revision(rev)
+		if code == 2 {
+			e.Type = informer.Delete
+		} else {
+			e.Type = informer.Put
+			e.Value, e.Err = s.decode(e.Key, rev, data)
+		}
+		events = append(events, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.watchErr(ctx, err)
+	}
+	return events, nil
+}
+
+// watchErr returns ctx's error if it is done (a read interrupted by it),
+// else err with context.
+func (s *Store[V]) watchErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("sqlitestore collection %q: watch: %w", s.coll, err)
+}
