@@ -64,7 +64,9 @@ func TestACloseShouldEndWatchesAndFailLaterCallsWithErrClosed(t *testing.T) {
 	_, rev, err := s.List(t.Context())
 	require.NoError(t, err)
 	errc := make(chan error, 1)
-	go func() { errc <- s.Watch(context.Background(), rev, func(informer.Event[string, item]) error { return nil }) }()
+	go func() {
+		errc <- s.Watch(context.Background(), rev, func(informer.Event[string, item]) error { return nil })
+	}()
 	require.NoError(t, db.Close())
 	require.ErrorIs(t, <-errc, sqlitestore.ErrClosed)
 	_, err = s.Create(t.Context(), "a", item{})
