@@ -3,6 +3,8 @@ package sqlitestore
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/converge-go/converge/informer"
 )
@@ -40,21 +42,51 @@ func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], infor
 	}
 	defer func() { _ = rows.Close() }()
 	entries := make([]informer.Entry[string, V], 0, n)
-	var data []byte
+	values := make([][]byte, 0, n)
 	for rows.Next() {
-		var e informer.Entry[string, V]
-		var rev int64
+		var (
+			e    informer.Entry[string, V]
+			rev  int64
+			data []byte
+		)
 		if err := rows.Scan(&e.Key, &rev, &data); err != nil {
 			return nil, 0, s.wrap("list", "", err)
 		}
 		e.Revision = informer.Revision(rev)
-		e.Value, e.Err = s.decode(e.Key, rev, data)
 		entries = append(entries, e)
+		values = append(values, data)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, 0, s.wrap("list", "", err)
 	}
+	s.decodeAll(entries, values)
 	return entries, informer.Revision(seq), nil
+}
+
+// parallelDecode is the number of values from which List decodes on
+// several goroutines: decoding, not reading, is most of a large List.
+const parallelDecode = 2048
+
+// decodeAll decodes values[i] into entries[i], on up to GOMAXPROCS
+// goroutines for a large list (a Codec is safe for concurrent use).
+func (s *Store[V]) decodeAll(entries []informer.Entry[string, V], values [][]byte) {
+	decode := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			e := &entries[i]
+			e.Value, e.Err = s.decode(e.Key, int64(e.Revision), values[i])
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(entries)/parallelDecode)
+	if workers < 2 {
+		decode(0, len(entries))
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (len(entries) + workers - 1) / workers
+	for lo := 0; lo < len(entries); lo += chunk {
+		wg.Go(func() { decode(lo, min(lo+chunk, len(entries))) })
+	}
+	wg.Wait()
 }
 
 // Watch calls emit for every change of the collection after revision
