@@ -49,7 +49,18 @@ const (
 const (
 	DefaultPollInterval = 100 * time.Millisecond
 	DefaultBusyTimeout  = 5 * time.Second
+	// DefaultCompactInterval and DefaultCompactKeep are kine's and the
+	// Kubernetes API server's habit: every few minutes, keeping enough
+	// history that an informer that blinked resumes its Watch instead of
+	// relisting.
+	DefaultCompactInterval = 5 * time.Minute
+	DefaultCompactKeep     = 10_000
 )
+
+// compactStep is how many revisions one background compaction transaction
+// covers at most: the transaction holds the file's write lock, and every
+// writer waits for it.
+const compactStep = 10_000
 
 // Options configures Open. The zero value is valid: every field has a
 // documented default.
@@ -71,6 +82,18 @@ type Options struct {
 	// it fails with SQLITE_BUSY. Must not be negative. Default:
 	// DefaultBusyTimeout.
 	BusyTimeout time.Duration
+	// CompactInterval is how often the DB compacts the log in the
+	// background, keeping the last CompactKeep revisions (of every
+	// collection) and every key's current value, in transactions of at
+	// most 10 000 revisions each; a Watch further behind fails with
+	// informer.ErrRevisionExpired and its informer relists. Negative: no
+	// background compaction (call DB.Compact). Default:
+	// DefaultCompactInterval.
+	CompactInterval time.Duration
+	// CompactKeep is how many revisions below the current one the
+	// background compaction keeps. Must not be negative. Default:
+	// DefaultCompactKeep.
+	CompactKeep int
 }
 
 func (o *Options) validate() error {
@@ -92,6 +115,15 @@ func (o *Options) validate() error {
 	}
 	if o.BusyTimeout == 0 {
 		o.BusyTimeout = DefaultBusyTimeout
+	}
+	if o.CompactInterval == 0 {
+		o.CompactInterval = DefaultCompactInterval
+	}
+	if o.CompactKeep < 0 {
+		return fmt.Errorf("Options.CompactKeep %d: must not be negative (0 means %d)", o.CompactKeep, DefaultCompactKeep)
+	}
+	if o.CompactKeep == 0 {
+		o.CompactKeep = DefaultCompactKeep
 	}
 	return nil
 }
@@ -277,6 +309,12 @@ func (db *DB) poll(ctx context.Context) {
 	defer func() { _ = conn.Close() }()
 	t := time.NewTicker(db.opts.PollInterval)
 	defer t.Stop()
+	var compact <-chan time.Time // nil: off
+	if db.opts.CompactInterval > 0 {
+		ct := time.NewTicker(db.opts.CompactInterval)
+		defer ct.Stop()
+		compact = ct.C
+	}
 	last := int64(-1)
 	for {
 		var v int64
@@ -290,8 +328,29 @@ func (db *DB) poll(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-compact:
+			// A failure is tried again at the next tick: compaction is
+			// housekeeping.
+			_ = db.compactOld(ctx)
 		}
 	}
+}
+
+// compactOld compacts the log up to CompactKeep revisions below the
+// current one, in steps of compactStep revisions.
+func (db *DB) compactOld(ctx context.Context) error {
+	var seq, compacted int64
+	if err := db.r.QueryRowContext(ctx, "SELECT s.seq, m.compact_rev FROM sqlite_sequence s, meta m WHERE s.name = 'log' AND m.id = 1").Scan(&seq, &compacted); err != nil {
+		return err
+	}
+	target := seq - int64(db.opts.CompactKeep)
+	for at := compacted; at < target; {
+		at = min(at+compactStep, target)
+		if _, err := db.Compact(ctx, informer.Revision(at)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // check compares the file's identity and highest revision with what this

@@ -100,9 +100,54 @@ func TestCompactShouldKeepEveryKeysValueAndExpireOlderRevisions(t *testing.T) {
 	require.Len(t, entries, 1)
 	assert.Equal(t, item{N: 5}, entries[0].Value)
 
-	err = s.Watch(t.Context(), first, func(informer.Event[string, item]) error { return nil })
-	require.ErrorIs(t, err, informer.ErrRevisionExpired)
+	require.ErrorIs(t, watchErr(t, s, first), informer.ErrRevisionExpired)
 	again, err := db.Compact(t.Context(), first)
 	require.NoError(t, err)
 	assert.Equal(t, at, again, "compacting below an earlier compaction changes nothing")
+}
+
+func TestTheBackgroundCompactionShouldKeepTheLastRevisionsAndEveryValue(t *testing.T) {
+	db := openDB(t, sqlitestore.Options{CompactInterval: -1, CompactKeep: 5})
+	s := sqlitestore.New[item](db, "items")
+	first, err := s.Create(t.Context(), "old", item{N: 1})
+	require.NoError(t, err)
+	var revs []informer.Revision
+	rev := first
+	for i := range 20 {
+		rev, err = s.Update(t.Context(), "old", item{N: i + 2}, rev)
+		require.NoError(t, err)
+		revs = append(revs, rev)
+	}
+	require.NoError(t, db.CompactOld(t.Context()))
+
+	keep := revs[len(revs)-1] - 5
+	require.ErrorIs(t, watchErr(t, s, keep-1), informer.ErrRevisionExpired, "a revision below the kept ones")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var got []informer.Revision
+	err = s.Watch(ctx, keep, func(e informer.Event[string, item]) error {
+		if got = append(got, e.Revision); len(got) == 5 {
+			cancel()
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, revs[len(revs)-5:], got, "the kept revisions")
+	v, _, ok, err := s.Get(t.Context(), "old")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, item{N: 21}, v)
+}
+
+func TestOpenShouldRejectANegativeCompactKeep(t *testing.T) {
+	_, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "a.db"), sqlitestore.Options{CompactKeep: -1})
+	require.ErrorContains(t, err, "Options.CompactKeep -1")
+}
+
+// watchErr runs a Watch of s after rev that emits nothing and returns its
+// error, or context.DeadlineExceeded if it is still running after 10 s.
+func watchErr(t *testing.T, s *sqlitestore.Store[item], after informer.Revision) error {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	return s.Watch(ctx, after, func(informer.Event[string, item]) error { return nil })
 }

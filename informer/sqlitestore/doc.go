@@ -62,7 +62,9 @@
 //
 // DB.Compact deletes the log's rows at or below a revision that are no
 // key's current value; a Watch after a revision below it fails with
-// informer.ErrRevisionExpired, and its informer relists. A new file's
+// informer.ErrRevisionExpired, and its informer relists. A DB compacts in
+// the background too, every Options.CompactInterval (5 minutes), keeping
+// the last Options.CompactKeep (10 000) revisions. A new file's
 // revisions start at the time of its creation in microseconds, so a file
 // created anew in place of an old one hands out higher revisions. A file
 // replaced by an older backup, or by another store's file, while a DB has
