@@ -155,19 +155,21 @@ type DB struct {
 // Open opens (creating it if absent) the SQLite database at path, in WAL
 // mode, sets up its schema, and starts the DB's change check (see
 // Options.PollInterval), which runs until Close. ctx bounds the setup only.
-// path is a file name (not a URI) and must not contain '?'.
+// path is a plain file name (not a file: URI), taken as it is.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("sqlitestore: Open: empty path")
 	}
-	if strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") {
-		return nil, fmt.Errorf("sqlitestore: Open %q: want a plain file name, without '?', '#' or a file: prefix", path)
+	if strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("sqlitestore: Open %q: want a plain file name, not a file: URI", path)
 	}
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("sqlitestore: Open %q: %w", path, err)
 	}
+	// The driver opens a file: URI, which SQLite percent-decodes.
+	uriPath := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(%s)",
-		path, opts.BusyTimeout.Milliseconds(), opts.Synchronous)
+		uriPath, opts.BusyTimeout.Milliseconds(), opts.Synchronous)
 	w, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: Open %q: %w", path, err)

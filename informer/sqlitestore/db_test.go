@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -22,7 +23,6 @@ func TestOpenShouldRejectBadOptionsAndPathsWithAClearError(t *testing.T) {
 	}{
 		{"EmptyPath", "", sqlitestore.Options{}, "empty path"},
 		{"URI", "file:" + filepath.Join(dir, "a.db"), sqlitestore.Options{}, "plain file name"},
-		{"Query", filepath.Join(dir, "a.db?mode=ro"), sqlitestore.Options{}, "plain file name"},
 		{"Synchronous", filepath.Join(dir, "a.db"), sqlitestore.Options{Synchronous: "fast"}, `Options.Synchronous "fast"`},
 		{"NegativePoll", filepath.Join(dir, "a.db"), sqlitestore.Options{PollInterval: -time.Second}, "Options.PollInterval -1s"},
 		{"NegativeBusy", filepath.Join(dir, "a.db"), sqlitestore.Options{BusyTimeout: -time.Second}, "Options.BusyTimeout -1s"},
@@ -150,4 +150,14 @@ func watchErr(t *testing.T, s *sqlitestore.Store[item], after informer.Revision)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	return s.Watch(ctx, after, func(informer.Event[string, item]) error { return nil })
+}
+
+func TestOpenShouldTakeAFileNameWithSpacesAndPercentSignsAsItIs(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "my state %20 50% ?x=1 #y.db")
+	s := sqlitestore.New[item](openPath(t, path, sqlitestore.Options{}), "items")
+	_, err := s.Create(t.Context(), "a", item{N: 1})
+	require.NoError(t, err)
+	_, err = os.Stat(path)
+	require.NoError(t, err, "the file should be at the name given")
 }

@@ -188,10 +188,10 @@ func (s *Store[V]) readAfter(ctx context.Context, pos int64, events []informer.E
 }
 
 // watchErr returns ctx's error if it is done (a read interrupted by it),
-// else err with context.
+// ErrClosed if the DB was closed under the read, else err with context.
 func (s *Store[V]) watchErr(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if uerr := s.usable(ctx); uerr != nil {
+		return uerr
 	}
 	return fmt.Errorf("sqlitestore collection %q: watch: %w", s.coll, err)
 }
