@@ -251,12 +251,34 @@ type querier interface {
 
 // identity reads the store's identity and its highest revision.
 func identity(ctx context.Context, q querier) (id string, seq int64, err error) {
+	st, err := readState(ctx, q)
+	return st.id, st.seq, err
+}
+
+// state is what every read checks first: the store's identity, its
+// highest revision and its compaction revision.
+type state struct {
+	id             string
+	seq, compacted int64
+}
+
+func readState(ctx context.Context, q querier) (st state, err error) {
 	err = q.QueryRowContext(ctx,
-		"SELECT m.store_id, s.seq FROM meta m, sqlite_sequence s WHERE m.id = 1 AND s.name = 'log'").Scan(&id, &seq)
+		"SELECT m.store_id, s.seq, m.compact_rev FROM meta m, sqlite_sequence s WHERE m.id = 1 AND s.name = 'log'").
+		Scan(&st.id, &st.seq, &st.compacted)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = errors.New("the file has no converge store in it (meta or sqlite_sequence empty)")
 	}
-	return id, seq, err
+	return st, err
+}
+
+// stale reports whether a read that began after highWater returned h saw
+// another store, or one that went back in time: then the reader rebases
+// (see rebase) before it answers.
+func (db *DB) stale(st state, h int64) bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return st.id != db.storeID || st.seq < h
 }
 
 // Path returns the file name the DB was opened with.
@@ -292,6 +314,14 @@ func (db *DB) notify(rev int64) {
 	db.high = max(db.high, rev)
 	close(db.wake)
 	db.wake = make(chan struct{})
+}
+
+// raise raises the revision known handed out to rev, without waking the
+// Watches.
+func (db *DB) raise(rev int64) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.high = max(db.high, rev)
 }
 
 func (db *DB) highWater() int64 {
@@ -360,19 +390,16 @@ func (db *DB) compactOld(ctx context.Context) error {
 // time, and wakes every Watch.
 func (db *DB) check(ctx context.Context, q querier) error {
 	h := db.highWater() // every revision up to h committed before this read
-	id, seq, err := identity(ctx, q)
+	st, err := readState(ctx, q)
 	if err != nil {
 		return err
 	}
-	db.mu.Lock()
-	same := id == db.storeID && seq >= h
-	db.mu.Unlock()
-	if !same {
+	if db.stale(st, h) {
 		if err := db.rebase(ctx, h); err != nil {
 			return err
 		}
 	}
-	db.notify(seq)
+	db.notify(st.seq)
 	return nil
 }
 

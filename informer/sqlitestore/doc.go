@@ -68,9 +68,9 @@
 // revisions start at the time of its creation in microseconds, so a file
 // created anew in place of an old one hands out higher revisions. A file
 // replaced by an older backup, or by another store's file, while a DB has
-// it open is detected by the change check (the file's store_id changed, or
-// its highest revision went below one this DB saw) and by the next write
-// (a revision handed out again): the DB then rebases the store, moving
+// it open is detected by the change check, and by the next List, Watch
+// read or write of the DB (the file's store_id changed, or its highest
+// revision went below one this DB saw): the DB then rebases the store, moving
 // its next revision and its compaction revision above every revision it
 // saw, so every Watch resuming from before fails with
 // informer.ErrRevisionExpired and every informer relists.

@@ -59,9 +59,10 @@ func watchUntilError(t *testing.T, s *sqlitestore.Store[item], rev informer.Revi
 
 func TestAFileRestoredFromAnOlderBackupExpiresWatchesAndNeverReusesARevision(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		poll time.Duration // an hour: only the next write can notice
-	}{{"SeenByThePoll", 5 * time.Millisecond}, {"SeenByTheNextWrite", time.Hour}} {
+		name  string
+		poll  time.Duration // an hour: only the next write or list can notice
+		write bool          // write after the restore
+	}{{"SeenByThePoll", 5 * time.Millisecond, false}, {"SeenByTheNextWrite", time.Hour, true}, {"SeenByTheNextList", time.Hour, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "store.db")
 			s := sqlitestore.New[item](openPath(t, path, sqlitestore.Options{PollInterval: tc.poll}), "items")
@@ -72,24 +73,31 @@ func TestAFileRestoredFromAnOlderBackupExpiresWatchesAndNeverReusesARevision(t *
 			require.NoError(t, err)
 			last, err := s.Create(t.Context(), "c", item{N: 3})
 			require.NoError(t, err)
-			errc := watchUntilError(t, s, last)
+			var errc <-chan error
+			if tc.name != "SeenByTheNextList" {
+				errc = watchUntilError(t, s, last)
+			}
 
 			restore(t, path, old)
-			if tc.poll == time.Hour {
+			if tc.write {
 				rev, err := s.Create(t.Context(), "d", item{N: 4})
 				require.NoError(t, err)
 				assert.Greater(t, rev, last, "a write after the restore reused a revision")
 			}
-			select {
-			case err := <-errc:
-				require.ErrorIs(t, err, informer.ErrRevisionExpired)
-			case <-time.After(10 * time.Second):
-				t.Fatal("the Watch went on after the file went back in time")
+			if errc != nil {
+				select {
+				case err := <-errc:
+					require.ErrorIs(t, err, informer.ErrRevisionExpired)
+				case <-time.After(10 * time.Second):
+					t.Fatal("the Watch went on after the file went back in time")
+				}
 			}
 			entries, rev, err := s.List(t.Context())
 			require.NoError(t, err)
 			assert.Greater(t, rev, last, "the relist's revision is not above what was seen")
 			assert.NotEmpty(t, entries)
+			require.ErrorIs(t, watchErr(t, s, last), informer.ErrRevisionExpired,
+				"a Watch from before the restore, after the relist")
 		})
 	}
 }
@@ -116,4 +124,32 @@ func TestAFileReplacedByAnotherStoreExpiresWatches(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the Watch went on in another store's log")
 	}
+}
+
+// An informer over a file restored from an older backup relists and ends
+// with the backup's keys: the ones written after the backup are deleted
+// from its cache, though no Delete of them is in any log.
+func TestAnInformerShouldConvergeToAFileRestoredFromAnOlderBackup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s := sqlitestore.New[item](openPath(t, path, sqlitestore.Options{PollInterval: 5 * time.Millisecond}), "items")
+	_, err := s.Create(t.Context(), "a", item{N: 1})
+	require.NoError(t, err)
+	old := backup(t, path)
+	_, err = s.Create(t.Context(), "b", item{N: 2})
+	require.NoError(t, err)
+
+	inf := informer.New[string, item]("items", s)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = inf.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	require.NoError(t, inf.WaitForCache(ctx))
+	require.Equal(t, 2, inf.Len())
+
+	restore(t, path, old)
+	require.Eventually(t, func() bool {
+		_, hasB := inf.Get("b")
+		a, hasA := inf.Get("a")
+		return !hasB && hasA && a.N == 1
+	}, 10*time.Second, time.Millisecond, "the informer should have relisted the restored file")
 }

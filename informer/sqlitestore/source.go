@@ -23,22 +23,44 @@ func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], infor
 	if err := s.usable(ctx); err != nil {
 		return nil, 0, err
 	}
+	for {
+		h := s.db.highWater() // every revision up to h committed before the read
+		entries, st, err := s.list(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		if s.db.stale(st, h) {
+			// Another store's file, or this one gone back in time: move
+			// its revisions above every one handed out, and list again.
+			if err := s.db.rebase(ctx, h); err != nil {
+				return nil, 0, s.wrap("list", "", err)
+			}
+			continue
+		}
+		s.db.raise(st.seq)
+		return entries, informer.Revision(st.seq), nil
+	}
+}
+
+// list reads the collection and the store's state in one read
+// transaction.
+func (s *Store[V]) list(ctx context.Context) ([]informer.Entry[string, V], state, error) {
 	tx, err := s.db.r.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, 0, s.wrap("list", "", err)
+		return nil, state{}, s.wrap("list", "", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	var seq int64
-	if err := tx.QueryRowContext(ctx, "SELECT seq FROM sqlite_sequence WHERE name = 'log'").Scan(&seq); err != nil {
-		return nil, 0, s.wrap("list", "", err)
+	st, err := readState(ctx, tx)
+	if err != nil {
+		return nil, st, s.wrap("list", "", err)
 	}
 	var n int
 	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM head WHERE coll = ?", s.coll).Scan(&n); err != nil {
-		return nil, 0, s.wrap("list", "", err)
+		return nil, st, s.wrap("list", "", err)
 	}
 	rows, err := tx.QueryContext(ctx, "SELECT h.key, h.rev, l.value FROM head h JOIN log l ON l.rev = h.rev WHERE h.coll = ?", s.coll)
 	if err != nil {
-		return nil, 0, s.wrap("list", "", err)
+		return nil, st, s.wrap("list", "", err)
 	}
 	defer func() { _ = rows.Close() }()
 	entries := make([]informer.Entry[string, V], 0, n)
@@ -50,17 +72,17 @@ func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], infor
 			data []byte
 		)
 		if err := rows.Scan(&e.Key, &rev, &data); err != nil {
-			return nil, 0, s.wrap("list", "", err)
+			return nil, st, s.wrap("list", "", err)
 		}
 		e.Revision = informer.Revision(rev)
 		entries = append(entries, e)
 		values = append(values, data)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, s.wrap("list", "", err)
+		return nil, st, s.wrap("list", "", err)
 	}
 	s.decodeAll(entries, values)
-	return entries, informer.Revision(seq), nil
+	return entries, st, nil
 }
 
 // parallelDecode is the number of values from which List decodes on
@@ -144,18 +166,27 @@ func (s *Store[V]) WatchBatch(ctx context.Context, after informer.Revision, emit
 // readAfter reads a page of the collection's changes after pos, in one
 // transaction that first checks that pos is still available.
 func (s *Store[V]) readAfter(ctx context.Context, pos int64, events []informer.Event[string, V]) ([]informer.Event[string, V], error) {
+	h := s.db.highWater() // every revision up to h committed before the read
 	tx, err := s.db.r.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, s.watchErr(ctx, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	var seq, compacted int64
-	if err := tx.QueryRowContext(ctx, "SELECT s.seq, m.compact_rev FROM sqlite_sequence s, meta m WHERE s.name = 'log' AND m.id = 1").Scan(&seq, &compacted); err != nil {
+	st, err := readState(ctx, tx)
+	if err != nil {
 		return nil, s.watchErr(ctx, err)
 	}
-	if pos < compacted || pos > seq {
+	if s.db.stale(st, h) {
+		_ = tx.Rollback()
+		if err := s.db.rebase(ctx, h); err != nil {
+			return nil, s.watchErr(ctx, err)
+		}
+		return nil, fmt.Errorf("sqlitestore collection %q: watch after %d: the file was replaced or went back in time: %w",
+			s.coll, pos, informer.ErrRevisionExpired)
+	}
+	if pos < st.compacted || pos > st.seq {
 		return nil, fmt.Errorf("sqlitestore collection %q: watch after %d: the store's history is from %d to %d: %w",
-			s.coll, pos, compacted, seq, informer.ErrRevisionExpired)
+			s.coll, pos, st.compacted, st.seq, informer.ErrRevisionExpired)
 	}
 	rows, err := tx.QueryContext(ctx, "SELECT rev, key, op, value FROM log WHERE coll = ? AND rev > ? ORDER BY rev LIMIT ?", s.coll, pos, watchPage)
 	if err != nil {
