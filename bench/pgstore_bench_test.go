@@ -361,27 +361,5 @@ const pgWriteOps = 20_000
 // pgWriteRate runs pgWriteOps writes from pgWriters writers, each waiting
 // for its write before the next, and returns the writes per second.
 func pgWriteRate(b *testing.B, write func(k string, v pgObj) error, op, keys int) float64 {
-	var wg sync.WaitGroup
-	errs := make(chan error, pgWriters)
-	start := time.Now()
-	for wr := range pgWriters {
-		wg.Go(func() {
-			for i := wr; i < pgWriteOps; i += pgWriters {
-				k := "k" + strconv.Itoa(1+(i%keys))
-				v := newPgObj(k)
-				v.Status.Ready = op*pgWriteOps + i
-				if err := write(k, v); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	rate := pgWriteOps / time.Since(start).Seconds()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-	return rate
+	return writeRate(b, write, op, keys, pgWriters, pgWriteOps)
 }

@@ -37,6 +37,8 @@
 #   CONVERGE_POSTGRES_STATE_DIR        the postgres directory (port, dsn, cmd, pid, start, ...)
 #   CONVERGE_CHROMIUM                  the headless Chromium binary (not a server: nothing to
 #                                      start or stop, only installed; the debug pages' browser test)
+#   CONVERGE_SQLITE3                   the sqlite3 command line (not a server either; the
+#                                      sqlitestore tests of writes from outside the program)
 #
 # Adding a server kind: write <kind>_install, <kind>_start
 # (which appends to the env file), <kind>_healthy and <kind>_stop, and list the
@@ -47,7 +49,7 @@
 # starts afresh. stop is safe to run at any time.
 set -euo pipefail
 
-KINDS=(etcd postgres chromium)
+KINDS=(etcd postgres chromium sqlite3)
 
 STATE_DIR=${CONVERGE_SERVERS_DIR:-${TMPDIR:-/tmp}/converge-servers-$(id -u)}
 ENV_FILE=$STATE_DIR/env
@@ -520,6 +522,23 @@ chromium_start() {
 chromium_healthy() { chromium_path >/dev/null; }
 
 chromium_stop() { :; }
+
+# --- sqlite3 -----------------------------------------------------------------
+#
+# Not a server: informer/sqlitestore's tests write a store's file with Debian's
+# sqlite3 command line, as a person would. This kind only installs it and names
+# the binary in the env file.
+
+sqlite3_start() {
+	command -v sqlite3 >/dev/null || apt_install sqlite3
+	local bin
+	bin=$(command -v sqlite3) || die "sqlite3 is still not on PATH after installing it"
+	write_env CONVERGE_SQLITE3 "$bin"
+}
+
+sqlite3_healthy() { command -v sqlite3 >/dev/null; }
+
+sqlite3_stop() { :; }
 
 # --- commands ----------------------------------------------------------------
 

@@ -11,6 +11,7 @@
 //	replicaset demo                  # the scripted scene, as a timeline
 //	replicaset run [--addr ...]      # keep running; change it over HTTP
 //	replicaset run --store etcd://127.0.0.1:2379   # ... or with etcdctl
+//	replicaset run --store sqlite://state.db       # ... kept in a file across restarts
 //	replicaset describe web          # as kubectl describe, with its events
 //	replicaset worker [--crash-after 1s] [--exit-code 3]   # what pods run
 package main
@@ -66,7 +67,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	var cfg config
 	fl := flag.NewFlagSet(mode, flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	fl.StringVar(&cfg.store, "store", "memory", "where desired state lives: memory, etcd://host:port[,host:port], or postgres://user@host:port/db")
+	fl.StringVar(&cfg.store, "store", "memory", "where desired state lives: memory, etcd://host:port[,host:port], postgres://user@host:port/db, or sqlite://PATH (a file)")
 	fl.StringVar(&cfg.prefix, "prefix", "/converge-demo/", "etcd key prefix (replicasets/ and pods/ under it); on PostgreSQL the schema's name, from its letters and digits")
 	fl.StringVar(&cfg.node, "node", "local", "the node this agent runs pods for")
 	fl.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "run: address of the HTTP API (port 0 picks one)")

@@ -17,6 +17,7 @@ import (
 	"github.com/converge-go/converge/informer/etcdstore"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/informer/sqlitestore"
 )
 
 // stores are the two kinds of objects the example keeps, by name. The
@@ -36,10 +37,14 @@ type stores struct {
 // openStores opens "memory" (the embedded store),
 // "etcd://host:port[,host:port...]", with keys under prefix + "replicasets/"
 // and prefix + "pods/", or a PostgreSQL connection URL
-// ("postgres://user@host:port/db", see openPostgres).
+// ("postgres://user@host:port/db", see openPostgres), or a SQLite file
+// ("sqlite://PATH", see openSQLite).
 func openStores(url, prefix string) (*stores, error) {
 	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
 		return openPostgres(url, prefix)
+	}
+	if path, ok := strings.CutPrefix(url, "sqlite://"); ok {
+		return openSQLite(url, path, prefix)
 	}
 	if url == "" || url == "memory" {
 		return &stores{
@@ -52,7 +57,7 @@ func openStores(url, prefix string) (*stores, error) {
 	}
 	hosts, ok := strings.CutPrefix(url, "etcd://")
 	if !ok || hosts == "" {
-		return nil, fmt.Errorf("--store %q: want memory, etcd://host:port or postgres://user@host:port/db", url)
+		return nil, fmt.Errorf("--store %q: want memory, etcd://host:port, postgres://user@host:port/db or sqlite://PATH", url)
 	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   strings.Split(hosts, ","),
@@ -108,6 +113,31 @@ func openPostgres(url, prefix string) (*stores, error) {
 		events:      pgstore.New[events.Event](db, "events"),
 		describe:    fmt.Sprintf("PostgreSQL %s:%d/%s, schema %s", cfg.Host, cfg.Port, cfg.Database, schema),
 		close:       func() { db.Close(); pool.Close() },
+	}, nil
+}
+
+// openSQLite opens (creating it if absent) the SQLite file at path, one
+// sqlitestore.DB for every Store, with the collections named after prefix
+// (schemaName): "converge_demo.replicasets" and so on. The state survives
+// a restart of the program; the sqlite3 command line changes it live
+// through the file's objects view, seen within the poll interval (100 ms),
+// e.g. deleting the ReplicaSet web:
+//
+//	sqlite3 state.db "DELETE FROM objects WHERE coll = 'converge_demo.replicasets' AND key = 'web'"
+func openSQLite(url, path, prefix string) (*stores, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	db, err := sqlitestore.Open(ctx, path, sqlitestore.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("--store %q: %w", url, err)
+	}
+	name := schemaName(prefix)
+	return &stores{
+		replicaSets: sqlitestore.New[ReplicaSet](db, name+".replicasets"),
+		pods:        sqlitestore.New[Pod](db, name+".pods"),
+		events:      sqlitestore.New[events.Event](db, name+".events"),
+		describe:    fmt.Sprintf("SQLite %s, collections %s.*", path, name),
+		close:       func() { _ = db.Close() },
 	}, nil
 }
 

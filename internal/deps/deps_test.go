@@ -41,6 +41,8 @@ var forbidden = []rule{
 	{"k8s.io/klog", "klog comes only with client-go"},
 	{"go.etcd.io/etcd", "the etcd client belongs in informer/etcdstore and leader/etcdlock"},
 	{"github.com/jackc/pgx", "pgx belongs in informer/pgstore and leader/pglock"},
+	{"modernc.org/sqlite", "the SQLite driver belongs in informer/sqlitestore"},
+	{"modernc.org/libc", "the SQLite driver's C library comes only with informer/sqlitestore"},
 }
 
 // Each core package's dependencies, as the go command resolves them for
@@ -146,4 +148,45 @@ func pathTo(parent map[string]string, p string) []string {
 	}
 	slices.Reverse(path)
 	return path
+}
+
+// drivers are import path prefixes that only one package of the module may
+// import directly: the backend that wraps them. Others reach them through
+// it (an example's --store sqlite://), never around it.
+var drivers = []struct{ prefix, owner string }{
+	{"modernc.org/sqlite", "informer/sqlitestore"},
+}
+
+// Every package of the module, tests included, as the go command lists
+// them: only a driver's owner imports it.
+func TestOnlyItsBackendImportsADatabaseDriver(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	require.NoError(t, err, "this test runs `go list`: it needs the go command on PATH")
+	args := []string{"list", "-test", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", module + "/..."}
+	cmd := exec.Command(goCmd, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "go %s\n%s", strings.Join(args, " "), stderr.String())
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	checked := 0
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		// A test variant is listed as "pkg [pkg.test]" or "pkg_test [pkg.test]".
+		pkg := strings.TrimSuffix(fields[0], "_test")
+		checked++
+		for _, imp := range fields[1:] {
+			for _, d := range drivers {
+				if under(imp, d.prefix) && pkg != module+"/"+d.owner {
+					t.Errorf("%s imports %s: only %s may (use it through that package)", fields[0], imp, d.owner)
+				}
+			}
+		}
+	}
+	require.NoError(t, sc.Err())
+	require.Positive(t, checked)
 }
