@@ -40,10 +40,19 @@ func guardedOptions() httpstore.ServerOptions[item] {
 func TestRequestsShouldBeRefusedWithTheirStatusAndWriteNothing(t *testing.T) {
 	type op func(ctx context.Context, c *httpstore.Client[item], rev informer.Revision) error
 	var (
-		list   op = func(ctx context.Context, c *httpstore.Client[item], _ informer.Revision) error { _, _, err := c.List(ctx); return err }
-		get    op = func(ctx context.Context, c *httpstore.Client[item], _ informer.Revision) error { _, _, _, err := c.Get(ctx, "a"); return err }
+		list op = func(ctx context.Context, c *httpstore.Client[item], _ informer.Revision) error {
+			_, _, err := c.List(ctx)
+			return err
+		}
+		get op = func(ctx context.Context, c *httpstore.Client[item], _ informer.Revision) error {
+			_, _, _, err := c.Get(ctx, "a")
+			return err
+		}
 		create = func(v item) op {
-			return func(ctx context.Context, c *httpstore.Client[item], _ informer.Revision) error { _, err := c.Create(ctx, "b", v); return err }
+			return func(ctx context.Context, c *httpstore.Client[item], _ informer.Revision) error {
+				_, err := c.Create(ctx, "b", v)
+				return err
+			}
 		}
 		update = func(v item) op {
 			return func(ctx context.Context, c *httpstore.Client[item], rev informer.Revision) error {
@@ -51,7 +60,10 @@ func TestRequestsShouldBeRefusedWithTheirStatusAndWriteNothing(t *testing.T) {
 				return err
 			}
 		}
-		del op = func(ctx context.Context, c *httpstore.Client[item], rev informer.Revision) error { _, err := c.Delete(ctx, "a", rev); return err }
+		del op = func(ctx context.Context, c *httpstore.Client[item], rev informer.Revision) error {
+			_, err := c.Delete(ctx, "a", rev)
+			return err
+		}
 	)
 	tests := []struct {
 		name     string
