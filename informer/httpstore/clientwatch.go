@@ -54,9 +54,23 @@ func (c *Client[V]) WatchBatch(ctx context.Context, after informer.Revision, emi
 	r := bufio.NewReaderSize(resp.Body, 64<<10)
 	last := after
 	batch := make([]informer.Event[string, V], 0, 16)
+	// flush hands the batch over: when no whole line waits behind it, and
+	// before the watch ends, so that events before a failure are emitted.
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := emit(batch)
+		clear(batch)
+		batch = batch[:0]
+		return err
+	}
 	for {
 		line, err := r.ReadBytes('\n')
 		if err != nil {
+			if ferr := flush(); ferr != nil {
+				return ferr
+			}
 			if ctx.Err() != nil {
 				return fmt.Errorf("httpstore: %s: %w", op, ctx.Err())
 			}
@@ -67,6 +81,9 @@ func (c *Client[V]) WatchBatch(ctx context.Context, after informer.Revision, emi
 		}
 		var we wireEvent
 		if err := json.Unmarshal(line, &we); err != nil {
+			if ferr := flush(); ferr != nil {
+				return ferr
+			}
 			return fmt.Errorf("httpstore: %s: a line of the stream is not an event: %w", op, err)
 		}
 		rev := informer.Revision(we.Revision)
@@ -86,21 +103,25 @@ func (c *Client[V]) WatchBatch(ctx context.Context, after informer.Revision, emi
 				batch = append(batch, informer.Event[string, V]{Type: informer.Bookmark, Revision: rev})
 			}
 		case typeError:
+			if err := flush(); err != nil {
+				return err
+			}
 			e := &Error{Op: op, URL: resp.Request.URL.String(), StatusCode: http.StatusOK, Code: we.Code, Message: we.Error}
 			e.sentinel = sentinelOf(we.Code)
 			return e
 		default:
+			if err := flush(); err != nil {
+				return err
+			}
 			return fmt.Errorf("httpstore: %s: unknown event type %q", op, we.Type)
 		}
 		if rev > last {
 			last = rev
 		}
-		if len(batch) > 0 && (len(batch) == maxBatch || !lineBuffered(r)) {
-			if err := emit(batch); err != nil {
+		if len(batch) == maxBatch || !lineBuffered(r) {
+			if err := flush(); err != nil {
 				return err
 			}
-			clear(batch)
-			batch = batch[:0]
 		}
 	}
 }
