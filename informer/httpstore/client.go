@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/converge-go/converge/informer"
 )
@@ -26,7 +27,18 @@ type ClientOptions struct {
 	// retries: leave it 0 and bound calls with their contexts. Default:
 	// http.DefaultClient.
 	HTTPClient *http.Client
+	// IdleTimeout ends a watch that has received no line, event or
+	// bookmark, for this long, with an error after which the informer
+	// watches again from its last revision: what finds a server that
+	// went away without closing the connection (a machine that lost
+	// power). Keep it well above the server's BookmarkInterval. Default
+	// (0): DefaultIdleTimeout, six of the server's default bookmark
+	// intervals; negative: none.
+	IdleTimeout time.Duration
 }
+
+// DefaultIdleTimeout is ClientOptions.IdleTimeout when it is zero.
+const DefaultIdleTimeout = time.Minute
 
 // Client is an informer.Store[string, V] served by a Server in another
 // process (or this one): List, Watch, Get and the compare-and-swap writes
@@ -39,6 +51,7 @@ type Client[V any] struct {
 	base  *url.URL
 	token string
 	http  *http.Client
+	idle  time.Duration
 }
 
 var (
@@ -73,7 +86,11 @@ func NewClient[V any](baseURL string, opts ClientOptions) (*Client[V], error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &Client[V]{base: u, token: opts.Token, http: hc}, nil
+	idle := opts.IdleTimeout
+	if idle == 0 {
+		idle = DefaultIdleTimeout
+	}
+	return &Client[V]{base: u, token: opts.Token, http: hc, idle: idle}, nil
 }
 
 // URL returns the base URL the client was made with, without a trailing

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/converge-go/converge/informer"
 )
@@ -18,11 +19,15 @@ import (
 // maxBatch is the most events WatchBatch hands over at once.
 const maxBatch = 256
 
+// errIdle is the cause of a watch request ended by ClientOptions.IdleTimeout.
+var errIdle = errors.New("the stream was idle too long")
+
 // Watch calls emit for every change after revision after, in revision
 // order, until ctx is done (it returns an error matching ctx.Err()), emit
 // fails (it returns emit's error) or the watch fails: an expired revision
-// matches informer.ErrRevisionExpired; a server that went away, or a
-// stream that ended, is any other error, after which the caller (the
+// matches informer.ErrRevisionExpired; a server that went away, a stream
+// that ended, or one that sent no line for ClientOptions.IdleTimeout, is
+// any other error, after which the caller (the
 // informer) watches again after the last revision it saw. Bookmarks are
 // passed on when they move the revision forward. A value that does not
 // decode is a Put with Err set. The response is closed before Watch
@@ -44,8 +49,27 @@ func (c *Client[V]) Watch(ctx context.Context, after informer.Revision, emit fun
 func (c *Client[V]) WatchBatch(ctx context.Context, after informer.Revision, emit func([]informer.Event[string, V]) error) error {
 	op := fmt.Sprintf("watch after %d", after)
 	q := url.Values{"after": {strconv.FormatUint(uint64(after), 10)}}
-	resp, err := c.do(ctx, op, http.MethodGet, "watch", q, nil, http.StatusOK)
+	reqCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// The idle timer ends the request, which fails the read it waits in;
+	// every line read resets it.
+	idle := func() {}
+	if c.idle > 0 {
+		t := time.AfterFunc(c.idle, func() { cancel(errIdle) })
+		defer t.Stop()
+		idle = func() { t.Reset(c.idle) }
+	}
+	idleErr := func() error {
+		if ctx.Err() == nil && errors.Is(context.Cause(reqCtx), errIdle) {
+			return fmt.Errorf("httpstore: %s: no line from the server for %v (ClientOptions.IdleTimeout) after revision %d: %w", op, c.idle, after, errIdle)
+		}
+		return nil
+	}
+	resp, err := c.do(reqCtx, op, http.MethodGet, "watch", q, nil, http.StatusOK)
 	if err != nil {
+		if ierr := idleErr(); ierr != nil {
+			return ierr
+		}
 		return err
 	}
 	// Closing the body is what ends a read blocked on an idle stream
@@ -74,11 +98,15 @@ func (c *Client[V]) WatchBatch(ctx context.Context, after informer.Revision, emi
 			if ctx.Err() != nil {
 				return fmt.Errorf("httpstore: %s: %w", op, ctx.Err())
 			}
+			if ierr := idleErr(); ierr != nil {
+				return ierr
+			}
 			if errors.Is(err, io.EOF) {
 				return fmt.Errorf("httpstore: %s: the server ended the stream after revision %d", op, last)
 			}
 			return fmt.Errorf("httpstore: %s: reading the stream after revision %d: %w", op, last, err)
 		}
+		idle()
 		var we wireEvent
 		if err := json.Unmarshal(line, &we); err != nil {
 			if ferr := flush(); ferr != nil {

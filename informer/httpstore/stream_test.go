@@ -143,3 +143,27 @@ func TestAnEndedStreamShouldBeAnErrorThatIsNotAnExpiry(t *testing.T) {
 	assert.ErrorContains(t, err, "the server ended the stream after revision 5")
 	assert.Equal(t, informer.Revision(5), last)
 }
+
+func TestAWatchShouldFailWhenTheServerSendsNothingForTheIdleTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		http.NewResponseController(w).Flush()
+		select { // a server that hangs: no line, no bookmark
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	c, err := httpstore.NewClient[int](srv.URL, httpstore.ClientOptions{HTTPClient: newHTTPClient(t), IdleTimeout: 20 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+
+	err = c.Watch(ctx, 0, func(informer.Event[string, int]) error { return nil })
+
+	require.NoError(t, ctx.Err(), "the watch ended by itself")
+	assert.ErrorContains(t, err, "no line from the server for 20ms")
+	assert.NotErrorIs(t, err, informer.ErrRevisionExpired)
+}

@@ -102,6 +102,7 @@ type Error struct {
 	sentinel error
 }
 
+// Error says what was refused, where, with which status and why.
 func (e *Error) Error() string {
 	code := e.Code
 	if code == "" {
