@@ -134,7 +134,14 @@ func (c *Client[V]) WatchBatch(ctx context.Context, after informer.Revision, emi
 			if err := flush(); err != nil {
 				return err
 			}
-			e := &Error{Op: op, URL: resp.Request.URL.String(), StatusCode: http.StatusOK, Code: we.Code, Message: we.Error}
+			// The stream's status was 200; the status the server would
+			// have answered with, had it failed before the first line,
+			// is the one this error stands for.
+			status := http.StatusInternalServerError
+			if we.Code == codeExpired {
+				status = http.StatusGone
+			}
+			e := &Error{Op: op, URL: resp.Request.URL.String(), StatusCode: status, Code: we.Code, Message: we.Error}
 			e.sentinel = sentinelOf(we.Code)
 			return e
 		default:

@@ -124,6 +124,9 @@ func TestAWatchThatExpiresAfterItsFirstEventShouldReturnErrRevisionExpired(t *te
 
 	require.ErrorIs(t, err, informer.ErrRevisionExpired)
 	assert.ErrorContains(t, err, "fell behind")
+	var e *httpstore.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, http.StatusGone, e.StatusCode)
 	assert.Len(t, events, 1, "the event before the expiry")
 }
 
@@ -166,4 +169,27 @@ func TestAWatchShouldFailWhenTheServerSendsNothingForTheIdleTimeout(t *testing.T
 	require.NoError(t, ctx.Err(), "the watch ended by itself")
 	assert.ErrorContains(t, err, "no line from the server for 20ms")
 	assert.NotErrorIs(t, err, informer.ErrRevisionExpired)
+}
+
+// bookmarking is a store whose Watch sends one bookmark, 5 revisions on,
+// and then waits.
+type bookmarking struct{ *memstore.Store[string, int] }
+
+func (s bookmarking) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, int]) error) error {
+	if err := emit(informer.Event[string, int]{Type: informer.Bookmark, Revision: after + 5}); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestTheStoresBookmarksShouldReachTheClient(t *testing.T) {
+	c, _ := serve[int](t, bookmarking{memstore.New[string, int]()}, httpstore.ServerOptions[int]{}, "")
+	ctx, cancel := context.WithCancel(t.Context())
+	var got []informer.Event[string, int]
+
+	err := c.Watch(ctx, 2, func(e informer.Event[string, int]) error { got = append(got, e); cancel(); return nil })
+
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, []informer.Event[string, int]{{Type: informer.Bookmark, Revision: 7}}, got)
 }
