@@ -33,6 +33,10 @@ const DefaultMaxBodyBytes = 1 << 20
 // DefaultBookmarkInterval is ServerOptions.BookmarkInterval when it is zero.
 const DefaultBookmarkInterval = 10 * time.Second
 
+// DefaultWatchWriteTimeout is ServerOptions.WatchWriteTimeout when it is
+// zero.
+const DefaultWatchWriteTimeout = 30 * time.Second
+
 // ServerOptions configure a Server. The zero value serves everyone,
 // read-write, with the default limits.
 type ServerOptions[V any] struct {
@@ -51,6 +55,11 @@ type ServerOptions[V any] struct {
 	// client that the server is still there. Default:
 	// DefaultBookmarkInterval (10 s).
 	BookmarkInterval time.Duration
+	// WatchWriteTimeout bounds each write of a watch stream: a client that
+	// stops reading (its connection's buffers full) fails the write after
+	// this long, and the stream and the store's Watch under it end, rather
+	// than holding them forever. Default: DefaultWatchWriteTimeout (30 s).
+	WatchWriteTimeout time.Duration
 	// Default, if set, returns the value to write in place of the one a
 	// Create or Update carries (filling in defaults), before Validate sees
 	// it. Default: none.
@@ -102,6 +111,12 @@ func NewServer[V any](store informer.Store[string, V], opts ServerOptions[V]) *S
 		panic("httpstore.NewServer: negative ServerOptions.BookmarkInterval")
 	case opts.BookmarkInterval == 0:
 		opts.BookmarkInterval = DefaultBookmarkInterval
+	}
+	switch {
+	case opts.WatchWriteTimeout < 0:
+		panic("httpstore.NewServer: negative ServerOptions.WatchWriteTimeout")
+	case opts.WatchWriteTimeout == 0:
+		opts.WatchWriteTimeout = DefaultWatchWriteTimeout
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/converge-go/converge/informer"
 )
@@ -20,6 +21,8 @@ import (
 type stream struct {
 	w  http.ResponseWriter
 	rc *http.ResponseController
+	// timeout bounds each write and flush (WatchWriteTimeout).
+	timeout time.Duration
 
 	mu sync.Mutex
 	// started says that the status and a first line were written.
@@ -43,6 +46,7 @@ func (s *stream) line(e wireEvent) error {
 		s.w.WriteHeader(http.StatusOK)
 		s.started = true
 	}
+	s.deadline()
 	if _, err := s.w.Write(append(b, '\n')); err != nil {
 		return err
 	}
@@ -53,12 +57,20 @@ func (s *stream) line(e wireEvent) error {
 }
 
 // flush sends what was written.
-func (s *stream) flush() {
+func (s *stream) flush() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started {
-		_ = s.rc.Flush()
+	if !s.started {
+		return nil
 	}
+	s.deadline()
+	return s.rc.Flush()
+}
+
+// deadline sets the connection's write deadline for the next write. A
+// ResponseWriter that cannot (a test recorder) writes without one.
+func (s *stream) deadline() {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
 }
 
 // watch serves /watch?after=R.
@@ -74,7 +86,7 @@ func (s *Server[V]) watch(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	st := &stream{w: w, rc: http.NewResponseController(w), rev: after, dirty: make(chan struct{}, 1)}
+	st := &stream{w: w, rc: http.NewResponseController(w), timeout: s.opts.WatchWriteTimeout, rev: after, dirty: make(chan struct{}, 1)}
 	emit := func(ev informer.Event[string, V]) error {
 		e := wireEvent{Key: ev.Key, Revision: uint64(ev.Revision)}
 		switch ev.Type {
@@ -111,16 +123,16 @@ func (s *Server[V]) watch(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-st.dirty:
-			st.flush()
+			if st.flush() != nil {
+				cancel() // the client is gone or stopped reading
+			}
 		case <-ticker.C():
 			st.mu.Lock()
 			err := st.line(wireEvent{Type: typeBookmark, Revision: st.rev})
 			st.mu.Unlock()
-			if err != nil {
-				cancel() // the client is gone; the store's Watch ends
-				continue
+			if err != nil || st.flush() != nil {
+				cancel() // the client is gone or stopped reading
 			}
-			st.flush()
 		case err := <-done:
 			s.endWatch(st, r.Context(), err)
 			return

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,4 +195,40 @@ func TestTheStoresBookmarksShouldReachTheClient(t *testing.T) {
 
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, []informer.Event[string, int]{{Type: informer.Bookmark, Revision: 7}}, got)
+}
+
+// watchEnds is a memory store that reports when a Watch of it returns.
+type watchEnds struct {
+	*memstore.Store[string, string]
+	ended chan error
+}
+
+func (s watchEnds) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, string]) error) error {
+	err := s.Store.Watch(ctx, after, emit)
+	s.ended <- err
+	return err
+}
+
+func TestAWatchWhoseClientStopsReadingShouldEndAfterTheWriteTimeout(t *testing.T) {
+	s := watchEnds{memstore.New[string, string](), make(chan error, 1)}
+	_, srv := serve[string](t, s, httpstore.ServerOptions[string]{WatchWriteTimeout: 50 * time.Millisecond}, "")
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "GET /watch?after=0 HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	big := strings.Repeat("x", 1<<16)
+
+	// More than loopback's socket buffers hold, to a client that reads
+	// nothing: the server's writes block until the timeout fails them.
+	for i := range 400 {
+		s.Put("k"+strconv.Itoa(i), big)
+	}
+
+	select {
+	case err := <-s.ended:
+		assert.Error(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the store's Watch still runs 10s after its client stopped reading")
+	}
 }
