@@ -35,6 +35,22 @@
 // informer.ErrRevisionExpired or this package's sentinels with errors.Is.
 // A refused write wrote nothing.
 //
+// # Connections that go quiet
+//
+// A client that stops reading a watch fails the server's next write after
+// ServerOptions.WatchWriteTimeout, which ends the stream and the store's
+// Watch under it. A server that stops sending (a machine gone without
+// closing its connections) is noticed by the Client after
+// ClientOptions.IdleTimeout without a line; the bookmarks keep a healthy
+// idle stream under it. Either way the informer watches again after its
+// last revision, and lists again only if that revision expired.
+//
+// # Tokens
+//
+// Bearer tokens travel in the clear over http: serve over https (an
+// http.Server with TLS) wherever the network between the processes is not
+// the machine's own.
+//
 // # Values the store cannot decode
 //
 // An entry or a Put whose value the store could not decode (informer.Entry.Err,
