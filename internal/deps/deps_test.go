@@ -23,6 +23,7 @@ var core = []string{
 	"internal/workqueue",
 	"informer",
 	"informer/memstore",
+	"informer/httpstore",
 	"informer/poll",
 	"leader",
 	"leader/memlock",
