@@ -344,7 +344,8 @@ var recImpls = []recImpl{
 	{name: "client-go", newPipeline: newClientGoRec},
 }
 
-// convergeRec: a Source (memstore.Store; chanSource in the burst) →
+// convergeRec: a Source (memstore.Store; chanSource in the burst's
+// diagnostic row) →
 // informer.Informer (default options) →
 // reconcile.Controller (For, WithWorkers; default options otherwise: no
 // metrics, the default rate limiter and logger).
@@ -363,8 +364,11 @@ type convergeRec struct {
 	runErr           error // of the controller's Run; read after ctlDone
 }
 
-func newConvergeRec(o *informerObjects, t *recTracker, _ int) recPipeline {
-	s := memstore.New[string, *benchObj]()
+// newConvergeRec is convergeRec over a memstore.Store holding o's objects,
+// whose history holds updates writes beyond them (at least its default),
+// so that a watch behind a burst of them never expires into a relist.
+func newConvergeRec(o *informerObjects, t *recTracker, updates int) recPipeline {
+	s := memstore.New[string, *benchObj](memstore.WithHistory(max(memstore.DefaultHistory, updates)))
 	for i, k := range o.keys {
 		s.Put(k, o.objs[i])
 	}
