@@ -68,7 +68,7 @@ func (s *script) Watch(ctx context.Context, after informer.Revision, emit func(i
 		select {
 		case e := <-c.events:
 			err := emit(e.ev)
-			informer.WaitApplied[string, int](ctx)
+			informer.WaitApplied(ctx)
 			close(e.done)
 			if err != nil {
 				return err

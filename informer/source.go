@@ -113,7 +113,9 @@ var ErrRevisionExpired = errors.New("informer: revision expired")
 //     and fail again (see Entry.Err and Event.Err). Its key stays listed
 //     while the store has it. A Delete of a key whose last value was bad
 //     may carry the zero V.
-//   - If emit returns an error, Watch returns it.
+//   - If emit returns an error, Watch returns it. emit returns once the
+//     change is buffered, before the informer has applied it; it waits
+//     while the informer's buffer is full (see WaitApplied).
 //   - List and Watch may be called again at any time, also concurrently
 //     with each other (a relist while an old watch is still stopping).
 type Source[K comparable, V any] interface {

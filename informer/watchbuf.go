@@ -47,10 +47,23 @@ type watchBuf[K comparable, V any] struct {
 }
 
 // watchBufKey is the context key under which the ctx given to a Source's
-// Watch carries the watch's buffer, so that a test's Source can wait until
-// what it emitted has been applied (export_test.go): emit returns before
-// that.
+// Watch carries the watch's buffer, for WaitApplied.
 type watchBufKey struct{}
+
+// WaitApplied, called by a Source's Watch with the context the informer
+// gave it, waits until every change it has emitted so far has been applied
+// to the informer's cache and pushed to its handlers' buffers, or the
+// informer has stopped applying them (its Run is returning). emit returns
+// before that, as it only buffers the change (see the package's Cost
+// section); a Source that must know its changes are in the cache before it
+// goes on, such as a test harness stepping an informer one change at a
+// time, calls WaitApplied after emit. With any other context it returns at
+// once.
+func WaitApplied(ctx context.Context) {
+	if b, ok := ctx.Value(watchBufKey{}).(interface{ waitApplied() }); ok {
+		b.waitApplied()
+	}
+}
 
 func newWatchBuf[K comparable, V any]() *watchBuf[K, V] {
 	b := &watchBuf[K, V]{
