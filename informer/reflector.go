@@ -295,17 +295,19 @@ func (inf *Informer[K, V]) applyAll(evs []Event[K, V], w *watchRun[K, V]) {
 		l.mu.Unlock()
 		l.wake()
 	}
+	// Counted before the waiters are woken: one that reads Stats sees
+	// the changes it waited for.
+	inf.stats.events.Add(applied)
+	if violations > 0 {
+		inf.stats.violations.Add(violations)
+		w.violations += violations
+	}
 	if advanced {
 		// With mu still held, and every listener's lock released:
 		// a Registration.AfterRevision waiter takes its listener's.
 		inf.wakeWaitersLocked()
 	}
 	inf.mu.Unlock()
-	inf.stats.events.Add(applied)
-	if violations > 0 {
-		inf.stats.violations.Add(violations)
-		w.violations += violations
-	}
 	if advanced {
 		w.progressed = true
 		inf.eventApplied()
