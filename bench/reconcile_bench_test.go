@@ -357,7 +357,9 @@ type convergeRec struct {
 	// (nil: none to check).
 	pushFn   func(u *benchObj)
 	srcCheck func() error
-	inf      *informer.Informer[string, *benchObj]
+	// infOpts are the informer's options (none: its defaults).
+	infOpts []informer.Option
+	inf     *informer.Informer[string, *benchObj]
 	// The controller stops first, then the informer, as a Manager does.
 	stopCtl, stopInf context.CancelFunc
 	ctlDone, infDone chan struct{}
@@ -376,7 +378,7 @@ func newConvergeRec(o *informerObjects, t *recTracker, updates int) recPipeline 
 }
 
 func (p *convergeRec) start(workers int) {
-	p.inf = informer.New("bench", p.src)
+	p.inf = informer.New("bench", p.src, p.infOpts...)
 	rec := reconcile.Func(func(_ context.Context, key string) (reconcile.Result, error) {
 		v, ok := p.inf.Get(key)
 		p.t.reconciled(v, ok)
