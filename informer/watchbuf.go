@@ -41,7 +41,7 @@ type watchBuf[K comparable, V any] struct {
 	ready, room chan struct{}
 	// applying: the applier has taken changes and not come back for more;
 	// stopped: the applier has returned. Both guarded by mu; idle is
-	// broadcast when applying turns false or stopped true.
+	// broadcast when the applier finds nothing pending, and when it stops.
 	applying, stopped bool
 	idle              *sync.Cond
 }
