@@ -344,7 +344,8 @@ var recImpls = []recImpl{
 	{name: "client-go", newPipeline: newClientGoRec},
 }
 
-// convergeRec: a Source (memstore.Store; chanSource in the burst) →
+// convergeRec: a Source (memstore.Store; chanSource in the burst's
+// diagnostic row) →
 // informer.Informer (default options) →
 // reconcile.Controller (For, WithWorkers; default options otherwise: no
 // metrics, the default rate limiter and logger).
@@ -356,15 +357,20 @@ type convergeRec struct {
 	// (nil: none to check).
 	pushFn   func(u *benchObj)
 	srcCheck func() error
-	inf      *informer.Informer[string, *benchObj]
+	// infOpts are the informer's options (none: its defaults).
+	infOpts []informer.Option
+	inf     *informer.Informer[string, *benchObj]
 	// The controller stops first, then the informer, as a Manager does.
 	stopCtl, stopInf context.CancelFunc
 	ctlDone, infDone chan struct{}
 	runErr           error // of the controller's Run; read after ctlDone
 }
 
-func newConvergeRec(o *informerObjects, t *recTracker, _ int) recPipeline {
-	s := memstore.New[string, *benchObj]()
+// newConvergeRec is convergeRec over a memstore.Store holding o's objects,
+// whose history holds updates writes beyond them (at least its default),
+// so that a watch behind a burst of them never expires into a relist.
+func newConvergeRec(o *informerObjects, t *recTracker, updates int) recPipeline {
+	s := memstore.New[string, *benchObj](memstore.WithHistory(max(memstore.DefaultHistory, updates)))
 	for i, k := range o.keys {
 		s.Put(k, o.objs[i])
 	}
@@ -372,7 +378,7 @@ func newConvergeRec(o *informerObjects, t *recTracker, _ int) recPipeline {
 }
 
 func (p *convergeRec) start(workers int) {
-	p.inf = informer.New("bench", p.src)
+	p.inf = informer.New("bench", p.src, p.infOpts...)
 	rec := reconcile.Func(func(_ context.Context, key string) (reconcile.Result, error) {
 		v, ok := p.inf.Get(key)
 		p.t.reconciled(v, ok)

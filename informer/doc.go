@@ -88,17 +88,21 @@
 //
 // # Cost
 //
-// One goroutine per handler while running, plus one for resync if enabled.
+// One goroutine per handler while running, one that applies the watch's
+// changes, plus one for resync if enabled.
 // The cache is a map with one revision per entry, and a map of the bad
 // keys, empty (nil) unless some are bad; an index costs one set
 // entry per (value, key) and nothing per entry otherwise, since old values'
 // index values are recomputed. Every change is pushed to every handler's
 // buffer under the informer's lock: a map update and, unless the key is
-// already pending, an append. A Source that implements [BatchWatcher]
-// hands over changes in batches, which the informer applies under one hold
-// of its lock (and of each handler's buffer) per batch of up to 256, so a
-// burst costs a fraction of the locking and wake-ups; changes to one key
-// within a batch reach a handler coalesced. A handler added to a filled cache holds the
+// already pending, an append. A watch's changes pass through a
+// buffer of up to 1024 changes: the Source's emit only appends to it, and
+// a goroutine of the watch applies what is there under one hold of the
+// lock (and of each handler's buffer) per batch of up to 256, so a burst
+// that a Source emits back to back costs a fraction of the locking and
+// wake-ups, and changes to one key within a batch reach a handler
+// coalesced. A full buffer makes emit wait: a slow apply slows the
+// Source, it does not grow memory. A handler added to a filled cache holds the
 // lock only while the cache's map is cloned; its replay is built from the
 // clone without the lock.
 package informer

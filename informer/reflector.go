@@ -219,7 +219,8 @@ func (inf *Informer[K, V]) relist(entries []Entry[K, V], rev Revision) {
 }
 
 // watch watches the source after the last complete revision, until it
-// fails. It reports whether the watch made progress, for the backoff: that
+// fails, applying what it emits on a goroutine of its own (watchbuf.go),
+// which has returned when watch does. It reports whether the watch made progress, for the backoff: that
 // is, whether it moved the last revision seen forward (events re-sent
 // after a resume do not count, or a watch that fails after replaying them
 // would retry without backing off).
@@ -229,30 +230,16 @@ func (inf *Informer[K, V]) watch(ctx context.Context) (progressed bool, err erro
 	inf.mu.RUnlock()
 	start := inf.clock.Now()
 	w := watchRun[K, V]{after: after}
-	if bw, ok := inf.src.(BatchWatcher[K, V]); ok {
-		err = bw.WatchBatch(ctx, after, func(evs []Event[K, V]) error {
-			for len(evs) > 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				n := min(len(evs), applyBatch)
-				inf.applyAll(evs[:n], &w)
-				evs = evs[n:]
-			}
-			return nil
-		})
-	} else {
-		var one [1]Event[K, V]
-		err = inf.src.Watch(ctx, after, func(ev Event[K, V]) error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			one[0] = ev
-			inf.applyAll(one[:], &w)
-			one[0] = Event[K, V]{} // let the value go while the source waits
-			return nil
-		})
-	}
+	b := newWatchBuf[K, V]()
+	applied := make(chan struct{})
+	go func() {
+		defer close(applied)
+		inf.applyFrom(ctx, b, &w)
+	}()
+	wctx := context.WithValue(ctx, watchBufKey{}, b)
+	err = inf.src.Watch(wctx, after, func(ev Event[K, V]) error { return b.put(ctx, ev) })
+	b.end()
+	<-applied // w is the watch's own again
 	if w.violations > 1 {
 		inf.log.Warn("source broke the revision contract; events skipped", "count", w.violations, "watch_after", after)
 	}
@@ -308,17 +295,19 @@ func (inf *Informer[K, V]) applyAll(evs []Event[K, V], w *watchRun[K, V]) {
 		l.mu.Unlock()
 		l.wake()
 	}
+	// Counted before the waiters are woken: one that reads Stats sees
+	// the changes it waited for.
+	inf.stats.events.Add(applied)
+	if violations > 0 {
+		inf.stats.violations.Add(violations)
+		w.violations += violations
+	}
 	if advanced {
 		// With mu still held, and every listener's lock released:
 		// a Registration.AfterRevision waiter takes its listener's.
 		inf.wakeWaitersLocked()
 	}
 	inf.mu.Unlock()
-	inf.stats.events.Add(applied)
-	if violations > 0 {
-		inf.stats.violations.Add(violations)
-		w.violations += violations
-	}
 	if advanced {
 		w.progressed = true
 		inf.eventApplied()

@@ -15,9 +15,8 @@ import (
 // reflector wakes waiters under the same lock at the two places where
 // lastRev moves, after the change has been applied to the cache and pushed
 // to every handler's buffer: the end of replace (a list) and the end of
-// applyAll (an event or a bookmark, or a batch of them from a
-// BatchWatcher, whose waiters are woken together once the whole batch is
-// applied). Waking pops the waiters at or below
+// applyAll (a batch of a watch's events and bookmarks, whose waiters
+// are woken together once the whole batch is applied). Waking pops the waiters at or below
 // lastRev, O(log n) each, so a change costs nothing when no one waits
 // below it, and no goroutine is spent on a waiter that is still waiting.
 

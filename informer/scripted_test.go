@@ -68,6 +68,7 @@ func (s *script) Watch(ctx context.Context, after informer.Revision, emit func(i
 		select {
 		case e := <-c.events:
 			err := emit(e.ev)
+			informer.WaitApplied(ctx)
 			close(e.done)
 			if err != nil {
 				return err

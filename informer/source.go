@@ -113,33 +113,12 @@ var ErrRevisionExpired = errors.New("informer: revision expired")
 //     and fail again (see Entry.Err and Event.Err). Its key stays listed
 //     while the store has it. A Delete of a key whose last value was bad
 //     may carry the zero V.
-//   - If emit returns an error, Watch returns it.
+//   - If emit returns an error, Watch returns it. emit returns once the
+//     change is buffered, before the informer has applied it; it waits
+//     while the informer's buffer is full (see WaitApplied).
 //   - List and Watch may be called again at any time, also concurrently
 //     with each other (a relist while an old watch is still stopping).
 type Source[K comparable, V any] interface {
 	List(ctx context.Context) (entries []Entry[K, V], rev Revision, err error)
 	Watch(ctx context.Context, after Revision, emit func(Event[K, V]) error) error
-}
-
-// BatchWatcher is implemented by a Source whose watch can hand over
-// several changes at once: what a watch response, a page of a change log or
-// a channel's buffer already holds. The informer then calls WatchBatch
-// instead of Watch, and applies each batch to its cache, its indexes and
-// its handlers' buffers under one hold of its lock (at most applyBatch
-// changes per hold, so that readers wait no longer than that), instead of
-// one hold per change: a burst costs a fraction of the locking and wake-ups.
-//
-// WatchBatch has Watch's contract, except that emit is given one or more
-// changes at a time, in revision order, and must not be given an empty
-// slice. The slice is the source's again once emit returns (it may reuse
-// it); the informer does not keep it. A source should hand over what it
-// already has, never wait for more to fill a batch: a change waiting in a
-// half-full batch is a change late.
-//
-// A Source that wraps another by embedding it (to filter, gate or inject
-// faults into its Watch) and embeds a BatchWatcher must override
-// WatchBatch as well, or hide it: the informer would otherwise call the
-// promoted WatchBatch and go around the wrapper's Watch.
-type BatchWatcher[K comparable, V any] interface {
-	WatchBatch(ctx context.Context, after Revision, emit func([]Event[K, V]) error) error
 }

@@ -2,7 +2,8 @@ package main
 
 // The rows of issue 16's targets that the numbered scenarios above do not
 // carry (18-21): the queue's paired throughput, the etcd Source's initial
-// sync against its floor, and the update burst. Declared in a file whose
+// sync against its floor, the update burst and the controller over etcd.
+// Declared in a file whose
 // name sorts after scenarios_stores.go, so that its init runs last and its
 // rows follow the backend rows.
 func init() {
@@ -10,8 +11,9 @@ func init() {
 		{"ThroughputPairs/plain", "18. throughput, 8 producers / 8 workers, 1M keys: converge ÷ client-go, one pair run back to back per rep"},
 		{"ThroughputPairs/metrics", "18. the same, metrics on"},
 		{"EtcdInitialSync", "19. etcdstore initial sync of 100k objects (~550 B) vs its floor (one Get + decode on 2 goroutines), alternating"},
-		{"ReconcileBurst", "20. update burst: 200k updates over 10k keys through a 1024-slot channel, 4 workers"},
-		{"ReconcileBurst/converge-perevent", "20. the same, converge over a Source without batches (one event per lock hold)"},
+		{"ReconcileBurst", "20. update burst: 200k updates over 10k keys, 4 workers; converge's Source: memstore (Puts), client-go's: a 1024-slot fake watch channel"},
+		{"ReconcileBurst/converge-chan", "20. diagnostic, no target: converge over a plain Source reading the same 1024-slot channel as client-go, one emit per object"},
+		{"ReconcileThroughputEtcd", "21. controller: 100k objects listed and each reconciled once, 4 workers; converge's Source: etcdstore (one Get from etcd, JSON decode), client-go's: its in-memory fake ListWatch; no target"},
 	} {
 		Scenarios = append(Scenarios, struct{ Name, Title string }{sc.name, sc.title})
 	}

@@ -210,6 +210,7 @@ func (g *gatedSource[K, V]) Watch(ctx context.Context, after informer.Revision, 
 			g.apply(h.ev)
 			g.mu.Unlock()
 			err := emit(h.ev)
+			informer.WaitApplied(ctx)
 			h.done <- err
 			if err != nil {
 				return err
