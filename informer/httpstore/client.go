@@ -54,10 +54,7 @@ type Client[V any] struct {
 	idle  time.Duration
 }
 
-var (
-	_ informer.Store[string, int]        = (*Client[int])(nil)
-	_ informer.BatchWatcher[string, int] = (*Client[int])(nil)
-)
+var _ informer.Store[string, int] = (*Client[int])(nil)
 
 // NewClient returns a Client of the Server at baseURL (http or https, with
 // the path the server is mounted at, if any). It fails with a clear error

@@ -16,7 +16,7 @@ import (
 	"github.com/converge-go/converge/informer"
 )
 
-// maxBatch is the most events WatchBatch hands over at once.
+// maxBatch is the most events watchBatch hands over at once.
 const maxBatch = 256
 
 // errIdle is the cause of a watch request ended by ClientOptions.IdleTimeout.
@@ -33,7 +33,7 @@ var errIdle = errors.New("the stream was idle too long")
 // decode is a Put with Err set. The response is closed before Watch
 // returns; Watch starts no goroutine.
 func (c *Client[V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, V]) error) error {
-	return c.WatchBatch(ctx, after, func(evs []informer.Event[string, V]) error {
+	return c.watchBatch(ctx, after, func(evs []informer.Event[string, V]) error {
 		for _, e := range evs {
 			if err := emit(e); err != nil {
 				return err
@@ -43,10 +43,10 @@ func (c *Client[V]) Watch(ctx context.Context, after informer.Revision, emit fun
 	})
 }
 
-// WatchBatch is Watch, handing over at once the events that arrived
+// watchBatch is Watch, handing over at once the events that arrived
 // together (at most 256): a burst that the server flushed in one write is
 // one batch. The slice is reused once emit returns.
-func (c *Client[V]) WatchBatch(ctx context.Context, after informer.Revision, emit func([]informer.Event[string, V]) error) error {
+func (c *Client[V]) watchBatch(ctx context.Context, after informer.Revision, emit func([]informer.Event[string, V]) error) error {
 	op := fmt.Sprintf("watch after %d", after)
 	q := url.Values{"after": {strconv.FormatUint(uint64(after), 10)}}
 	reqCtx, cancel := context.WithCancelCause(ctx)
@@ -162,7 +162,7 @@ func (c *Client[V]) WatchBatch(ctx context.Context, after informer.Revision, emi
 }
 
 // lineBuffered says whether r holds a whole line it can return without
-// reading, so that WatchBatch adds it to the batch instead of handing the
+// reading, so that watchBatch adds it to the batch instead of handing the
 // batch over.
 func lineBuffered(r *bufio.Reader) bool {
 	b, _ := r.Peek(r.Buffered())

@@ -119,7 +119,7 @@ func (s *Store[V]) decodeAll(entries []informer.Entry[string, V], values [][]byt
 // outside within the DB's PollInterval. A value that does not decode is a
 // Put with Err set (a *DecodeError). Deletes carry the zero V.
 func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, V]) error) error {
-	return s.WatchBatch(ctx, after, func(events []informer.Event[string, V]) error {
+	return s.watchBatch(ctx, after, func(events []informer.Event[string, V]) error {
 		for _, e := range events {
 			if err := emit(e); err != nil {
 				return err
@@ -129,9 +129,9 @@ func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func
 	})
 }
 
-// WatchBatch is Watch, handing over each read's changes (up to a page of
-// them) at once; see informer.BatchWatcher.
-func (s *Store[V]) WatchBatch(ctx context.Context, after informer.Revision, emit func([]informer.Event[string, V]) error) error {
+// watchBatch is Watch, handing over each read's changes (up to a page of
+// them) at once to emit, which Watch calls back to back per change.
+func (s *Store[V]) watchBatch(ctx context.Context, after informer.Revision, emit func([]informer.Event[string, V]) error) error {
 	if err := s.usable(ctx); err != nil {
 		return err
 	}

@@ -28,12 +28,8 @@ type Store[V any] struct {
 	opts options[V]
 }
 
-// Compile-time proof that a Store is an informer.Store and a batch
-// watcher.
-var (
-	_ informer.Store[string, struct{}]        = (*Store[struct{}])(nil)
-	_ informer.BatchWatcher[string, struct{}] = (*Store[struct{}])(nil)
-)
+// Compile-time proof that a Store is an informer.Store.
+var _ informer.Store[string, struct{}] = (*Store[struct{}])(nil)
 
 // New returns the Store of collection coll in db. It panics on a nil db
 // or an empty coll, which are programming errors.
