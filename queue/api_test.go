@@ -4,7 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -24,13 +24,20 @@ import (
 // with them; every name added here is a promise to every program.
 func TestThePackageShouldExportOnlyItsPublicAPI(t *testing.T) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, 0)
+	dir, err := os.ReadDir(".")
 	require.NoError(t, err)
-	require.Contains(t, pkgs, "queue")
+	var files []*ast.File
+	for _, e := range dir {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, e.Name(), nil, 0)
+		require.NoError(t, err)
+		files = append(files, f)
+	}
+	require.NotEmpty(t, files)
 	var names []string
-	for _, f := range pkgs["queue"].Files {
+	for _, f := range files {
 		for _, d := range f.Decls {
 			switch d := d.(type) {
 			case *ast.FuncDecl:
