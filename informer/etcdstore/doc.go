@@ -28,7 +28,13 @@
 //     list several times slower).
 //   - Watch watches the prefix from after+1 with progress notifications,
 //     which become informer.Bookmark events (only ones that advance the
-//     revision). The watch requires a leader, so a member cut off from its
+//     revision). With WithProgressInterval (off by default: see it for
+//     the etcd versions where it is safe) a watch that has heard nothing
+//     for that interval asks etcd for one, so an informer over a quiet
+//     prefix reaches the cluster's head, which other prefixes' writes
+//     move, within that interval rather than etcd's own
+//     --experimental-watch-progress-notify-interval (10 minutes by
+//     default). The watch requires a leader, so a member cut off from its
 //     cluster ends the watch instead of silently going quiet.
 //   - Deletes carry no value (the zero V): the watch does not ask etcd for
 //     the previous value, which would halve its throughput, because the

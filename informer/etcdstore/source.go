@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -20,6 +21,8 @@ type Option[V any] func(*options[V])
 type options[V any] struct {
 	codec         informer.Codec[V]
 	onDecodeError func(key string, err error)
+	// progressInterval is WithProgressInterval's; 0: never ask.
+	progressInterval time.Duration
 }
 
 // WithCodec sets how values are decoded. Default: informer.JSON[V].
@@ -114,7 +117,8 @@ func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], infor
 }
 
 // Watch emits every change under the prefix with a revision greater than
-// after, and bookmarks from etcd's progress notifications, until ctx is done
+// after, and bookmarks from etcd's progress notifications (which it asks
+// for when it has heard nothing for WithProgressInterval), until ctx is done
 // (it returns ctx.Err()), the watch fails, or emit returns an error. A
 // value that does not decode is emitted as a Put with no value and Err set
 // to a *DecodeError, and the watch goes on. It fails with an error matching
@@ -123,12 +127,32 @@ func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], infor
 func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, V]) error) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the watch on the etcd side when we return early
-	wch := s.client.Watch(clientv3.WithRequireLeader(wctx), s.prefix,
+	// The client keys its watch streams by the context's metadata: progress
+	// requests made with this same context reach this watch's stream.
+	lctx := clientv3.WithRequireLeader(wctx)
+	wch := s.client.Watch(lctx, s.prefix,
 		clientv3.WithPrefix(), clientv3.WithRev(int64(after)+1), clientv3.WithProgressNotify(),
 		clientv3.WithCreatedNotify())
+	quiet := newProgressTimer(s.opts.progressInterval)
+	defer quiet.Stop()
 
 	last := after // highest revision emitted; bookmarks never go back
-	for resp := range wch {
+	for {
+		var resp clientv3.WatchResponse
+		select {
+		case r, ok := <-wch:
+			if !ok {
+				return s.watchClosed(ctx)
+			}
+			resp = r
+			quiet.Reset()
+		case <-quiet.C():
+			// An error here means the stream is failing: the watch
+			// channel reports it.
+			_ = s.client.RequestProgress(lctx)
+			quiet.Reset()
+			continue
+		}
 		if resp.CompactRevision != 0 || errors.Is(resp.Err(), rpctypes.ErrCompacted) {
 			return fmt.Errorf("etcd source %q: watch after revision %d: compacted up to %d: %w",
 				s.prefix, after, resp.CompactRevision, informer.ErrRevisionExpired)
@@ -176,6 +200,11 @@ func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func
 			}
 		}
 	}
+}
+
+// watchClosed returns Watch's error when its channel closes: ctx's, else a
+// plain error after which the informer watches again.
+func (s *Store[V]) watchClosed(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
