@@ -26,11 +26,7 @@ import (
 // The List is taken only once the raw Watch is over, and the informer runs
 // alone, so that a Source that resumes only from its latest List
 // (ResumeLatestOnly) is not made to expire.
-func testUndecodable[K comparable, V any](t *testing.T, s Suite[K, V]) {
-	b := s.newBackend(t)
-	if b.PutUndecodable == nil {
-		t.Skip("Backend.PutUndecodable is nil: the store cannot hold a value its Source cannot decode")
-	}
+func testUndecodable[K comparable, V any](t *testing.T, s Suite[K, V], b Backend[K, V]) {
 	k0, k1, k2, k3 := s.Key(0), s.Key(1), s.Key(2), s.Key(3)
 	h := &checkingHandler[K, V]{s: s, history: map[K][]int{}, view: map[K]V{}}
 	model := map[K]V{}
