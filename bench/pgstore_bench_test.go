@@ -20,7 +20,7 @@ import (
 	"github.com/converge-go/converge/internal/testserver"
 )
 
-// The pgstore benchmarks (docs/design/pgstore.md §8, issue 12's
+// The pgstore benchmarks (docs/design/pgstore.md §8's
 // measurements) run against the test PostgreSQL of scripts/servers.sh:
 //
 //	scripts/servers.sh start; eval "$(scripts/servers.sh env)"

@@ -12,7 +12,7 @@ import (
 )
 
 // BenchmarkPgstoreTableWrite measures what following a user's table costs
-// its writers (issue 12: "the trigger path's cost on a user's table"):
+// its writers (the trigger path's cost on a user's table):
 // pgWriters writers, each waiting for its write before the next, each a
 // single-row INSERT … ON CONFLICT DO UPDATE of ~550 B of JSON into one of
 // three identical tables (key text primary key, value jsonb) of 10 000

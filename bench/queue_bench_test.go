@@ -223,7 +223,7 @@ func processCPU() int64 {
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
-// BenchmarkThroughputPairs is scenario 1 as issue 16 states its target:
+// BenchmarkThroughputPairs is scenario 1 as its target is stated:
 // converge against client-go in back-to-back pairs (the order alternating),
 // each pair a repetition, with and without metrics. It reports the
 // per-pair ratio converge/client-go as its minimum, median and maximum over

@@ -18,7 +18,7 @@ import (
 	"github.com/converge-go/converge/reconcile"
 )
 
-// The sharding scenarios (issue 14): N replicas in one process, each a
+// The sharding scenarios: N replicas in one process, each a
 // Manager with its own shard.Sharder, informer and sharded controller with
 // one worker, over one memstore.Store and one memlock.Locks (loopback: no
 // network, so what is measured is the sharding itself). Every reconcile
@@ -69,7 +69,7 @@ var shardConfig = shard.Config{
 //     every key is written value 2; timed from before the first write
 //     until every key has been reconciled reading 2. Reports keys/s,
 //     speedup over replicas=1 of the same run, efficiency (speedup/N;
-//     issue 14's target is ≥ 0.8) and imbalance: the keys of the busiest
+//     the target is ≥ 0.8) and imbalance: the keys of the busiest
 //     replica over shardKeys/N, which bounds efficiency at 1/imbalance;
 //     call-µs, the mean reconcile call (shardCallTime plus timer and
 //     scheduling delay); busy, the time the busiest replica's worker

@@ -18,7 +18,7 @@ import (
 	"github.com/converge-go/converge/reconcile"
 )
 
-// The size the debug pages are measured at (issue 15: render under 100ms
+// The size the debug pages are measured at (the goal: render under 100ms
 // with 100k keys queued and 1k failing, without stalling the workers).
 const (
 	benchQueued  = 100_000

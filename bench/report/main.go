@@ -53,7 +53,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	// The sharding benchmarks (issue 14's scaling, rebalance and memory
+	// The sharding benchmarks (scaling, rebalance and memory
 	// figures) take longer than everything else together and feed no
 	// side-by-side row: they run on their own (docs/design/sharding.md)
 	// unless BENCH_SKIP says otherwise ("-" skips nothing).

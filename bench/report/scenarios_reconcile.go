@@ -26,7 +26,7 @@ func init() {
 	Targets[Key{"ReconcileThroughput1M", "ns/op"}] = Target{"≤ 0.3x client-go", []check{vs(clientGo, "<=", 0.3)}}
 	Scenarios = append(Scenarios, struct{ Name, Title string }{"ReconcileThroughput1M",
 		"11. controller: 1M stored objects listed and each reconciled once, 4 workers; converge's Source: memstore"})
-	// Issue 16's target 5: in the median and in at least 4 of 5 reps.
+	// The latency target: in the median and in at least 4 of 5 reps.
 	Targets[Key{"ReconcileLatency", "p99-µs"}] = Target{"≤ 0.5x client-go, and in all reps but one at most",
 		[]check{vs(clientGo, "<=", 0.5).inAllRepsButOne()}}
 	Targets[Key{"ReconcileLatency", "p999-µs"}] = Target{"≤ 0.7x client-go, and in all reps but one at most",

@@ -1,6 +1,6 @@
 package main
 
-// The backend rows (scenarios 13-17, issue 12): PostgreSQL (informer/pgstore)
+// The backend rows (scenarios 13-17): PostgreSQL (informer/pgstore)
 // beside its floors and beside etcd (informer/etcdstore), each row
 // converge's alone (the benchmarks name no other implementation: parse.go's
 // splitName). Declared in a file named after scenarios_reconcile.go, so that

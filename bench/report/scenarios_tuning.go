@@ -1,6 +1,6 @@
 package main
 
-// The rows of issue 16's targets that the numbered scenarios above do not
+// The rows of the performance targets that the numbered scenarios above do not
 // carry (18-21): the queue's paired throughput, the etcd Source's initial
 // sync against its floor, the update burst and the controller over etcd.
 // Declared in a file whose

@@ -12,7 +12,7 @@ import "sync/atomic"
 // bench scenario 1) a woken waiter often sits in a run queue for over 1 ms,
 // so the queue's mutex fell into that mode in some runs and not others:
 // every Add, Get and Done then cost a goroutine switch, and throughput
-// halved (the slow repetitions of issue 16; the scheduler trace showed
+// halved (the slow repetitions of the paired-throughput benchmark; the scheduler trace showed
 // 60% of the delay in Unlock's yield, docs/design/queue-lock.md).
 //
 // Here Unlock only wakes one parked goroutine, which then competes with

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// BenchmarkLockSpinBudget is the curve issue 16 asks for: throughput and
+// BenchmarkLockSpinBudget is the spin-budget curve: throughput and
 // tail latency against the lock's spin budget (lockSpins, the polls before
 // a contended Lock parks). For each budget it runs bench scenario 1's
 // workload (8 producers add 1M distinct keys while 8 workers Get+Done;
