@@ -23,7 +23,7 @@ type index struct {
 	// zero before the first.
 	listed time.Time
 	// count mirrors the number of records, for Stats without the io lock.
-	count *atomic.Int64
+	count atomic.Int64
 }
 
 func (x *index) set(key, storeKey string, last time.Time) {
