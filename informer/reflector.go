@@ -210,10 +210,10 @@ func (inf *Informer[K, V]) relist(entries []Entry[K, V], rev Revision) {
 
 // watch watches the source after the last complete revision, until it
 // fails, applying what it emits on a goroutine of its own (watchbuf.go),
-// which has returned when watch does. It reports whether the watch made progress, for the backoff: that
-// is, whether it moved the last revision seen forward (events re-sent
-// after a resume do not count, or a watch that fails after replaying them
-// would retry without backing off).
+// which has returned when watch does. It reports whether the watch made
+// progress, for the backoff: that is, whether it moved the last revision
+// seen forward (events re-sent after a resume do not count, or a watch
+// that fails after replaying them would retry without backing off).
 func (inf *Informer[K, V]) watch(ctx context.Context) (progressed bool, err error) {
 	inf.mu.RLock()
 	after := inf.resumeRev
