@@ -23,7 +23,7 @@ type index struct {
 	// zero before the first.
 	listed time.Time
 	// count mirrors the number of records, for Stats without the io lock.
-	count *atomic.Int64
+	count atomic.Int64
 }
 
 func (x *index) set(key, storeKey string, last time.Time) {
@@ -63,12 +63,18 @@ func (s *StoreSink) DeleteKey(key string) {
 			delete(s.pending, sk)
 		}
 	}
+	s.nameGoneLocked(key)
+	s.mu.Unlock()
+	s.signal()
+}
+
+// nameGoneLocked adds key to the keys whose records the next Flush or
+// Prune deletes. s.mu must be held.
+func (s *StoreSink) nameGoneLocked(key string) {
 	if s.gone == nil {
 		s.gone = make(map[string]struct{})
 	}
 	s.gone[key] = struct{}{}
-	s.mu.Unlock()
-	s.signal()
 }
 
 // DeletionHandler returns an informer handler that calls s.DeleteKey with
@@ -166,10 +172,7 @@ func (s *StoreSink) deleteGone(ctx context.Context, errs *errCount) {
 		}
 		if failed {
 			s.mu.Lock()
-			if s.gone == nil {
-				s.gone = make(map[string]struct{})
-			}
-			s.gone[key] = struct{}{}
+			s.nameGoneLocked(key)
 			s.mu.Unlock()
 		}
 	}

@@ -169,7 +169,6 @@ type StoreSink struct {
 	records index
 
 	written, failed, dropped, deleted atomic.Uint64
-	nrecords                          atomic.Int64
 }
 
 // NewStoreSink returns a sink writing to st. Start its Run (a Manager's
@@ -185,7 +184,7 @@ func NewStoreSink(st informer.Store[string, Event], opts ...StoreOption) *StoreS
 	for _, o := range opts {
 		o(s)
 	}
-	s.records = index{keys: make(map[string]map[string]time.Time), count: &s.nrecords}
+	s.records.keys = make(map[string]map[string]time.Time)
 	return s
 }
 
@@ -318,7 +317,7 @@ func (s *StoreSink) Stats() StoreStats {
 	n := len(s.pending)
 	s.mu.Unlock()
 	return StoreStats{Written: s.written.Load(), Failed: s.failed.Load(), Dropped: s.dropped.Load(),
-		Deleted: s.deleted.Load(), Pending: n, Records: int(s.nrecords.Load())}
+		Deleted: s.deleted.Load(), Pending: n, Records: int(s.records.count.Load())}
 }
 
 // merge returns what to store for e given the stored version (zero if the

@@ -74,6 +74,24 @@ func (inf *Informer[K, V]) BadKey(key K) (BadKey[K], bool) {
 	return b, ok
 }
 
+// takeLocked returns the value to cache for key's value at rev, which the
+// Source gave with srcErr: the value, ingested (transformed), and true; or,
+// if the Source could not decode it or the transform panicked, false, with
+// the key marked bad (see markBadLocked for sameIfErrEqual). inf.mu must be
+// held for writing.
+func (inf *Informer[K, V]) takeLocked(key K, value V, srcErr error, rev Revision, sameIfErrEqual bool) (V, bool) {
+	err := srcErr
+	var v V
+	if err == nil {
+		v, err = inf.ingest(value)
+	}
+	if err != nil {
+		inf.markBadLocked(key, rev, err, sameIfErrEqual)
+		return v, false
+	}
+	return v, true
+}
+
 // markBadLocked records that key's value at rev could not be taken, for
 // err, and moves the key's cached revision to rev if it has a value, so
 // that a re-sent event at rev is a duplicate. It counts and logs a bad

@@ -138,13 +138,8 @@ func (inf *Informer[K, V]) fill(entries []Entry[K, V], rev Revision, initialList
 		}
 		for _, e := range chunk {
 			r := listedRev(e, rev)
-			err := e.Err
-			var v V
-			if err == nil {
-				v, err = inf.ingest(e.Value)
-			}
-			if err != nil {
-				inf.markBadLocked(e.Key, r, err, e.Revision == 0)
+			v, ok := inf.takeLocked(e.Key, e.Value, e.Err, r, e.Revision == 0)
+			if !ok {
 				continue
 			}
 			old, existed, err := inf.cache.set(e.Key, v, r)
@@ -182,13 +177,8 @@ func (inf *Informer[K, V]) relist(entries []Entry[K, V], rev Revision) {
 		// Listed, so not deleted, even if its value cannot be taken.
 		listed[e.Key] = struct{}{}
 		r := listedRev(e, rev)
-		err := e.Err
-		var v V
-		if err == nil {
-			v, err = inf.ingest(e.Value)
-		}
-		if err != nil {
-			inf.markBadLocked(e.Key, r, err, e.Revision == 0)
+		v, ok := inf.takeLocked(e.Key, e.Value, e.Err, r, e.Revision == 0)
+		if !ok {
 			continue
 		}
 		old, existed, err := inf.cache.set(e.Key, v, r)
@@ -220,10 +210,10 @@ func (inf *Informer[K, V]) relist(entries []Entry[K, V], rev Revision) {
 
 // watch watches the source after the last complete revision, until it
 // fails, applying what it emits on a goroutine of its own (watchbuf.go),
-// which has returned when watch does. It reports whether the watch made progress, for the backoff: that
-// is, whether it moved the last revision seen forward (events re-sent
-// after a resume do not count, or a watch that fails after replaying them
-// would retry without backing off).
+// which has returned when watch does. It reports whether the watch made
+// progress, for the backoff: that is, whether it moved the last revision
+// seen forward (events re-sent after a resume do not count, or a watch
+// that fails after replaying them would retry without backing off).
 func (inf *Informer[K, V]) watch(ctx context.Context) (progressed bool, err error) {
 	inf.mu.RLock()
 	after := inf.resumeRev
@@ -347,14 +337,9 @@ func (inf *Informer[K, V]) applyLocked(ev Event[K, V], after Revision) (advanced
 		case ev.Revision <= after:
 			return advanced, false, "a Put at or below the revision the watch started after"
 		}
-		err := ev.Err
-		var v V
-		if err == nil {
-			v, err = inf.ingest(ev.Value)
-		}
-		if err != nil {
+		v, taken := inf.takeLocked(ev.Key, ev.Value, ev.Err, ev.Revision, false)
+		if !taken {
 			// No handler call: there is no new value to give (see BadKey).
-			inf.markBadLocked(ev.Key, ev.Revision, err, false)
 			return advanced, true, ""
 		}
 		old, existed, err := inf.cache.set(ev.Key, v, ev.Revision)

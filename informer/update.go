@@ -148,8 +148,8 @@ func updateOptions(opts []UpdateOption) (*updateConfig, error) {
 // differs from what was read, writes it at the revision read. On
 // ErrConflict (someone wrote in between) it reads and mutates again, up to
 // the attempts configured (WithAttempts), waiting a jittered backoff
-// (WithUpdateBackoff) between attempts; mutate may therefore run once per attempt, and must decide
-// from the value it is given each time.
+// (WithUpdateBackoff) between attempts; mutate may therefore run once per
+// attempt, and must decide from the value it is given each time.
 //
 // The copy: if V or *V has a method DeepCopy() V or DeepCopy() *V (the
 // form deepcopy-gen writes), mutate gets its result. Otherwise it gets a
@@ -350,9 +350,10 @@ func requestDeleteOnce[K comparable, V any](ctx context.Context, s ReadWriter[K,
 	next := copyValue(&cur)
 	// UTC drops the monotonic reading, which no store keeps, so that the
 	// value written equals the value read back.
-	metaOf(&next).DeletionRequested = clk.Now().UTC()
+	nm := metaOf(&next)
+	nm.DeletionRequested = clk.Now().UTC()
 	if isSpecObject[V]() {
-		metaOf(&next).Generation++ // a graceful deletion changes what is wanted
+		nm.Generation++ // a graceful deletion changes what is wanted
 	}
 	wrev, err := s.Update(ctx, key, next, rev)
 	return result(wrev, err, Updated, "update", key)

@@ -65,27 +65,32 @@ func copyValue[V any](p *V) V {
 // equalValues reports whether mutate left the value as read: by V's Equal
 // method if it has one (asked of the new value), else reflect.DeepEqual.
 func equalValues[V any](old, next *V) bool {
-	if e, ok := any(next).(equaler[V]); ok {
+	if e, ok := as[equaler[V]](next); ok {
 		return e.Equal(*old)
 	}
+	return reflect.DeepEqual(*old, *next)
+}
+
+// as returns the value as an I: p, if *V implements I, else *p, if V is a
+// non-nil pointer that does; false if neither.
+func as[I, V any](p *V) (I, bool) {
+	if o, ok := any(p).(I); ok {
+		return o, true
+	}
 	if isPointer[V]() {
-		if e, ok := any(*next).(equaler[V]); ok && !reflect.ValueOf(*next).IsNil() {
-			return e.Equal(*old)
+		if o, ok := any(*p).(I); ok && !reflect.ValueOf(*p).IsNil() {
+			return o, true
 		}
 	}
-	return reflect.DeepEqual(*old, *next)
+	var zero I
+	return zero, false
 }
 
 // metaOf returns the value's object.Meta if *V (or V, a non-nil pointer)
 // implements object.Object, else nil.
 func metaOf[V any](p *V) *object.Meta {
-	if o, ok := any(p).(object.Object); ok {
+	if o, ok := as[object.Object](p); ok {
 		return o.ObjectMeta()
-	}
-	if isPointer[V]() {
-		if o, ok := any(*p).(object.Object); ok && !reflect.ValueOf(*p).IsNil() {
-			return o.ObjectMeta()
-		}
 	}
 	return nil
 }
@@ -108,15 +113,8 @@ func isSpecObject[V any]() bool {
 // specObjectOf returns the value as an object.SpecObject, or nil if it is
 // not one (or is a nil pointer).
 func specObjectOf[V any](p *V) object.SpecObject {
-	if o, ok := any(p).(object.SpecObject); ok {
-		return o
-	}
-	if isPointer[V]() {
-		if o, ok := any(*p).(object.SpecObject); ok && !reflect.ValueOf(*p).IsNil() {
-			return o
-		}
-	}
-	return nil
+	o, _ := as[object.SpecObject](p)
+	return o
 }
 
 // keepGeneration sets the Generation of next, mutate's result from cur, as

@@ -242,13 +242,7 @@ func (s *Source[K, V]) diff(prev, next snapshot[K, V], after informer.Revision) 
 		events = append(events, informer.Event[K, V]{Type: typ, Key: e.Key, Value: e.Value, Revision: after, Err: e.Err})
 	}
 	for _, e := range next.entries {
-		i, ok := prev.index[e.Key]
-		if !ok {
-			add(informer.Put, e)
-			continue
-		}
-		p := prev.entries[i]
-		if changed(p, e, s.equal) {
+		if i, ok := prev.index[e.Key]; !ok || changed(prev.entries[i], e, s.equal) {
 			add(informer.Put, e)
 		}
 	}

@@ -48,24 +48,7 @@ func testAnInformerConverges[K comparable, V any](t *testing.T, s Suite[K, V]) {
 	}
 	write(keys)
 
-	inf := informer.New("sourcetest", informer.Source[K, V](src), informer.WithLogger(slog.New(slog.DiscardHandler)))
-	_, err := inf.AddHandler(h)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- inf.Run(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-ran:
-			assert.NoError(t, err, "informer.Run")
-		case <-time.After(s.Wait):
-			t.Errorf("informer.Run did not return within %v of its context's cancellation", s.Wait)
-		}
-	}()
-	syncCtx, syncCancel := context.WithTimeout(ctx, s.Wait)
-	defer syncCancel()
-	require.NoError(t, inf.WaitForSync(syncCtx), "WaitForSync")
+	inf := runInformer(t, s.Wait, informer.Source[K, V](src), h, "WaitForSync")
 
 	write(opsPerPhase)
 	if b.Expire != nil {
@@ -94,6 +77,32 @@ func testAnInformerConverges[K comparable, V any](t *testing.T, s Suite[K, V]) {
 	for _, err := range h.failures() {
 		t.Error(err)
 	}
+}
+
+// runInformer starts an informer over src with h as its handler and waits,
+// up to wait, for it to sync (what names the wait in a failure). When the
+// test ends, the informer is stopped and must return nil within wait.
+func runInformer[K comparable, V any](t *testing.T, wait time.Duration, src informer.Source[K, V], h informer.Handler[K, V], what string) *informer.Informer[K, V] {
+	t.Helper()
+	inf := informer.New("sourcetest", src, informer.WithLogger(slog.New(slog.DiscardHandler)))
+	_, err := inf.AddHandler(h)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- inf.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-ran:
+			assert.NoError(t, err, "informer.Run")
+		case <-time.After(wait):
+			t.Errorf("informer.Run did not return within %v of its context's cancellation", wait)
+		}
+	})
+	syncCtx, syncCancel := context.WithTimeout(ctx, wait)
+	defer syncCancel()
+	require.NoError(t, inf.WaitForSync(syncCtx), what)
+	return inf
 }
 
 // eventually reports whether cond holds within wait, checking it every

@@ -1,8 +1,6 @@
 package sourcetest
 
 import (
-	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -101,24 +99,7 @@ func testUndecodable[K comparable, V any](t *testing.T, s Suite[K, V], b Backend
 	delete(model, k0)
 
 	// An informer started while k0 and k3 are bad.
-	inf := informer.New("sourcetest", b.Source, informer.WithLogger(slog.New(slog.DiscardHandler)))
-	_, err = inf.AddHandler(h)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- inf.Run(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-ran:
-			assert.NoError(t, err, "informer.Run")
-		case <-time.After(s.Wait):
-			t.Errorf("informer.Run did not return within %v of its context's cancellation", s.Wait)
-		}
-	}()
-	syncCtx, syncCancel := context.WithTimeout(ctx, s.Wait)
-	defer syncCancel()
-	require.NoError(t, inf.WaitForSync(syncCtx), "WaitForSync with bad keys")
+	inf := runInformer(t, s.Wait, b.Source, h, "WaitForSync with bad keys")
 	// The informer runs on its own goroutines and the real clock: its
 	// state is polled, as in AnInformerConverges.
 	reaches := func(what string, wantBad map[K]bool) {
