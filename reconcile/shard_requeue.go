@@ -54,9 +54,7 @@ type bucketWatch[K comparable] interface {
 // every key of bucket that the watched informers hold or that sources
 // delivered, at low priority, as an initial list would.
 func (c *Controller[K]) requeueBucket(bucket int) {
-	c.mu.Lock()
-	r := c.cur
-	c.mu.Unlock()
+	r := c.current()
 	if r == nil {
 		return // the next run's initial lists queue them
 	}
