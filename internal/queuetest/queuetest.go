@@ -3,6 +3,7 @@
 package queuetest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -52,3 +53,7 @@ func Drain[K comparable](t testing.TB, q Queue[K]) []K {
 	}
 	return keys
 }
+
+// Tenant is a group function (WithGroup) for keys "tenant/name": the
+// part before the first slash.
+func Tenant(k string) string { return strings.SplitN(k, "/", 2)[0] }
