@@ -2,20 +2,18 @@ package queue_test
 
 import (
 	"math"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-go/converge/internal/queuetest"
 	"github.com/converge-go/converge/queue"
 )
 
-func tenant(k string) string { return strings.SplitN(k, "/", 2)[0] }
-
 func TestStatsShouldCountReadyKeysByPriorityAndGroupAndTheWaitingAndProcessingOnes(t *testing.T) {
-	q, _ := newTestQueue(t, queue.WithGroup(tenant), queue.WithAgeing(queue.NoAgeing))
+	q, _ := newTestQueue(t, queue.WithGroup(queuetest.Tenant), queue.WithAgeing(queue.NoAgeing))
 	q.Add("a/1")
 	q.Add("a/2")
 	q.Add("b/1")

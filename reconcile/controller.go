@@ -211,9 +211,7 @@ func (c *Controller[K]) Parked() []K { return c.keys.parked() }
 // with FromFunc or FromChannel are not tracked. The reconciletest package
 // uses it to wait for a controller to settle without sleeping.
 func (c *Controller[K]) Idle() bool {
-	c.mu.Lock()
-	r := c.cur
-	c.mu.Unlock()
+	r := c.current()
 	return r != nil && r.idle()
 }
 

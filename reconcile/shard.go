@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/converge-go/converge/internal/workqueue"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/shard"
-	"github.com/converge-go/converge/queue"
 )
 
 // ErrBucketLost is the cause (context.Cause) of a sharded reconcile's
@@ -194,7 +194,7 @@ func (sh *sharding[K]) admits(key K, ev enqueueEvent) bool {
 	if sh.held[b] != nil {
 		return true
 	}
-	if ev.change && ev.prio != queue.PriorityLow { // not a list, a resync or a requeue
+	if ev.change && ev.prio != workqueue.PriorityLow { // not a list, a resync or a requeue
 		sh.missed.add(b, key, sh.c.s.clock.Now())
 	}
 	return false

@@ -3,7 +3,7 @@ package reconcile
 import (
 	"time"
 
-	"github.com/converge-go/converge/queue"
+	"github.com/converge-go/converge/internal/workqueue"
 )
 
 // maxMissed bounds the keys a missed remembers in each of its two
@@ -96,7 +96,7 @@ func (c *Controller[K]) requeueMissed(r *run[K], bucket int) map[K]struct{} {
 		return nil
 	}
 	queued := make(map[K]struct{}, len(keys))
-	ev := enqueueEvent{prio: queue.PriorityNormal}
+	ev := enqueueEvent{prio: workqueue.PriorityNormal}
 	for _, k := range keys {
 		if _, dup := queued[k]; !dup {
 			queued[k] = struct{}{}

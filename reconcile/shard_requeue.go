@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/converge-go/converge/informer"
-	"github.com/converge-go/converge/queue"
+	"github.com/converge-go/converge/internal/workqueue"
 )
 
 // requeue is a sharded controller's queueing of the keys of a bucket it
@@ -54,9 +54,7 @@ type bucketWatch[K comparable] interface {
 // every key of bucket that the watched informers hold or that sources
 // delivered, at low priority, as an initial list would.
 func (c *Controller[K]) requeueBucket(bucket int) {
-	c.mu.Lock()
-	r := c.cur
-	c.mu.Unlock()
+	r := c.current()
 	if r == nil {
 		return // the next run's initial lists queue them
 	}
@@ -68,7 +66,7 @@ func (c *Controller[K]) requeueBucket(bucket int) {
 			scan = append(scan, bw)
 		}
 	}
-	ev := enqueueEvent{prio: queue.PriorityLow}
+	ev := enqueueEvent{prio: workqueue.PriorityLow}
 	for _, k := range sh.sourcedIn(bucket) {
 		if _, queued := skip[k]; !queued {
 			r.enqueue(ev, k)
@@ -194,7 +192,7 @@ func (w *informerWatch[K, WK, WV]) requeueEntry(r *run[K], e informer.Entry[WK, 
 			return
 		}
 	}
-	ev := enqueueEvent{prio: queue.PriorityLow}
+	ev := enqueueEvent{prio: workqueue.PriorityLow}
 	if w.same != nil {
 		if k := w.same(e.Key); keep(k) {
 			r.enqueue(ev, k)

@@ -10,10 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-go/converge/internal/queuetest"
 	"github.com/converge-go/converge/internal/workqueue"
 )
-
-func tenant(k string) string { return strings.SplitN(k, "/", 2)[0] }
 
 func TestStatsShouldReportTheOldestReadyKeysWaitWithReadyTimes(t *testing.T) {
 	for _, ageing := range []time.Duration{workqueue.NoAgeing, workqueue.DefaultAgeing} {
@@ -70,7 +69,7 @@ func TestInspectShouldTellEachPhaseWithItsPriorityAndDueTime(t *testing.T) {
 }
 
 func TestPeekShouldListReadyKeysInTheOrderGetHandsThemOut(t *testing.T) {
-	q, _ := newTestQueue(t, workqueue.WithGroup(tenant), workqueue.WithAgeing(workqueue.NoAgeing))
+	q, _ := newTestQueue(t, workqueue.WithGroup(queuetest.Tenant), workqueue.WithAgeing(workqueue.NoAgeing))
 	for i := range 5 {
 		q.Add(fmt.Sprintf("a/%d", i))
 	}

@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-go/converge/internal/queuetest"
 	"github.com/converge-go/converge/internal/workqueue"
 )
 
@@ -25,37 +25,8 @@ func newTestQueue(t *testing.T, opts ...workqueue.Option) (*workqueue.Queue[stri
 	return q, clk
 }
 
-// get is Get that fails the test instead of blocking forever.
-func get(t *testing.T, q *workqueue.Queue[string]) string {
-	t.Helper()
-	type got struct {
-		key      string
-		shutdown bool
-	}
-	ch := make(chan got, 1)
-	go func() {
-		k, s := q.Get()
-		ch <- got{k, s}
-	}()
-	select {
-	case g := <-ch:
-		require.False(t, g.shutdown, "Get reported shutdown")
-		return g.key
-	case <-time.After(5 * time.Second):
-		q.ShutDown() // unblock the goroutine
-		require.FailNow(t, "Get blocked with nothing ready")
-		return ""
-	}
-}
-
-// drain takes every ready key, marking each done, in the order Get gives.
-func drain(t *testing.T, q *workqueue.Queue[string]) []string {
-	t.Helper()
-	var keys []string
-	for q.Len() > 0 {
-		k := get(t, q)
-		keys = append(keys, k)
-		q.Done(k)
-	}
-	return keys
-}
+// get and drain are queuetest's, for this package's string-keyed queues.
+var (
+	get   = queuetest.Get[string]
+	drain = queuetest.Drain[string]
+)

@@ -17,6 +17,11 @@ func TestLockShouldSatisfyTheLockContract(t *testing.T) {
 	locktest.Run(t, func(*testing.T) leader.Lock { return memlock.NewLock() })
 }
 
+func TestHandoverShouldPassOnTheMemoryLock(t *testing.T) {
+	shared := memlock.NewLock() // in memory, "one record" is one *Lock
+	locktest.Handover(t, func(*testing.T) leader.Lock { return shared })
+}
+
 func TestVersionsShouldOnlyGrowAndIgnoreTheCallersVersion(t *testing.T) {
 	l := memlock.NewLock()
 	v1, err := l.Create(t.Context(), leader.Record{Version: 99})

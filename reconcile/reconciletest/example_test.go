@@ -27,38 +27,40 @@ type App struct {
 // a fake clock, Settle waits until every write has been reconciled, and
 // Step moves the clock to fire a retry, so the test never sleeps. The
 // test below fails the first reconcile, sees the failure in Status, and
-// sees the retry succeed.
+// sees the retry succeed. In a test file of its own it would be
+// TestAppShouldRunItsReplicasAfterARetry; this package's tests run it.
+func testAppShouldRunItsReplicasAfterARetry(t *testing.T) {
+	h := reconciletest.New(t)
+	store := memstore.New[string, App]()
+	apps := reconciletest.Informer(h, "apps", store)
+	var down atomic.Bool // the world the controller acts on is unreachable
+	c := reconciletest.Controller(h, "apps", reconcile.Func(func(ctx context.Context, name string) (reconcile.Result, error) {
+		app, ok := apps.Get(name)
+		if !ok || app.Running == app.Replicas {
+			return reconcile.Result{}, nil
+		}
+		if down.Load() {
+			return reconcile.Result{}, errors.New("unreachable")
+		}
+		_, _, err := informer.Update(ctx, store, name, func(a *App) error { a.Running = a.Replicas; return nil })
+		return reconcile.Result{}, err
+	}), reconcile.For(apps))
+
+	down.Store(true)
+	store.Put("web", App{Replicas: 3})
+	h.Settle()
+	st, failing := c.Status("web")
+	require.True(t, failing)
+	assert.Equal(t, 1, st.Attempts)
+
+	down.Store(false)
+	h.Step(time.Minute) // past the backoff: the retry runs, and settles
+	app, _, _, _ := store.Get(t.Context(), "web")
+	assert.Equal(t, 3, app.Running)
+	_, failing = c.Status("web")
+	assert.False(t, failing)
+}
+
 func Example() {
-	test := func(t *testing.T) { // func TestAppShouldRunItsReplicasAfterARetry(t *testing.T)
-		h := reconciletest.New(t)
-		store := memstore.New[string, App]()
-		apps := reconciletest.Informer(h, "apps", store)
-		var down atomic.Bool // the world the controller acts on is unreachable
-		c := reconciletest.Controller(h, "apps", reconcile.Func(func(ctx context.Context, name string) (reconcile.Result, error) {
-			app, ok := apps.Get(name)
-			if !ok || app.Running == app.Replicas {
-				return reconcile.Result{}, nil
-			}
-			if down.Load() {
-				return reconcile.Result{}, errors.New("unreachable")
-			}
-			_, _, err := informer.Update(ctx, store, name, func(a *App) error { a.Running = a.Replicas; return nil })
-			return reconcile.Result{}, err
-		}), reconcile.For(apps))
-
-		down.Store(true)
-		store.Put("web", App{Replicas: 3})
-		h.Settle()
-		st, failing := c.Status("web")
-		require.True(t, failing)
-		assert.Equal(t, 1, st.Attempts)
-
-		down.Store(false)
-		h.Step(time.Minute) // past the backoff: the retry runs, and settles
-		app, _, _, _ := store.Get(t.Context(), "web")
-		assert.Equal(t, 3, app.Running)
-		_, failing = c.Status("web")
-		assert.False(t, failing)
-	}
-	_ = test
+	_ = testAppShouldRunItsReplicasAfterARetry
 }

@@ -24,6 +24,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// The package example's test must pass, as any other.
+func TestTheExampleShouldPass(t *testing.T) { testAppShouldRunItsReplicasAfterARetry(t) }
+
 // A reconciler that writes back to the store (a status, say) causes more
 // reconciles; Settle waits for all of them, not just the first.
 func TestSettleWaitsForReconcilesThatWriteToTheStore(t *testing.T) {

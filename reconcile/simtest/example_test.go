@@ -3,7 +3,6 @@ package simtest_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"testing"
 
@@ -32,63 +31,49 @@ func contents(s *memstore.Store[string, int]) map[string]int {
 // A controller under faults: the kit runs the workload once without
 // faults, then again with a crash after each write the controller made
 // (Exhaustive mode), and fails the test if a run ends with other copies
-// than the fault-free one, breaks an invariant, or never settles.
-func ExampleRun() {
-	test := func(t *testing.T) { // func TestMirrorShouldSurviveCrashes(t *testing.T)
-		simtest.Run(t, simtest.Spec[*mirror]{
-			World: func() *mirror {
-				return &mirror{desired: memstore.New[string, int](), copies: memstore.New[string, int]()}
-			},
-			// One incarnation of the binary, built again after each crash.
-			Process: func(p *simtest.Process, w *mirror) error {
-				desired := informer.New("desired", simtest.Wrap(p, "desired", w.desired), informer.WithLogger(p.Logger()))
-				copies := simtest.Wrap(p, "copies", w.copies) // writes through it are numbered and crashable
-				c, err := reconcile.New("mirror", simtest.Count(p, "mirror", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
-					v, ok := desired.Get(key)
-					if !ok {
-						_, err := copies.Delete(ctx, key, 0)
-						return reconcile.Result{}, err
-					}
-					_, _, err := informer.CreateOrUpdate(ctx, copies, key, func(c *int) error { *c = v; return nil })
+// than the fault-free one, breaks an invariant, or never settles. In a
+// test file of its own it would be TestMirrorShouldSurviveCrashes; this
+// package's tests run it.
+func testMirrorShouldSurviveCrashes(t *testing.T) {
+	simtest.Run(t, simtest.Spec[*mirror]{
+		World: func() *mirror {
+			return &mirror{desired: memstore.New[string, int](), copies: memstore.New[string, int]()}
+		},
+		// One incarnation of the binary, built again after each crash.
+		Process: func(p *simtest.Process, w *mirror) error {
+			desired := informer.New("desired", simtest.Wrap(p, "desired", w.desired), informer.WithLogger(p.Logger()))
+			copies := simtest.Wrap(p, "copies", w.copies) // writes through it are numbered and crashable
+			c, err := reconcile.New("mirror", simtest.Count(p, "mirror", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
+				v, ok := desired.Get(key)
+				if !ok {
+					_, err := copies.Delete(ctx, key, 0)
 					return reconcile.Result{}, err
-				})), reconcile.For(desired), reconcile.WithLogger(p.Logger()))
-				if err != nil {
-					return err
 				}
-				p.Go("informer", desired.Run)
-				p.Add(c)
-				return nil
-			},
-			Workload: []func(context.Context, *mirror) error{
-				func(context.Context, *mirror) error { return nil },
-				func(_ context.Context, w *mirror) error { w.desired.Put("a", 1); w.desired.Put("b", 2); return nil },
-				func(ctx context.Context, w *mirror) error { _, err := w.desired.Delete(ctx, "a", 0); return err },
-			},
-			Observe: func(w *mirror) any { return contents(w.copies) },
-			Converged: []func(*mirror) error{func(w *mirror) error {
-				if !maps.Equal(contents(w.copies), contents(w.desired)) {
-					return errors.New("the copies differ from the desired values")
-				}
-				return nil
-			}},
-		})
-	}
-	_ = test
+				_, _, err := informer.CreateOrUpdate(ctx, copies, key, func(c *int) error { *c = v; return nil })
+				return reconcile.Result{}, err
+			})), reconcile.For(desired), reconcile.WithLogger(p.Logger()))
+			if err != nil {
+				return err
+			}
+			p.Go("informer", desired.Run)
+			p.Add(c)
+			return nil
+		},
+		Workload: []func(context.Context, *mirror) error{
+			func(context.Context, *mirror) error { return nil },
+			func(_ context.Context, w *mirror) error { w.desired.Put("a", 1); w.desired.Put("b", 2); return nil },
+			func(ctx context.Context, w *mirror) error { _, err := w.desired.Delete(ctx, "a", 0); return err },
+		},
+		Observe: func(w *mirror) any { return contents(w.copies) },
+		Converged: []func(*mirror) error{func(w *mirror) error {
+			if !maps.Equal(contents(w.copies), contents(w.desired)) {
+				return errors.New("the copies differ from the desired values")
+			}
+			return nil
+		}},
+	})
 }
 
-// A failure prints its schedule; ParseSchedule reads it back, and
-// -simtest.schedule reruns that one schedule.
-func ExampleParseSchedule() {
-	s, err := simtest.ParseSchedule("seed=3 stale@2:1 crash@5 coalesce=1s")
-	if err != nil {
-		panic(err)
-	}
-	for _, f := range s.Faults {
-		fmt.Printf("%s after write %d\n", f.Kind, f.At)
-	}
-	fmt.Println(s.Coalesce, s)
-	// Output:
-	// stale after write 2
-	// crash after write 5
-	// 1s seed=3 stale@2:1 crash@5 coalesce=1s
+func ExampleRun() {
+	_ = testMirrorShouldSurviveCrashes
 }

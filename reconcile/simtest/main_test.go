@@ -11,3 +11,6 @@ import (
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
+
+// The package example's test must pass, as any other.
+func TestTheExampleShouldPass(t *testing.T) { testMirrorShouldSurviveCrashes(t) }
