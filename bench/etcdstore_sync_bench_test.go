@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -13,10 +12,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/converge-go/converge/informer/etcdstore"
-	"github.com/converge-go/converge/internal/testserver"
 )
 
 // etcdSyncObjs is the size of the etcd initial-sync scenario.
@@ -29,17 +26,7 @@ const etcdSyncObjs = 100_000
 // floor sync and one etcdstore sync, alternating which goes first; reports
 // the median of each and the median of the per-op ratios.
 func BenchmarkEtcdInitialSync(b *testing.B) {
-	if os.Getenv(testserver.EtcdEndpointsEnv) == "" && !testserver.Integration() {
-		b.Skipf("SKIPPED: %s is not set, so there is no etcd to measure. Start the servers and run again: "+
-			`scripts/servers.sh start; eval "$(scripts/servers.sh env)"; go -C bench test -run xxx -bench BenchmarkEtcdInitialSync .; scripts/servers.sh stop`,
-			testserver.EtcdEndpointsEnv)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: testserver.Etcd(b), DialTimeout: 5 * time.Second,
-		Logger: zap.NewNop(), MaxCallRecvMsgSize: 1 << 30})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = cli.Close() }()
+	cli := etcdBenchClient(b)
 	prefix := "/converge-bench/sync/" + strconv.FormatUint(rand.Uint64(), 36) + "/"
 	etcdLoad(b, cli, prefix, etcdSyncObjs)
 	defer func() { _, _ = cli.Delete(context.Background(), prefix, clientv3.WithPrefix()) }()
