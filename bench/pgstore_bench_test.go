@@ -338,9 +338,9 @@ func BenchmarkPgstoreWrite(b *testing.B) {
 	b.ReportMetric(median(ratios), "typed/raw")
 }
 
-// typedUpdate returns a write of BenchmarkPgstoreWrite through store: one
-// Update at the key's revision in heads (guarded by mu), which it advances.
-func typedUpdate(b *testing.B, store *pgstore.Store[pgObj], mu *sync.Mutex, heads map[string]informer.Revision) func(k string, v pgObj) error {
+// typedUpdate returns a write of the store write benchmarks through store:
+// one Update at the key's revision in heads (guarded by mu), which it advances.
+func typedUpdate(b *testing.B, store informer.ReadWriter[string, pgObj], mu *sync.Mutex, heads map[string]informer.Revision) func(k string, v pgObj) error {
 	return func(k string, v pgObj) error {
 		mu.Lock()
 		rev := heads[k]

@@ -175,18 +175,7 @@ func BenchmarkSqlitestoreWrite(b *testing.B) {
 			_, err := raw.ExecContext(b.Context(), "INSERT INTO raw (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", k, data)
 			return err
 		},
-		"typed": func(k string, v pgObj) error {
-			mu.Lock()
-			rev := heads[k]
-			mu.Unlock()
-			rev, err := store.Update(b.Context(), k, v, rev)
-			if err == nil {
-				mu.Lock()
-				heads[k] = rev
-				mu.Unlock()
-			}
-			return err
-		},
+		"typed": typedUpdate(b, store, &mu, heads),
 	}
 	rates := map[string][]float64{}
 	var ratios []float64
