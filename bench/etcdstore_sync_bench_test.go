@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -13,10 +12,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/converge-go/converge/informer/etcdstore"
-	"github.com/converge-go/converge/internal/testserver"
 )
 
 // etcdSyncObjs is the size of the etcd initial-sync scenario.
@@ -29,51 +26,53 @@ const etcdSyncObjs = 100_000
 // floor sync and one etcdstore sync, alternating which goes first; reports
 // the median of each and the median of the per-op ratios.
 func BenchmarkEtcdInitialSync(b *testing.B) {
-	if os.Getenv(testserver.EtcdEndpointsEnv) == "" && !testserver.Integration() {
-		b.Skipf("SKIPPED: %s is not set, so there is no etcd to measure. Start the servers and run again: "+
-			`scripts/servers.sh start; eval "$(scripts/servers.sh env)"; go -C bench test -run xxx -bench BenchmarkEtcdInitialSync .; scripts/servers.sh stop`,
-			testserver.EtcdEndpointsEnv)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: testserver.Etcd(b), DialTimeout: 5 * time.Second,
-		Logger: zap.NewNop(), MaxCallRecvMsgSize: 1 << 30})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = cli.Close() }()
+	cli := etcdBenchClient(b)
 	prefix := "/converge-bench/sync/" + strconv.FormatUint(rand.Uint64(), 36) + "/"
 	etcdLoad(b, cli, prefix, etcdSyncObjs)
 	defer func() { _, _ = cli.Delete(context.Background(), prefix, clientv3.WithPrefix()) }()
-	// floor and etcdstore alternate, in turn first, so that both see the
-	// same load; the ratio is taken per pair.
-	var floor, store, ratios []float64
+	timeSyncs(b, etcdSyncObjs, []syncRun{
+		{"floor", func() int { return etcdFloorSync(b, cli, prefix) }},
+		{"etcdstore", func() int { return etcdstoreSync(b, cli, prefix) }},
+	}, [2]int{1, 0})
+}
+
+// syncRun is one initial sync that a benchmark times: run syncs once and
+// returns how many objects it synced.
+type syncRun struct {
+	name string
+	run  func() int
+}
+
+// timeSyncs runs every sync once per op of b, in an order that rotates so
+// that each sees the same load, and fails b if one syncs other than want
+// objects. It reports each sync's median ("<name>-ms") and, for each pair
+// {a, b} of ratios, the median of the per-op ratios a/b
+// ("<a's name>/<b's name>").
+func timeSyncs(b *testing.B, want int, syncs []syncRun, ratios ...[2]int) {
+	ms := make([][]float64, len(syncs)) // ms[k][i]: sync k's time in op i
 	for i := 0; b.Loop(); i++ {
-		f := func() {
+		for j := range syncs {
+			k := (i + j) % len(syncs)
 			start := time.Now()
-			if got := etcdFloorSync(b, cli, prefix); got != etcdSyncObjs {
-				b.Fatalf("floor read %d objects", got)
+			if got := syncs[k].run(); got != want {
+				b.Fatalf("%s synced %d objects", syncs[k].name, got)
 			}
-			floor = append(floor, float64(time.Since(start).Milliseconds()))
+			ms[k] = append(ms[k], float64(time.Since(start).Microseconds())/1000)
 		}
-		s := func() {
-			start := time.Now()
-			if got := etcdstoreSync(b, cli, prefix); got != etcdSyncObjs {
-				b.Fatalf("etcdstore synced %d objects", got)
-			}
-			store = append(store, float64(time.Since(start).Milliseconds()))
+	}
+	perOp := make([][]float64, len(ratios))
+	for r, p := range ratios {
+		for i := range ms[p[0]] {
+			perOp[r] = append(perOp[r], ms[p[0]][i]/ms[p[1]][i])
 		}
-		if i%2 == 0 {
-			f()
-			s()
-		} else {
-			s()
-			f()
-		}
-		ratios = append(ratios, store[i]/floor[i])
 	}
 	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(median(floor), "floor-ms")
-	b.ReportMetric(median(store), "etcdstore-ms")
-	b.ReportMetric(median(ratios), "etcdstore/floor")
+	for k, s := range syncs {
+		b.ReportMetric(median(ms[k]), s.name+"-ms")
+	}
+	for r, p := range ratios {
+		b.ReportMetric(median(perOp[r]), syncs[p[0]].name+"/"+syncs[p[1]].name)
+	}
 }
 
 // etcdstoreSync runs an informer over prefix until it has synced and

@@ -140,36 +140,11 @@ func BenchmarkPgstoreInitialSync(b *testing.B) {
 	etcdLoad(b, cli, prefix, pgSyncObjs)
 	b.Cleanup(func() { _, _ = cli.Delete(context.Background(), prefix, clientv3.WithPrefix()) })
 
-	syncs := []struct {
-		name string
-		run  func() int
-	}{
+	timeSyncs(b, pgSyncObjs, []syncRun{
 		{"floor", func() int { return pgFloorSync(b, pool, schema) }},
 		{"pgstore", func() int { return pgstoreSync(b, pool, schema) }},
 		{"etcdstore", func() int { return etcdstoreSync(b, cli, prefix) }},
-	}
-	ms := make([][]float64, len(syncs))
-	var toFloor, toEtcd []float64
-	for i := 0; b.Loop(); i++ {
-		took := make([]float64, len(syncs))
-		for j := range syncs {
-			k := (i + j) % len(syncs)
-			start := time.Now()
-			if got := syncs[k].run(); got != pgSyncObjs {
-				b.Fatalf("%s synced %d objects", syncs[k].name, got)
-			}
-			took[k] = float64(time.Since(start).Microseconds()) / 1000
-			ms[k] = append(ms[k], took[k])
-		}
-		toFloor = append(toFloor, took[1]/took[0])
-		toEtcd = append(toEtcd, took[1]/took[2])
-	}
-	b.ReportMetric(0, "ns/op")
-	for k, sc := range syncs {
-		b.ReportMetric(median(ms[k]), sc.name+"-ms")
-	}
-	b.ReportMetric(median(toFloor), "pgstore/floor")
-	b.ReportMetric(median(toEtcd), "pgstore/etcdstore")
+	}, [2]int{1, 0}, [2]int{1, 2})
 }
 
 // pgstoreSync runs an informer over the collection objs of schema until it
@@ -338,9 +313,9 @@ func BenchmarkPgstoreWrite(b *testing.B) {
 	b.ReportMetric(median(ratios), "typed/raw")
 }
 
-// typedUpdate returns a write of BenchmarkPgstoreWrite through store: one
-// Update at the key's revision in heads (guarded by mu), which it advances.
-func typedUpdate(b *testing.B, store *pgstore.Store[pgObj], mu *sync.Mutex, heads map[string]informer.Revision) func(k string, v pgObj) error {
+// typedUpdate returns a write of the store write benchmarks through store:
+// one Update at the key's revision in heads (guarded by mu), which it advances.
+func typedUpdate(b *testing.B, store informer.ReadWriter[string, pgObj], mu *sync.Mutex, heads map[string]informer.Revision) func(k string, v pgObj) error {
 	return func(k string, v pgObj) error {
 		mu.Lock()
 		rev := heads[k]

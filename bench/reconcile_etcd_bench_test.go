@@ -4,17 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
-	"github.com/converge-go/converge/internal/testserver"
 )
 
 // BenchmarkReconcileThroughputEtcd is ReconcileThroughput at 4 workers with
@@ -28,17 +25,7 @@ import (
 //	scripts/servers.sh start; eval "$(scripts/servers.sh env)"
 //	go -C bench test -run '^$' -bench BenchmarkReconcileThroughputEtcd -benchtime 1x -count 3 .
 func BenchmarkReconcileThroughputEtcd(b *testing.B) {
-	if os.Getenv(testserver.EtcdEndpointsEnv) == "" && !testserver.Integration() {
-		b.Skipf("SKIPPED: %s is not set, so there is no etcd to measure. Start the servers and run again: "+
-			`scripts/servers.sh start; eval "$(scripts/servers.sh env)"; go -C bench test -run xxx -bench BenchmarkReconcileThroughputEtcd .; scripts/servers.sh stop`,
-			testserver.EtcdEndpointsEnv)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: testserver.Etcd(b), DialTimeout: 5 * time.Second,
-		Logger: zap.NewNop(), MaxCallRecvMsgSize: 1 << 30})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = cli.Close() }()
+	cli := etcdBenchClient(b)
 	o := cachedInformerObjects(reconcileObjects)
 	prefix := "/converge-bench/reconcile/" + strconv.FormatUint(rand.Uint64(), 36) + "/"
 	etcdLoadObjects(b, cli, prefix, o)

@@ -84,33 +84,10 @@ func BenchmarkSqlitestoreInitialSync(b *testing.B) {
 	db, raw := sqliteBenchDB(b, sqlitestore.Options{Synchronous: sqlitestore.SynchronousNormal})
 	sqliteLoad(b, raw, sqliteSyncObjs)
 	store := sqlitestore.New[pgObj](db, "objs")
-	syncs := []struct {
-		name string
-		run  func() int
-	}{
+	timeSyncs(b, sqliteSyncObjs, []syncRun{
 		{"floor", func() int { return sqliteFloorSync(b, raw) }},
 		{"sqlitestore", func() int { return syncInformer(b, store) }},
-	}
-	ms := make([][]float64, len(syncs))
-	var ratios []float64
-	for i := 0; b.Loop(); i++ {
-		took := make([]float64, len(syncs))
-		for j := range syncs {
-			k := (i + j) % len(syncs)
-			start := time.Now()
-			if got := syncs[k].run(); got != sqliteSyncObjs {
-				b.Fatalf("%s synced %d objects", syncs[k].name, got)
-			}
-			took[k] = float64(time.Since(start).Microseconds()) / 1000
-			ms[k] = append(ms[k], took[k])
-		}
-		ratios = append(ratios, took[1]/took[0])
-	}
-	b.ReportMetric(0, "ns/op")
-	for k, sc := range syncs {
-		b.ReportMetric(median(ms[k]), sc.name+"-ms")
-	}
-	b.ReportMetric(median(ratios), "sqlitestore/floor")
+	}, [2]int{1, 0})
 }
 
 // sqliteFloorSync reads every row of raw with one SELECT, decodes each
@@ -175,18 +152,7 @@ func BenchmarkSqlitestoreWrite(b *testing.B) {
 			_, err := raw.ExecContext(b.Context(), "INSERT INTO raw (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", k, data)
 			return err
 		},
-		"typed": func(k string, v pgObj) error {
-			mu.Lock()
-			rev := heads[k]
-			mu.Unlock()
-			rev, err := store.Update(b.Context(), k, v, rev)
-			if err == nil {
-				mu.Lock()
-				heads[k] = rev
-				mu.Unlock()
-			}
-			return err
-		},
+		"typed": typedUpdate(b, store, &mu, heads),
 	}
 	rates := map[string][]float64{}
 	var ratios []float64

@@ -126,11 +126,6 @@ func (s *FencedStore[V]) txn(ctx context.Context, op, key string, rev informer.R
 		if missing(resp, 0) || s.fence.fenced(resp, 0) {
 			return 0, fmt.Errorf("etcd store %q: %s %q: %w", s.raw.prefix, op, key, s.fence.refused(resp, 0))
 		}
-		var current int64
-		if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) == 1 {
-			current = kvs[0].ModRevision
-		}
-		return 0, fmt.Errorf("etcd store %q: %s %q at revision %d: the key is at mod revision %d: %w",
-			s.raw.prefix, op, key, rev, current, informer.ErrConflict)
+		return 0, s.raw.conflict(op, key, rev, resp, 1)
 	}
 }

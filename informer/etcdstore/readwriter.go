@@ -84,7 +84,7 @@ func (s *Store[V]) putIf(ctx context.Context, op, key string, v V, rev informer.
 		return 0, fmt.Errorf("etcd store %q: %s %q: %w", s.prefix, op, key, err)
 	}
 	if !resp.Succeeded {
-		return 0, s.conflict(op, key, rev, resp)
+		return 0, s.conflict(op, key, rev, resp, 0)
 	}
 	return informer.Revision(resp.Header.Revision), nil
 }
@@ -119,17 +119,20 @@ func (s *Store[V]) Delete(ctx context.Context, key string, rev informer.Revision
 		return 0, fmt.Errorf("etcd store %q: delete %q: %w", s.prefix, key, err)
 	}
 	if !resp.Succeeded {
-		return 0, s.conflict("delete", key, rev, resp)
+		return 0, s.conflict("delete", key, rev, resp, 0)
 	}
 	return informer.Revision(resp.Header.Revision), nil
 }
 
 // conflict is the error of a failed transaction of op at revision rev,
-// naming the key's mod revision that the Else branch read (0: absent).
-func (s *Store[V]) conflict(op, key string, rev informer.Revision, resp *clientv3.TxnResponse) error {
+// naming the key's mod revision that the Else branch read as response i
+// of resp (0: absent).
+func (s *Store[V]) conflict(op, key string, rev informer.Revision, resp *clientv3.TxnResponse, i int) error {
 	var current int64
-	if rs := resp.Responses; len(rs) == 1 && len(rs[0].GetResponseRange().GetKvs()) == 1 {
-		current = rs[0].GetResponseRange().GetKvs()[0].ModRevision
+	if rs := resp.Responses; len(rs) > i {
+		if kvs := rs[i].GetResponseRange().GetKvs(); len(kvs) == 1 {
+			current = kvs[0].ModRevision
+		}
 	}
 	return fmt.Errorf("etcd store %q: %s %q at revision %d: the key is at mod revision %d: %w",
 		s.prefix, op, key, rev, current, informer.ErrConflict)

@@ -2,7 +2,6 @@ package httpstore
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,9 +14,6 @@ import (
 
 	"github.com/converge-go/converge/informer"
 )
-
-// maxBatch is the most events watchBatch hands over at once.
-const maxBatch = 256
 
 // errIdle is the cause of a watch request ended by ClientOptions.IdleTimeout.
 var errIdle = errors.New("the stream was idle too long")
@@ -33,20 +29,6 @@ var errIdle = errors.New("the stream was idle too long")
 // decode is a Put with Err set. The response is closed before Watch
 // returns; Watch starts no goroutine.
 func (c *Client[V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, V]) error) error {
-	return c.watchBatch(ctx, after, func(evs []informer.Event[string, V]) error {
-		for _, e := range evs {
-			if err := emit(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// watchBatch is Watch, handing over at once the events that arrived
-// together (at most 256): a burst that the server flushed in one write is
-// one batch. The slice is reused once emit returns.
-func (c *Client[V]) watchBatch(ctx context.Context, after informer.Revision, emit func([]informer.Event[string, V]) error) error {
 	op := fmt.Sprintf("watch after %d", after)
 	q := url.Values{"after": {strconv.FormatUint(uint64(after), 10)}}
 	reqCtx, cancel := context.WithCancelCause(ctx)
@@ -77,24 +59,9 @@ func (c *Client[V]) watchBatch(ctx context.Context, after informer.Revision, emi
 	defer resp.Body.Close()
 	r := bufio.NewReaderSize(resp.Body, 64<<10)
 	last := after
-	batch := make([]informer.Event[string, V], 0, 16)
-	// flush hands the batch over: when no whole line waits behind it, and
-	// before the watch ends, so that events before a failure are emitted.
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := emit(batch)
-		clear(batch)
-		batch = batch[:0]
-		return err
-	}
 	for {
 		line, err := r.ReadBytes('\n')
 		if err != nil {
-			if ferr := flush(); ferr != nil {
-				return ferr
-			}
 			if ctx.Err() != nil {
 				return fmt.Errorf("httpstore: %s: %w", op, ctx.Err())
 			}
@@ -109,31 +76,25 @@ func (c *Client[V]) watchBatch(ctx context.Context, after informer.Revision, emi
 		idle()
 		var we wireEvent
 		if err := json.Unmarshal(line, &we); err != nil {
-			if ferr := flush(); ferr != nil {
-				return ferr
-			}
 			return fmt.Errorf("httpstore: %s: a line of the stream is not an event: %w", op, err)
 		}
 		rev := informer.Revision(we.Revision)
+		var e informer.Event[string, V]
 		switch we.Type {
 		case typePut:
-			e := informer.Event[string, V]{Type: informer.Put, Key: we.Key, Revision: rev}
+			e = informer.Event[string, V]{Type: informer.Put, Key: we.Key, Revision: rev}
 			e.Value, e.Err = decodeValue[V](we.Key, we.Value, we.Error)
-			batch = append(batch, e)
 		case typeDelete:
-			e := informer.Event[string, V]{Type: informer.Delete, Key: we.Key, Revision: rev}
+			e = informer.Event[string, V]{Type: informer.Delete, Key: we.Key, Revision: rev}
 			// A deleted value that does not decode is the zero V: the
 			// informer delivers its own last value.
 			e.Value, _ = decodeValue[V](we.Key, we.Value, "")
-			batch = append(batch, e)
 		case typeBookmark:
-			if rev > last {
-				batch = append(batch, informer.Event[string, V]{Type: informer.Bookmark, Revision: rev})
+			if rev <= last {
+				continue
 			}
+			e = informer.Event[string, V]{Type: informer.Bookmark, Revision: rev}
 		case typeError:
-			if err := flush(); err != nil {
-				return err
-			}
 			// The stream's status was 200; the status the server would
 			// have answered with, had it failed before the first line,
 			// is the one this error stands for.
@@ -145,26 +106,13 @@ func (c *Client[V]) watchBatch(ctx context.Context, after informer.Revision, emi
 			e.sentinel = sentinelOf(we.Code)
 			return e
 		default:
-			if err := flush(); err != nil {
-				return err
-			}
 			return fmt.Errorf("httpstore: %s: unknown event type %q", op, we.Type)
+		}
+		if err := emit(e); err != nil {
+			return err
 		}
 		if rev > last {
 			last = rev
 		}
-		if len(batch) == maxBatch || !lineBuffered(r) {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
 	}
-}
-
-// lineBuffered says whether r holds a whole line it can return without
-// reading, so that watchBatch adds it to the batch instead of handing the
-// batch over.
-func lineBuffered(r *bufio.Reader) bool {
-	b, _ := r.Peek(r.Buffered())
-	return bytes.IndexByte(b, '\n') >= 0
 }

@@ -69,7 +69,9 @@ func (d *listDecoder[V]) decode() {
 	for c := range d.work {
 		c.entries = make([]informer.Entry[string, V], len(c.keys))
 		for j, data := range c.data {
-			c.entries[j] = d.s.entry(c.keys[j], c.revs[j], data)
+			e := &c.entries[j]
+			e.Key, e.Revision = c.keys[j], informer.Revision(c.revs[j])
+			e.Value, e.Err = d.s.decode(c.keys[j], c.revs[j], data)
 		}
 		c.data = nil // the encoded values can go before the List ends
 	}
@@ -96,13 +98,13 @@ func (d *listDecoder[V]) finish() []informer.Entry[string, V] {
 	return entries
 }
 
-// entry decodes the value of key written at rev: an entry with the value,
-// or with Err a *DecodeError.
-func (s *Store[V]) entry(key string, rev int64, data []byte) informer.Entry[string, V] {
+// decode decodes the value of key written at rev, or returns a
+// *DecodeError and the zero V.
+func (s *Store[V]) decode(key string, rev int64, data []byte) (V, error) {
 	v, err := s.opts.codec.Unmarshal(data)
 	if err != nil {
-		return informer.Entry[string, V]{Key: key, Revision: informer.Revision(rev),
-			Err: &DecodeError{Collection: s.coll, Key: key, Revision: informer.Revision(rev), Err: err}}
+		var zero V
+		return zero, &DecodeError{Collection: s.coll, Key: key, Revision: informer.Revision(rev), Err: err}
 	}
-	return informer.Entry[string, V]{Key: key, Value: v, Revision: informer.Revision(rev)}
+	return v, nil
 }

@@ -192,6 +192,25 @@ BEGIN
     RETURN target;
 END $$;
 
+-- head_json reads key's head: its revision (NULL if the key does not
+-- exist) and its value as JSON (NULL if it is not JSON, or not UTF-8).
+CREATE OR REPLACE FUNCTION {{.Schema}}.head_json(p_coll text, p_key text, OUT head_rev bigint, OUT head_value jsonb)
+LANGUAGE plpgsql AS $$
+DECLARE
+    data bytea;
+BEGIN
+    SELECT h.rev, l.value INTO head_rev, data
+      FROM {{.Schema}}.head h JOIN {{.Schema}}.log l ON l.rev = h.rev
+     WHERE h.coll = p_coll AND h.key = p_key;
+    IF head_rev IS NOT NULL THEN
+        BEGIN
+            head_value := convert_from(data, 'UTF8')::jsonb;
+        EXCEPTION WHEN OTHERS THEN
+            head_value := NULL;
+        END;
+    END IF;
+END $$;
+
 -- patch is how a person or another program writes a typed collection's
 -- desired state, in one call (psql: SELECT converge.patch('replicasets',
 -- 'web', '{"spec": {"replicas": 3}}')). It merges p_patch, JSON text (an
@@ -213,7 +232,6 @@ DECLARE
     old jsonb;
     new jsonb;
     old_rev bigint;
-    old_data bytea;
     gen bigint;
     r bigint;
     tries int := 0;
@@ -236,18 +254,9 @@ BEGIN
             RAISE EXCEPTION 'patch(%, %): the key kept changing under 100 tries', p_coll, p_key
                 USING ERRCODE = '40001', HINT = 'Call it outside a REPEATABLE READ or SERIALIZABLE transaction, or retry.';
         END IF;
-        old_rev := NULL;
-        old := NULL;
-        SELECT h.rev, l.value INTO old_rev, old_data
-          FROM {{.Schema}}.head h JOIN {{.Schema}}.log l ON l.rev = h.rev
-         WHERE h.coll = p_coll AND h.key = p_key;
-        IF old_rev IS NOT NULL THEN
-            BEGIN
-                old := convert_from(old_data, 'UTF8')::jsonb;
-            EXCEPTION WHEN OTHERS THEN
-                old := NULL; -- not JSON (or not UTF-8): the patch replaces it
-            END;
-        END IF;
+        -- A value that is not JSON (or not UTF-8) is NULL: the patch
+        -- replaces it.
+        SELECT head_rev, head_value INTO old_rev, old FROM {{.Schema}}.head_json(p_coll, p_key);
         new := {{.Schema}}.merge_patch(old, p);
         IF jsonb_typeof(new) = 'object' AND ((jsonb_typeof(old) = 'object' AND old ? 'generation')
                 OR (jsonb_typeof(p) = 'object' AND p ? 'generation')) THEN
@@ -285,7 +294,6 @@ RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     v jsonb;
     old_rev bigint;
-    old_data bytea;
     r bigint;
     tries int := 0;
 BEGIN
@@ -295,19 +303,11 @@ BEGIN
             RAISE EXCEPTION 'request_delete(%, %): the key kept changing under 100 tries', p_coll, p_key
                 USING ERRCODE = '40001', HINT = 'Call it outside a REPEATABLE READ or SERIALIZABLE transaction, or retry.';
         END IF;
-        old_rev := NULL;
-        v := NULL;
-        SELECT h.rev, l.value INTO old_rev, old_data
-          FROM {{.Schema}}.head h JOIN {{.Schema}}.log l ON l.rev = h.rev
-         WHERE h.coll = p_coll AND h.key = p_key;
+        -- A value that is not JSON is NULL: no finalizers.
+        SELECT head_rev, head_value INTO old_rev, v FROM {{.Schema}}.head_json(p_coll, p_key);
         IF old_rev IS NULL THEN
             RETURN 0;
         END IF;
-        BEGIN
-            v := convert_from(old_data, 'UTF8')::jsonb;
-        EXCEPTION WHEN OTHERS THEN
-            v := NULL; -- not JSON: no finalizers
-        END;
         IF jsonb_typeof(v) = 'object' AND jsonb_typeof(v -> 'finalizers') = 'array'
                 AND jsonb_array_length(v -> 'finalizers') > 0 THEN
             IF v ? 'deletionRequested' THEN

@@ -238,8 +238,7 @@ func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func
 				// not the end of the Watch: a Watch resumed below it
 				// would only meet it again, and every key behind it
 				// would wait.
-				ent := s.entry(r.key, r.rev, r.value)
-				e.Value, e.Err = ent.Value, ent.Err
+				e.Value, e.Err = s.decode(r.key, r.rev, r.value)
 			}
 			if s.db.trace != nil {
 				s.db.trace.Emit(r.rev, time.Now())

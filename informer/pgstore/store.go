@@ -98,11 +98,9 @@ func (s *Store[V]) Get(ctx context.Context, key string) (v V, rev informer.Revis
 	if err != nil {
 		return v, 0, false, s.wrap("get", key, err)
 	}
-	v, err = s.opts.codec.Unmarshal(data)
+	v, err = s.decode(key, r, data)
 	if err != nil {
-		var zero V
-		return zero, 0, false, fmt.Errorf("pgstore collection %q: get %q: %w", s.coll, key,
-			&DecodeError{Collection: s.coll, Key: key, Revision: informer.Revision(r), Err: err})
+		return v, 0, false, fmt.Errorf("pgstore collection %q: get %q: %w", s.coll, key, err)
 	}
 	return v, informer.Revision(r), true, nil
 }

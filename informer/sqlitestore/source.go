@@ -119,19 +119,6 @@ func (s *Store[V]) decodeAll(entries []informer.Entry[string, V], values [][]byt
 // outside within the DB's PollInterval. A value that does not decode is a
 // Put with Err set (a *DecodeError). Deletes carry the zero V.
 func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, V]) error) error {
-	return s.watchBatch(ctx, after, func(events []informer.Event[string, V]) error {
-		for _, e := range events {
-			if err := emit(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// watchBatch is Watch, handing over each read's changes (up to a page of
-// them) at once to emit, which Watch calls back to back per change.
-func (s *Store[V]) watchBatch(ctx context.Context, after informer.Revision, emit func([]informer.Event[string, V]) error) error {
 	if err := s.usable(ctx); err != nil {
 		return err
 	}
@@ -144,10 +131,12 @@ func (s *Store[V]) watchBatch(ctx context.Context, after informer.Revision, emit
 		if err != nil {
 			return err
 		}
-		if len(events) > 0 {
-			if err := emit(events); err != nil {
+		for _, e := range events {
+			if err := emit(e); err != nil {
 				return err
 			}
+		}
+		if len(events) > 0 {
 			pos = int64(events[len(events)-1].Revision)
 			if len(events) == watchPage {
 				continue
