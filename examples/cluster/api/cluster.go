@@ -52,7 +52,7 @@ type Cluster struct {
 	// where describe reads them. It is called once per component, when the
 	// component is added.
 	Recorder func(component string) *events.Recorder
-	Logger *slog.Logger
+	Logger   *slog.Logger
 }
 
 // Timings are the intervals of the cluster's loops. KubeTimings are

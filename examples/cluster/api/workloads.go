@@ -20,9 +20,9 @@ func (d *Deployment) ObjectSpec() any { return d.Spec }
 // DeploymentSpec is what the user asks for.
 type DeploymentSpec struct {
 	// Replicas is the number of pods wanted; nil means 1.
-	Replicas *int32          `json:"replicas,omitempty"`
-	Selector LabelSelector   `json:"selector"`
-	Template PodTemplateSpec `json:"template"`
+	Replicas *int32             `json:"replicas,omitempty"`
+	Selector LabelSelector      `json:"selector"`
+	Template PodTemplateSpec    `json:"template"`
 	Strategy DeploymentStrategy `json:"strategy,omitzero"`
 	// MinReadySeconds is how long a new pod must be ready before it counts
 	// as available.
