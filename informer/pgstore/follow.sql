@@ -60,7 +60,7 @@ END $$;
 -- old key, then a put of the new one at a higher revision (concurrent
 -- writers may take revisions in between).
 -- It is the price of every write of a followed table, hence written for
--- speed (its cost: docs/design/pgstore.md, Alternatives measured): a one-column key is read inline rather than
+-- speed (§8.11 of the design): a one-column key is read inline rather than
 -- through follow_key, and the put is inserted here rather than through
 -- follow_append (each a function call per row; together they halved the
 -- throughput of single-row UPDATEs).

@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS {{.Schema}}.head (
 -- (EvalPlanQual), so it takes one value per row actually updated: an
 -- UPDATE that waits for a concurrent writer, or whose compare-and-swap then
 -- fails, wastes none (`SET rev = nextval(...)` would waste one per wait,
--- a hole; docs/design/pgstore.md, "Writes"). Only write() sets rev to 0.
+-- a hole; docs/design/pgstore.md §8.2). Only write() sets rev to 0.
 CREATE OR REPLACE FUNCTION {{.Schema}}.take_rev() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -78,7 +78,7 @@ CREATE OR REPLACE TRIGGER take_rev BEFORE UPDATE OF rev ON {{.Schema}}.head
 -- key was not as required (nothing written).
 -- Update and delete are one statement each (lock, compare, revision, log
 -- row, head), a create two: every statement costs an executor start-up,
--- which was a third of the server's CPU per write (docs/design/pgstore.md).
+-- which was a third of the server's CPU per write (§8.22).
 CREATE OR REPLACE FUNCTION {{.Schema}}.write(
     p_coll text, p_key text, p_op "char", p_expect bigint, p_value bytea)
 RETURNS bigint LANGUAGE plpgsql AS $$
