@@ -65,6 +65,11 @@ BENCH_COUNT ?= 3
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/.bin
 STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
+# internal/mdcheck is a module of its own (its Markdown parser is no
+# dependency of the library): its test renders every *.md of the repository
+# with a CommonMark parser and fails on a code fence left open or closed with
+# text after it, and on a relative link or #anchor that leads nowhere.
+MDCHECK_MOD := internal/mdcheck
 
 .PHONY: help test bench lint demo
 
@@ -87,7 +92,7 @@ bench: ## Start etcd and PostgreSQL, run the benchmarks (client-go/controller-ru
 	eval "$$($(SERVERS) env)"; \
 	$(TEST_ENV) BENCH_COUNT=$(BENCH_COUNT) $(GO) -C $(BENCH_MOD) run ./report
 
-lint: $(STATICCHECK) ## gofmt (must list nothing), go vet and staticcheck on all packages of both modules.
+lint: $(STATICCHECK) ## gofmt (must list nothing), go vet and staticcheck on all packages of every module; the Markdown check.
 	@echo 'gofmt -l'
 	@unformatted="$$(find . -mindepth 1 \( -name '.*' -o -name '_*' -o -name testdata -o -name vendor \) -prune -o \
 		-type f -name '*.go' -print0 | xargs -0 -r gofmt -l)"; \
@@ -98,6 +103,9 @@ lint: $(STATICCHECK) ## gofmt (must list nothing), go vet and staticcheck on all
 	$(STATICCHECK) $(PKGS)
 	$(if $(BENCH_PKGS),$(GO) -C $(BENCH_MOD) vet $(BENCH_PKGS))
 	$(if $(BENCH_PKGS),cd $(BENCH_MOD) && $(STATICCHECK) $(BENCH_PKGS))
+	$(GO) -C $(MDCHECK_MOD) vet ./...
+	cd $(MDCHECK_MOD) && $(STATICCHECK) ./...
+	$(GO) -C $(MDCHECK_MOD) test -count=1 ./...
 
 demo: ## Run the self-healing ReplicaSet demo (examples/replicaset): real processes, kill -9, scale, crash loop, delete.
 	$(GO) run ./examples/replicaset demo

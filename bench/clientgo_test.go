@@ -18,7 +18,7 @@ import (
 // controller-runtime programs unchanged. These checks live in the bench
 // module because it depends on client-go already: the library's module must
 // not, not even for a test, or its go.mod would require client-go of every
-// program that uses converge (DESIGN.md). They fail to compile if the
+// program that uses converge. They fail to compile if the
 // method sets ever drift apart.
 var (
 	_ workqueue.TypedRateLimitingInterface[string] = (*queue.Queue[string])(nil)

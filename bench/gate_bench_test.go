@@ -19,7 +19,7 @@ import (
 	"github.com/converge-go/converge/reconcile"
 )
 
-// The read-your-writes gate's cost (design note store-api.md §9): a
+// The read-your-writes gate's cost (docs/design/store-api.md, Measured): a
 // parent/child controller, For(parents) and Owns(children) mapping each
 // child back to its parent, whose reconcile reads its parent from the
 // cache, creates its child if the child informer does not show one, or

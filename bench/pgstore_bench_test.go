@@ -20,8 +20,8 @@ import (
 	"github.com/converge-go/converge/internal/testserver"
 )
 
-// The pgstore benchmarks (docs/design/pgstore.md §8's
-// measurements) run against the test PostgreSQL of scripts/servers.sh:
+// The pgstore benchmarks (docs/design/pgstore.md, Measured, has their
+// figures) run against the test PostgreSQL of scripts/servers.sh:
 //
 //	scripts/servers.sh start; eval "$(scripts/servers.sh env)"
 //	GOMAXPROCS=2 go -C bench test -run '^$' -bench Pgstore -benchtime 1x .
@@ -30,7 +30,7 @@ import (
 // Without a server they skip (with CONVERGE_INTEGRATION=1 they fail).
 
 const (
-	pgWriters  = 8 // concurrent writers, as the issue asks
+	pgWriters  = 8 // concurrent writers, as the write targets assume
 	pgInflight = 8 // writes a writer may have in flight (createAt)
 	pgSyncObjs = 100_000
 )
@@ -258,7 +258,7 @@ func BenchmarkPgstoreWrite(b *testing.B) {
 	defer db.Close()
 	store := pgstore.New[pgObj](db, "objs")
 	// The same writes from a DB that sends no NOTIFY: what the notifier
-	// costs the writes (docs/design/pgstore.md §8.22).
+	// costs the writes (docs/design/pgstore.md, Alternatives measured).
 	quietDB := pgstore.NewDB(pool, pgstore.WithSchema(schema), pgstore.WithNotifyInterval(-1))
 	defer quietDB.Close()
 	quiet := pgstore.New[pgObj](quietDB, "objs")

@@ -17,7 +17,7 @@ import (
 )
 
 // The pgstore latency benchmarks: write → informer handler at a steady rate,
-// and the stall a transaction held open causes (docs/design/pgstore.md §8).
+// and the stall a transaction held open causes (docs/design/pgstore.md, Measured).
 
 // BenchmarkPgstoreWriteToInformer measures write → informer handler
 // latency at a steady 1000 writes per second from pgWriters writers, each
@@ -121,7 +121,7 @@ type latencyRun struct {
 // 0.5–0.7 s the pool dials up to pgWriters*pgInflight connections, each
 // new PostgreSQL backend loads its caches and the statements are prepared,
 // and deliveries then take 50–120 ms (seen per 100 ms window on a quiet
-// machine, 2026-11-23). That is a cold start, not the steady rate the
+// machine). That is a cold start, not the steady rate the
 // figures are about, so it is written and waited for but not counted.
 const warmUp = time.Second
 

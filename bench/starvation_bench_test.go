@@ -13,7 +13,8 @@ import (
 )
 
 // Starvation scenario: how long does a low-priority key wait while the
-// normal lane is saturated (controller-runtime#3496)?
+// normal lane is saturated? (controller-runtime's priority queue starves it:
+// https://github.com/kubernetes-sigs/controller-runtime/issues/3496)
 //
 // Two workers Get a key, sleep for starvationWork (a reconcile waiting on a
 // store; sleeping leaves the CPU to the producer, so the lane stays full on

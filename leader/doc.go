@@ -4,8 +4,9 @@
 // Config.OnStartedLeading with a context that is cancelled when leadership
 // ends and that carries the term's fencing token (TermFromContext). Locks
 // for each backend live in sub-packages: leader/memlock for tests and single
-// processes; etcd, PostgreSQL and Kubernetes locks implement the same small
-// Lock interface. The package depends on no other package of the module.
+// processes; leader/etcdlock and leader/pglock implement the same small
+// Lock interface, as any store with compare-and-swap can. The package
+// depends on no other package of the module.
 //
 // # Terms and fencing
 //

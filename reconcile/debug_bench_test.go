@@ -112,7 +112,7 @@ func (f *pagesFixture) fill() {
 
 // BenchmarkDebugPages renders each page of a controller with 100k keys
 // ready in its queue, a reconcile in progress and 1k failing keys (the
-// issue's size: the target is under 100ms a page) or 100k (an outage);
+// target's size: under 100ms a page) or 100k (an outage);
 // worst-ms is the slowest render:
 //
 //	go test -p 1 -run xxx -bench BenchmarkDebugPages$ -benchtime 20x ./reconcile/
@@ -159,7 +159,7 @@ func renderPages(b *testing.B, failing int) {
 // render, against the same workers while nothing renders, in interleaved
 // rounds of one second each: 2 workers reconcile 100k queued keys that
 // queue themselves again (so the queue stays at 100k), with 1k keys
-// failing (the size) or 100k (an outage). Three modes: idle;
+// failing (the target's size) or 100k (an outage). Three modes: idle;
 // paced, a page every 50ms (debugPages in turn: several people with
 // auto-refreshing pages); and back-to-back, one goroutine rendering
 // without pause. Per mode it reports the median over rounds of the

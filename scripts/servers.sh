@@ -497,7 +497,7 @@ postgres_stop() {
 
 # --- Chromium ----------------------------------------------------------------
 #
-# Not a server: the debug pages' browser test (internal/screenshot) runs Debian's
+# Not a server: the debug pages' browser test (internal/browsertest) runs Debian's
 # chromium itself, headless, one process per page. This kind only installs it
 # and names the binary in the env file.
 

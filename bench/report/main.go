@@ -2,7 +2,7 @@
 // table of the median of each metric for converge, client-go's workqueue and
 // controller-runtime's priority queue (scenarios 1-6), converge's informer
 // and client-go's SharedIndexInformer (scenarios 7-9), the ratios, and
-// whether each of the issues' targets is met.
+// whether each target is met.
 //
 //	make bench                             # from the repository root
 //	go -C bench run ./report               # the same: BENCH_COUNT=3 runs per benchmark

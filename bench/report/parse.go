@@ -214,7 +214,7 @@ func (c check) met(conv, other float64) (met, known bool) {
 	panic("unknown op " + c.op)
 }
 
-// Target is the goal for one row, from the issue.
+// Target is the goal for one row of the table.
 type Target struct {
 	Text   string
 	checks []check
@@ -269,7 +269,7 @@ func (c check) reps(byImpl map[string][]float64) (held, n int, ok bool) {
 	return held, len(conv), len(conv) > 0
 }
 
-// Targets are the issue's goals, keyed by row.
+// Targets are the table's goals, keyed by row.
 var Targets = map[Key]Target{
 	{"Throughput", "items/s"}: {"≥ 2x client-go in every rep, ≥ 10x priorityqueue",
 		[]check{vs(clientGo, ">=", 2).inEveryRep(), vs(priorityQueue, ">=", 10)}},

@@ -180,7 +180,7 @@ func TestInformerRows(t *testing.T) {
 	assert.Equal(t, 2, met, "Throughput is n/a (no client-go value), the 1M sync and the memory miss their targets")
 }
 
-// Lines of a make bench run (bench/out/bench.txt, 2026-11-23), whose
+// Lines of a make bench run (bench/out/bench.txt), whose
 // second name parts are no implementation of the table's columns.
 const convergeOnlySample = `BenchmarkUpdate/helper/memstore/1writers-2                      	       1	    166982 ns/op	         0 conflicts/op	         0 gaveup/op	    3208 B/op	       8 allocs/op
 BenchmarkUpdate/handwritten/memstore/1writers-2                 	       1	     63358 ns/op	         0 conflicts/op	         0 gaveup/op	    3208 B/op	       8 allocs/op

@@ -20,7 +20,7 @@ import (
 // Nothing inside the database tells a restore apart (a dump brings back
 // meta's store id; a physical backup the cluster's system identifier; only
 // a recovery to a point in time or a promotion moves the timeline), but the
-// process remembers what it read: see docs/design/pgstore.md §5.
+// process remembers what it read: see docs/design/pgstore.md, "Compaction, resets and restores".
 //
 // The zero anchor is none.
 type anchor struct {

@@ -284,7 +284,7 @@ func (db *DB) wrote() {
 // notifyOthers schedules one NOTIFY for the other processes at most every
 // notify interval. The NOTIFY is a statement of its own, not part of the
 // write's transaction, because PostgreSQL serialises the commits of
-// notifying transactions on one lock (docs/design/pgstore.md §8.6).
+// notifying transactions on one lock (docs/design/pgstore.md, Alternatives measured).
 func (db *DB) notifyOthers() {
 	if db.opts.notifyOff {
 		return
@@ -309,7 +309,7 @@ const listenersLock = 0x63766c6e // "cvln"
 // holds the listeners' lock: an exclusive try of it fails exactly then (or
 // while another notifier's try holds it, which sends a NOTIFY too many).
 // With no listener anywhere, the statement is a lock try that commits
-// nothing, not a notifying commit (docs/design/pgstore.md §8.22). No wake-up
+// nothing, not a notifying commit (docs/design/pgstore.md, Alternatives measured). No wake-up
 // is lost to a listener that comes after the try: it takes the lock and
 // LISTENs before its reader reads the log, and this write committed before
 // the try.

@@ -16,7 +16,7 @@ const decodeChunk = 256
 // rows are still arriving. Decoded on the goroutine that reads them, 100k
 // JSON values of ~550 B took ~0.6 s of a ~2 s initial sync that one SELECT
 // plus a decode on two goroutines does in ~1.4 s
-// (docs/design/pgstore.md §8.21): the read waited for the decode, one core
+// (a CPU profile of BenchmarkPgstoreInitialSync): the read waited for the decode, one core
 // idled.
 //
 // Entries come out in the rows' order. A value that does not decode is an

@@ -8,7 +8,7 @@ import "time"
 // such a commit is the revision right after the reader's cursor, the reader
 // publishes it without reading the log: no round trip, no second process
 // on the critical path, on a machine where both wait for a core
-// (docs/design/pgstore.md §8.19). Nothing changes for holes: only the
+// (docs/design/pgstore.md, "One reader per schema"). Nothing changes for holes: only the
 // revision cursor+1 is handed off, and only a committed one, so a
 // revision is still passed only as a change or a fill; anything else (a
 // gap, another process's write, a fill) is left to the read.

@@ -13,7 +13,7 @@ import (
 // TestReaderQueriesArePlannedBelowTheJITThreshold guards the watch latency:
 // a poll whose estimated cost passes jit_above_cost is JIT-compiled on
 // every execution, which took 15-150 ms per poll on this machine (the
-// write → informer p99 of docs/design/pgstore.md §8.15). The estimates must
+// write → informer p99: docs/design/pgstore.md, Measured). The estimates must
 // stay low on a fresh store (no statistics yet: PostgreSQL guesses 1270 rows
 // for an unanalyzed table) and on an analyzed one with a long log, with the
 // custom plans of the first executions and the generic plan after them,

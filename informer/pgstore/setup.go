@@ -191,8 +191,8 @@ func quoteSchema(schema string) string {
 // an asynchronous standby) can lose changes an informer has already seen
 // and hand their revisions out again to other changes. A DB whose reader
 // read such a change finds out by itself (the row it read last is gone or
-// another, see docs/design/pgstore.md §5) and calls Rebase. Call it
-// yourself after a restore, before writers come back, to cover the rest:
+// another; docs/design/pgstore.md, "Compaction, resets and restores") and
+// calls Rebase. Call it yourself after a restore, before writers come back, to cover the rest:
 // a revision kept from before the process started (a Watch resumed from a
 // revision saved to disk; an informer lists afresh in a new process), and
 // a replay that gives that last row's revision to a transaction with the

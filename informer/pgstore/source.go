@@ -19,7 +19,7 @@ type queries struct {
 // cheap to execute and estimated cheap too: an estimate above PostgreSQL's
 // jit_above_cost (100 000 by default) JIT-compiles the statement on every
 // execution, 15-150 ms each on the test machine, which was most of the
-// write-to-event tail (docs/design/pgstore.md §8.15). Hence meta by its
+// write-to-event tail (docs/design/pgstore.md, "One reader per schema"). Hence meta by its
 // primary key (an unanalyzed meta is estimated at 1270 rows) and the
 // batch as a constant (a LIMIT parameter is estimated at a tenth of the
 // log in a generic plan). plan_test.go checks the estimates.
@@ -47,7 +47,7 @@ func newQueries(s string, batch int) queries {
 		// The count first (a one-time filter: PostgreSQL skips the window
 		// scan when it is false): with no hole there are exactly $2 - $1
 		// rows, and counting them is ~10x cheaper than sorting them into
-		// pairs (16 vs 207 ms for a List's first 100k revisions, §8.21).
+		// pairs (16 vs 207 ms for a List's first 100k revisions).
 		gaps: `SELECT r + 1, n - 1 FROM (SELECT r, lead(r) OVER (ORDER BY r) AS n FROM
 	(SELECT $1::bigint AS r UNION ALL SELECT rev FROM ` + s + `.log WHERE rev > $1 AND rev <= $2) x) y WHERE n > r + 1
 	AND (SELECT count(*) FROM ` + s + `.log WHERE rev > $1 AND rev <= $2) < $2::bigint - $1::bigint`,

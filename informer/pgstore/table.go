@@ -21,7 +21,7 @@ type followOptions struct {
 // of other processes then see them at their next poll (DefaultPollInterval
 // while LISTEN is up) instead of at once. Use it for a table written many
 // times a second, where NOTIFY's cost shows: PostgreSQL serialises the
-// commits of notifying transactions (docs/design/pgstore.md §8.6). Default:
+// commits of notifying transactions (docs/design/pgstore.md, Alternatives measured). Default:
 // one NOTIFY per statement that writes the table.
 func WithoutNotify() FollowOption { return func(o *followOptions) { o.notify = false } }
 
@@ -62,7 +62,7 @@ func WithoutNotify() FollowOption { return func(o *followOptions) { o.notify = f
 // Every write of the table then also commits synchronously (the trigger
 // sets synchronous_commit on for its transaction, as typed writes do): a
 // change a reader saw must not be lost in a crash and its revision handed
-// out again. Its cost on a plain table is in docs/design/pgstore.md §8.
+// out again. Its cost on a plain table is in docs/design/pgstore.md.
 //
 // A followed collection is the table's: write it with SQL on the table,
 // never through a Store of coll, whose typed writes would go to the log

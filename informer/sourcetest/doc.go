@@ -102,7 +102,7 @@
 // The Store subtests check a key's value and revision, never the store's
 // revision: a backend on a shared server (etcd) may see other writers.
 //
-// # Where it differs from the design (docs/design/store-api.md, section 8)
+// # Where it differs from the design (docs/design/store-api.md, Conformance)
 //
 //   - Expire is defined by what it does to watches, not as compaction: a
 //     Watch after a revision listed before it, with at least two changes

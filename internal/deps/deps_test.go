@@ -36,7 +36,7 @@ var core = []string{
 // reason. Tests may import them: a test's imports are not linked into a
 // user's program.
 var forbidden = []rule{
-	{"k8s.io/client-go", "client-go belongs in the Kubernetes backend's own module (and in tests), not the core"},
+	{"k8s.io/client-go", "client-go belongs outside the core: in tests, the bench module, or a backend module of its own"},
 	{"sigs.k8s.io/controller-runtime", "controller-runtime is a benchmark dependency (the bench module)"},
 	{"k8s.io/apimachinery", "apimachinery comes only with client-go"},
 	{"k8s.io/klog", "klog comes only with client-go"},

@@ -21,8 +21,8 @@ var onlyModuleImports = map[string][]string{
 
 // And nothing left of the queue compiles it: the packages under these
 // prefixes (whole path elements) compile neither queue nor its engine.
-// Only reconcile and what serves it (its debug pages) use the engine, and
-// a program uses the queue through queue.
+// Only reconcile uses the engine directly; its debug pages and a program
+// use the queue through queue.
 var leftOfTheQueue = []string{"backoff", "events", "informer", "leader", "object"}
 
 func TestTheQueueShouldCompileOnlyBackoffOfThisModuleAndNothingLeftOfItShouldCompileTheQueue(t *testing.T) {

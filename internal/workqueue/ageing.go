@@ -2,7 +2,8 @@ package workqueue
 
 // Ageing: a ready key that has waited for the bound is served next, whatever
 // its priority, oldest first (controller-runtime's priority queue starves a
-// low-priority key behind a steady stream of normal ones, issue #3496).
+// low-priority key behind a steady stream of normal ones:
+// https://github.com/kubernetes-sigs/controller-runtime/issues/3496).
 //
 // All ready keys are also linked, through entry.links[ageLinks], into
 // one FIFO in the order they became ready, so the oldest ready key is its

@@ -20,7 +20,7 @@ import (
 // interleaved, is what docs/design/queue-lock.md's table was made with:
 //
 //	for r in 1 2 3; do for s in 0 16 64 256 1024 4096; do
-//	  go test -run xxx -bench "LockSpinBudget/spins=$s\$" -benchtime 1x ./queue
+//	  go test -run xxx -bench "LockSpinBudget/spins=$s\$" -benchtime 1x ./internal/workqueue
 //	done; done
 func BenchmarkLockSpinBudget(b *testing.B) {
 	keys := make([]string, 1_000_000)

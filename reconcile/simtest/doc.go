@@ -2,7 +2,7 @@
 // the faults that break real controllers, and checks the end state against
 // a fault-free run of the same workload: a simulation kit in a plain go
 // test, after Sieve (OSDI'22) and Anvil (OSDI'24). See
-// docs/design/simulation.md for the design and what is built of it.
+// docs/design/simulation.md for the design, its alternatives and measurements.
 //
 // A Spec declares a world (fresh memory stores per run), a process (the
 // informers and controllers of one incarnation of the binary, built over

@@ -129,7 +129,7 @@ func fights(log []writeRecord) []string {
 }
 
 // failureReport reruns the shrunk schedule twice more (the Go scheduler is
-// not under the kit's control, §5 of the design) and formats the report.
+// not under the kit's control: the design's "Determinism") and formats the report.
 func failureReport[W any](t *testing.T, spec *Spec[W], found, s Schedule, ref *outcome, out outcome) string {
 	again := 1
 	for range 2 {
