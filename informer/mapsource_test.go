@@ -24,7 +24,7 @@ func (s *mapSource) Delete(k string) {
 	s.changed = make(chan struct{})
 }
 
-// The Source the package example and the README show passes the suite a
+// The Source the package example and docs/writing-a-source.md show passes the suite a
 // backend author is told to run first. It keeps its whole history, so it
 // cannot expire revisions on demand.
 func TestTheExampleSourcePassesTheConformanceSuite(t *testing.T) {

@@ -14,7 +14,7 @@ type App struct {
 	Ready    bool
 }
 
-// setReady is the README's status write-back: read, change a copy, write
+// setReady is the status write-back of docs/controllers.md: read, change a copy, write
 // it only if nobody wrote in between, and read again on a conflict. It runs
 // unchanged on every informer.Store.
 func setReady(ctx context.Context, s informer.Store[string, App], name string) error {

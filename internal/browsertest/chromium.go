@@ -2,7 +2,7 @@
 // Chromium, run headless as one short-lived process per page, with no driver
 // library and nothing downloaded. Its test loads the Manager's debug pages
 // (reconcile.DebugOptions) with a controller in a realistic state, checks
-// what the browser rendered, and can refresh the README's screenshots.
+// what the browser rendered, and can refresh the screenshots in docs/operating.md.
 //
 // scripts/servers.sh installs Chromium (apt-get install chromium) and names
 // the binary in CONVERGE_CHROMIUM; `make test` runs it. Without a browser

@@ -38,7 +38,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // UpdateEnv, set to 1, makes the test write its screenshots to
-// docs/images/debug-*.png, the README's images.
+// docs/images/debug-*.png, the images of docs/operating.md.
 const UpdateEnv = "CONVERGE_UPDATE_SCREENSHOTS"
 
 // The keys and errors of the demo controller "replicasets". scriptKey and
@@ -225,7 +225,7 @@ func waitFor(t *testing.T, h http.Handler, controller, what string, cond func(co
 }
 
 // page is one debug page the test loads, what it checks in the rendered
-// DOM, and the README image it refreshes (shot, if not "").
+// DOM, and the image of docs/operating.md it refreshes (shot, if not "").
 type page struct {
 	name          string
 	path          string
@@ -320,7 +320,7 @@ func TestTheDebugPagesShouldRenderTheControllersStateAsTextInChromium(t *testing
 			p.check(t, doc)
 			checkScreenshot(t, got.PNG, p.width, p.height)
 			if update && p.shot != "" {
-				assert.Less(t, len(got.PNG), 200<<10, "README images stay under 200 KB")
+				assert.Less(t, len(got.PNG), 200<<10, "the docs' images stay under 200 KB")
 				path := filepath.Join("..", "..", "docs", "images", p.shot)
 				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 				require.NoError(t, os.WriteFile(path, got.PNG, 0o644))
