@@ -6,6 +6,7 @@ import (
 
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // A reconciler records what it did to a key; repeats are counted, and the
@@ -13,10 +14,10 @@ import (
 // other processes (StoreSink, whose Run a Manager's AddFunc would start).
 func Example() {
 	ctx := context.Background()
-	mem := events.NewMemorySink(0)
+	mem := must.Do(events.NewMemorySink(0))
 	store := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(store)
-	rec := events.NewRecorder("replicaset-controller", events.WithSink(mem), events.WithSink(sink))
+	sink := must.Do(events.NewStoreSink(store))
+	rec := must.Do(events.NewRecorder("replicaset-controller", events.WithSink(mem), events.WithSink(sink)))
 
 	rec.Event(ctx, "web", events.Normal, "SuccessfulCreate", "Created pod: web-1")
 	for range 3 {

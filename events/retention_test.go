@@ -13,6 +13,7 @@ import (
 
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // keysUnder returns the store's keys that start with prefix.
@@ -43,8 +44,8 @@ func TestTheStoreSinkShouldKeepAtMostMaxEventsPerKeyRecordsOfAKey(t *testing.T) 
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(t0)
 	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st, events.WithStoreClock(clk))
-	rec := events.NewRecorder("c", events.WithSink(sink), events.WithClock(clk))
+	sink := must.Do(events.NewStoreSink(st, events.WithStoreClock(clk)))
+	rec := must.Do(events.NewRecorder("c", events.WithSink(sink), events.WithClock(clk)))
 	const n = 1000
 	for i := range n {
 		rec.Eventf(ctx, "web", events.Warning, "BackOff", "Back-off restarting failed pod web-%d", i)
@@ -70,8 +71,8 @@ func TestTheStoreSinkShouldKeepARepeatedEventAsOneCountedRecord(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(t0)
 	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st, events.WithStoreClock(clk))
-	rec := events.NewRecorder("c", events.WithSink(sink), events.WithClock(clk))
+	sink := must.Do(events.NewStoreSink(st, events.WithStoreClock(clk)))
+	rec := must.Do(events.NewRecorder("c", events.WithSink(sink), events.WithClock(clk)))
 	for range 1000 {
 		rec.Event(ctx, "web", events.Warning, "BackOff", "Back-off restarting failed container")
 		clk.Step(events.DefaultRefill)
@@ -87,7 +88,7 @@ func TestPruneShouldDeleteEventsNotSeenForTheTTLAndKeepTheOthers(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(t0)
 	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st, events.WithStoreClock(clk), events.WithTTL(time.Hour))
+	sink := must.Do(events.NewStoreSink(st, events.WithStoreClock(clk), events.WithTTL(time.Hour)))
 	sink.Write(ctx, at("web", "old", 1, t0))
 	sink.Write(ctx, at("web", "again", 1, t0))
 	require.NoError(t, sink.Flush(ctx))
@@ -122,7 +123,7 @@ func TestPruneShouldExpireRecordsAnotherSinkWroteUnderItsPrefixOnly(t *testing.T
 	fresh := at("web", "fresh", 1, clk.Now())
 	st.Put("events/web/"+fresh.ID, fresh)
 
-	sink := events.NewStoreSink(st, events.WithStoreClock(clk))
+	sink := must.Do(events.NewStoreSink(st, events.WithStoreClock(clk)))
 	require.NoError(t, sink.Prune(ctx))
 	assert.Equal(t, []string{"events/web/" + fresh.ID}, keysUnder(t, st, "events/"))
 	assert.Len(t, keysUnder(t, st, "pods/"), 1, "another prefix is another sink's")
@@ -134,7 +135,7 @@ func TestPruneShouldKeepARecordAnotherWriterRefreshed(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(t0)
 	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st, events.WithStoreClock(clk))
+	sink := must.Do(events.NewStoreSink(st, events.WithStoreClock(clk)))
 	e := at("web", "m", 1, t0)
 	sink.Write(ctx, e)
 	require.NoError(t, sink.Flush(ctx))
@@ -152,7 +153,7 @@ func TestPruneShouldKeepARecordAnotherWriterRefreshed(t *testing.T) {
 func TestDeleteKeyShouldDeleteTheKeysEventsAndDropItsPendingOnes(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st)
+	sink := must.Do(events.NewStoreSink(st))
 	sink.Write(ctx, ev("web", "a", 1))
 	sink.Write(ctx, ev("web", "b", 1))
 	sink.Write(ctx, ev("db", "a", 1))
@@ -170,7 +171,7 @@ func TestDeleteKeyShouldDeleteTheKeysEventsAndDropItsPendingOnes(t *testing.T) {
 func TestTheDeletionHandlerShouldDeleteTheEventsOfADeletedKey(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st)
+	sink := must.Do(events.NewStoreSink(st))
 	sink.Write(ctx, ev("7", "a", 1))
 	require.NoError(t, sink.Flush(ctx))
 
@@ -186,7 +187,7 @@ func TestTheDeletionHandlerShouldDeleteTheEventsOfADeletedKey(t *testing.T) {
 func TestRunShouldPruneExpiredEventsOnItsOwn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memstore.New[string, events.Event]()
-		sink := events.NewStoreSink(st, events.WithTTL(time.Hour))
+		sink := must.Do(events.NewStoreSink(st, events.WithTTL(time.Hour)))
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- sink.Run(ctx) }()
@@ -204,11 +205,18 @@ func TestRunShouldPruneExpiredEventsOnItsOwn(t *testing.T) {
 	})
 }
 
-func TestBadRetentionOptionsShouldPanicAtStartUp(t *testing.T) {
+func TestBadRetentionOptionsShouldBeAnErrorAndWriteNothing(t *testing.T) {
 	st := memstore.New[string, events.Event]()
-	assert.Panics(t, func() { events.NewStoreSink(st, events.WithTTL(0)) })
-	assert.Panics(t, func() { events.NewStoreSink(st, events.WithTTL(time.Millisecond)) })
-	assert.Panics(t, func() { events.NewStoreSink(st, events.WithMaxPerKey(0)) })
-	assert.Panics(t, func() { events.NewStoreSink(st, events.WithStoreClock(nil)) })
-	assert.Panics(t, func() { events.NewStoreSink(st, events.WithRetryInterval(0)) })
+	for want, o := range map[string]events.StoreOption{
+		"events.NewStoreSink: WithTTL(0s): want >= 1s": events.WithTTL(0),
+		"WithTTL(1ms): want >= 1s":                     events.WithTTL(time.Millisecond),
+		"WithMaxPerKey(0): want >= 1":                  events.WithMaxPerKey(0),
+		"WithStoreClock(nil)":                          events.WithStoreClock(nil),
+		"WithRetryInterval(0s): want > 0":              events.WithRetryInterval(0),
+	} {
+		s, err := events.NewStoreSink(st, o)
+		assert.ErrorContains(t, err, want)
+		assert.Nil(t, s)
+	}
+	assert.Zero(t, st.Len(), "a refused sink wrote to the store")
 }

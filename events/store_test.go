@@ -14,6 +14,7 @@ import (
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // stored reads e's record from the store the sink writes to.
@@ -26,7 +27,7 @@ func stored(t *testing.T, st informer.ReadWriter[string, events.Event], sink *ev
 
 func TestTheStoreSinkWritesEventsThroughTheStore(t *testing.T) {
 	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st)
+	sink := must.Do(events.NewStoreSink(st))
 	rec, _, _ := newRecorder(events.WithSink(sink))
 	ctx := context.Background()
 	rec.Event(ctx, "web", events.Normal, "SuccessfulCreate", "Created pod: web-1")
@@ -45,7 +46,7 @@ func TestTheStoreSinkWritesEventsThroughTheStore(t *testing.T) {
 
 func TestTheStoreSinkCoalescesTheVersionsOfOneEventIntoOneWrite(t *testing.T) {
 	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st)
+	sink := must.Do(events.NewStoreSink(st))
 	rec, _, _ := newRecorder(events.WithSink(sink))
 	ctx := context.Background()
 	for range 100 {
@@ -66,7 +67,7 @@ func TestTheStoreSinkCoalescesTheVersionsOfOneEventIntoOneWrite(t *testing.T) {
 
 func TestTheStoreSinkNeverMovesAStoredCountBack(t *testing.T) {
 	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st)
+	sink := must.Do(events.NewStoreSink(st))
 	ctx := context.Background()
 	ahead := ev("web", "m", 10) // another writer got further
 	ahead.First = t0.Add(-time.Hour)
@@ -89,7 +90,7 @@ func TestTheStoreSinkNeverMovesAStoredCountBack(t *testing.T) {
 
 func TestTheStoreSinkBoundsItsPendingEvents(t *testing.T) {
 	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st, events.WithMaxPending(2))
+	sink := must.Do(events.NewStoreSink(st, events.WithMaxPending(2)))
 	ctx := context.Background()
 	sink.Write(ctx, ev("web", "a", 1))
 	sink.Write(ctx, ev("web", "b", 1))
@@ -103,7 +104,7 @@ func TestTheStoreSinkBoundsItsPendingEvents(t *testing.T) {
 
 func TestAFlushWithADoneContextKeepsTheEventsPending(t *testing.T) {
 	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st)
+	sink := must.Do(events.NewStoreSink(st))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	sink.Write(ctx, ev("web", "a", 1))
@@ -134,7 +135,7 @@ func TestRunWritesQueuedEventsRetriesAfterAFailureAndStopsWithItsContext(t *test
 	synctest.Test(t, func(t *testing.T) {
 		st := &flaky{Store: memstore.New[string, events.Event]()}
 		st.n.Store(1)
-		sink := events.NewStoreSink(st, events.WithRetryInterval(5*time.Second))
+		sink := must.Do(events.NewStoreSink(st, events.WithRetryInterval(5*time.Second)))
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- sink.Run(ctx) }()
@@ -162,8 +163,12 @@ func TestRunWritesQueuedEventsRetriesAfterAFailureAndStopsWithItsContext(t *test
 	})
 }
 
-func TestBadStoreSinkOptionsPanicAtStartUp(t *testing.T) {
+func TestBadStoreSinkOptionsShouldBeAnError(t *testing.T) {
 	st := memstore.New[string, events.Event]()
-	assert.Panics(t, func() { events.NewStoreSink(nil) })
-	assert.Panics(t, func() { events.NewStoreSink(st, events.WithMaxPending(0)) })
+	_, err := events.NewStoreSink(nil)
+	assert.ErrorContains(t, err, "events.NewStoreSink: nil store")
+	_, err = events.NewStoreSink(st, events.WithMaxPending(0))
+	assert.ErrorContains(t, err, "events.NewStoreSink: WithMaxPending(0): want >= 1")
+	_, err = events.NewStoreSink(st, nil)
+	assert.ErrorContains(t, err, "events.NewStoreSink: option 0 is nil")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/internal/debugpage"
 	"github.com/converge-go/converge/reconcile/reconciletest"
@@ -39,8 +40,8 @@ func debugFixture(t *testing.T, opts reconcile.DebugOptions) (*reconcile.Manager
 		store.Put(k, 1)
 	}
 	rec := newRecorder(store)
-	mem := events.NewMemorySink(0)
-	ev := events.NewRecorder("ints-controller", events.WithSink(mem), events.WithClock(h.Clock))
+	mem := must.Do(events.NewMemorySink(0))
+	ev := must.Do(events.NewRecorder("ints-controller", events.WithSink(mem), events.WithClock(h.Clock)))
 	rec.outcome = func(key string, _ int) (reconcile.Result, error) {
 		if key == "ok" {
 			ev.Event(context.Background(), key, events.Normal, "Synced", "all good")

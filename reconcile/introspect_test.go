@@ -8,6 +8,7 @@ import (
 
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -19,10 +20,10 @@ func TestWithEventRecorderShouldNeedARecorderWithASinkThatListsEvents(t *testing
 	_, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(inf), reconcile.WithEventRecorder(nil))
 	assert.ErrorContains(t, err, "WithEventRecorder(nil)")
 	_, err = reconcile.New("c", reconcile.Func(noop), reconcile.For(inf),
-		reconcile.WithEventRecorder(events.NewRecorder("src")))
+		reconcile.WithEventRecorder(must.Do(events.NewRecorder("src"))))
 	assert.ErrorContains(t, err, `WithEventRecorder("src"): the recorder has no sink that lists events`)
 	_, err = reconcile.New("c", reconcile.Func(noop), reconcile.For(inf),
-		reconcile.WithEventRecorder(events.NewRecorder("src", events.WithSink(events.NewMemorySink(0)))))
+		reconcile.WithEventRecorder(must.Do(events.NewRecorder("src", events.WithSink(must.Do(events.NewMemorySink(0)))))))
 	assert.NoError(t, err)
 }
 

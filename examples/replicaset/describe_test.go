@@ -18,6 +18,7 @@ import (
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 )
 
@@ -47,9 +48,9 @@ func describeFixture(t *testing.T) (*stores, time.Time) {
 	pods.Put("other-a", Pod{Spec: PodSpec{Owner: "other", Node: "local", Command: cmd, CreatedAt: t0}})
 
 	clk := clocktesting.NewFakeClock(t0)
-	rec := newEventRecorders(st.events)
-	rs := events.NewRecorder(rsEventSource, events.WithClock(clk), events.WithSink(rec.sinks[0]))
-	agent := events.NewRecorder(agentEventSource, events.WithClock(clk), events.WithSink(rec.sinks[1]))
+	rec := must.Do(newEventRecorders(st.events))
+	rs := must.Do(events.NewRecorder(rsEventSource, events.WithClock(clk), events.WithSink(rec.sinks[0])))
+	agent := must.Do(events.NewRecorder(agentEventSource, events.WithClock(clk), events.WithSink(rec.sinks[1])))
 	rs.Event(ctx, "web", events.Normal, EventSuccessfulCreate, "Created pod: web-a")
 	clk.Step(10 * time.Second)
 	rs.Event(ctx, "web", events.Normal, EventSuccessfulCreate, "Created pod: web-b")
@@ -157,9 +158,9 @@ func (failingCreates) Create(context.Context, string, Pod) (informer.Revision, e
 
 func TestTheReplicaSetControllerShouldRecordCreatesDeletesAndFailedCreatesAsEvents(t *testing.T) {
 	f := newFixture(t)
-	mem := events.NewMemorySink(0)
+	mem := must.Do(events.NewMemorySink(0))
 	c := newRSController(f.rsInf, f.podInf, f.st, "local")
-	c.now, c.events = f.h.Clock.Now, events.NewRecorder(rsEventSource, events.WithSink(mem))
+	c.now, c.events = f.h.Clock.Now, must.Do(events.NewRecorder(rsEventSource, events.WithSink(mem)))
 	f.replicaSetControllerWith(c)
 	f.apply(t, "web", 2)
 	f.apply(t, "web", 1)

@@ -154,7 +154,10 @@ type system struct {
 // whose output goes to output (nil: /dev/null), in one Manager.
 func newSystem(cfg config, st *stores, logger *slog.Logger, output *os.File) (*system, error) {
 	reg := prometheus.NewRegistry()
-	rec := newEventRecorders(st.events)
+	rec, err := newEventRecorders(st.events)
+	if err != nil {
+		return nil, err
+	}
 	c, err := newControllers(cfg, st, logger, parts{runner: newOSRunner(output), suffix: suffix, rsEvents: rec.rs, agentEvents: rec.agent},
 		reconcile.WithMetrics(reg), reconcile.WithShutdownGrace(5*time.Second))
 	if err != nil {

@@ -29,6 +29,7 @@ import (
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/leader/shard"
@@ -96,8 +97,8 @@ func startDemo(t *testing.T) *demo {
 		rsStore.Put(k, 3)
 	}
 	rsInf := informer.New("replicasets", rsStore)
-	rec := events.NewRecorder("replicaset-controller", events.WithSink(events.NewMemorySink(0)),
-		events.WithContextID(reconcile.ReconcileID))
+	rec := must.Do(events.NewRecorder("replicaset-controller", events.WithSink(must.Do(events.NewMemorySink(0))),
+		events.WithContextID(reconcile.ReconcileID)))
 	rs, err := reconcile.New("replicasets", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		var err error
 		switch {
