@@ -18,6 +18,7 @@ import (
 	"github.com/converge-go/converge/informer/etcdstore"
 	"github.com/converge-go/converge/informer/httpstore"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // httpObj is the value the httpstore scenarios write: its index, so that
@@ -43,7 +44,7 @@ type httpObj struct {
 // skipped without one.
 func BenchmarkHTTPStore(b *testing.B) {
 	b.Run("memstore", func(b *testing.B) {
-		httpStorePair(b, 20_000, func(string) informer.Store[string, httpObj] { return memstore.New[string, httpObj]() })
+		httpStorePair(b, 20_000, func(string) informer.Store[string, httpObj] { return must.Do(memstore.New[string, httpObj]()) })
 	})
 	b.Run("etcd", func(b *testing.B) {
 		cli := etcdBenchClient(b)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 )
 
@@ -158,7 +159,7 @@ func pgstoreSync(b *testing.B, pool *pgxpool.Pool, schema string) int {
 // syncInformer runs an informer over src until it has synced and returns
 // how many objects its cache holds.
 func syncInformer(b *testing.B, src informer.Source[string, pgObj]) int {
-	inf := informer.New[string, pgObj]("store-sync", src)
+	inf := must.Do(informer.New[string, pgObj]("store-sync", src))
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
 	ran := make(chan error, 1)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // The pgstore latency benchmarks: write → informer handler at a steady rate,
@@ -168,7 +169,7 @@ type addRecorder struct {
 // recordAdds runs an informer on src until b ends and waits for its sync.
 func recordAdds(b *testing.B, src informer.Source[string, pgObj]) *addRecorder {
 	r := &addRecorder{seen: make(map[string]time.Time), n: -1, done: make(chan struct{})}
-	inf := informer.New[string, pgObj]("pg-latency", src)
+	inf := must.Do(informer.New[string, pgObj]("pg-latency", src))
 	_, err := inf.AddHandler(informer.HandlerFuncs[string, pgObj]{AddFunc: func(k string, _ pgObj, _ bool) {
 		now := time.Now()
 		r.mu.Lock()

@@ -15,7 +15,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	mem := must.Do(events.NewMemorySink(0))
-	store := memstore.New[string, events.Event]()
+	store := must.Do(memstore.New[string, events.Event]())
 	sink := must.Do(events.NewStoreSink(store))
 	rec := must.Do(events.NewRecorder("replicaset-controller", events.WithSink(mem), events.WithSink(sink)))
 

@@ -43,7 +43,7 @@ func at(key, msg string, count int, t time.Time) events.Event {
 func TestTheStoreSinkShouldKeepAtMostMaxEventsPerKeyRecordsOfAKey(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(t0)
-	st := memstore.New[string, events.Event]()
+	st := must.Do(memstore.New[string, events.Event]())
 	sink := must.Do(events.NewStoreSink(st, events.WithStoreClock(clk)))
 	rec := must.Do(events.NewRecorder("c", events.WithSink(sink), events.WithClock(clk)))
 	const n = 1000
@@ -70,7 +70,7 @@ func TestTheStoreSinkShouldKeepAtMostMaxEventsPerKeyRecordsOfAKey(t *testing.T) 
 func TestTheStoreSinkShouldKeepARepeatedEventAsOneCountedRecord(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(t0)
-	st := memstore.New[string, events.Event]()
+	st := must.Do(memstore.New[string, events.Event]())
 	sink := must.Do(events.NewStoreSink(st, events.WithStoreClock(clk)))
 	rec := must.Do(events.NewRecorder("c", events.WithSink(sink), events.WithClock(clk)))
 	for range 1000 {
@@ -87,7 +87,7 @@ func TestTheStoreSinkShouldKeepARepeatedEventAsOneCountedRecord(t *testing.T) {
 func TestPruneShouldDeleteEventsNotSeenForTheTTLAndKeepTheOthers(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(t0)
-	st := memstore.New[string, events.Event]()
+	st := must.Do(memstore.New[string, events.Event]())
 	sink := must.Do(events.NewStoreSink(st, events.WithStoreClock(clk), events.WithTTL(time.Hour)))
 	sink.Write(ctx, at("web", "old", 1, t0))
 	sink.Write(ctx, at("web", "again", 1, t0))
@@ -116,7 +116,7 @@ func TestPruneShouldDeleteEventsNotSeenForTheTTLAndKeepTheOthers(t *testing.T) {
 func TestPruneShouldExpireRecordsAnotherSinkWroteUnderItsPrefixOnly(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(t0.Add(2 * time.Hour))
-	st := memstore.New[string, events.Event]()
+	st := must.Do(memstore.New[string, events.Event]())
 	old := at("web", "from before the restart", 1, t0)
 	st.Put("events/web/"+old.ID, old)
 	st.Put("pods/web/"+old.ID, old) // another sink's prefix
@@ -134,7 +134,7 @@ func TestPruneShouldExpireRecordsAnotherSinkWroteUnderItsPrefixOnly(t *testing.T
 func TestPruneShouldKeepARecordAnotherWriterRefreshed(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(t0)
-	st := memstore.New[string, events.Event]()
+	st := must.Do(memstore.New[string, events.Event]())
 	sink := must.Do(events.NewStoreSink(st, events.WithStoreClock(clk)))
 	e := at("web", "m", 1, t0)
 	sink.Write(ctx, e)
@@ -152,7 +152,7 @@ func TestPruneShouldKeepARecordAnotherWriterRefreshed(t *testing.T) {
 
 func TestDeleteKeyShouldDeleteTheKeysEventsAndDropItsPendingOnes(t *testing.T) {
 	ctx := context.Background()
-	st := memstore.New[string, events.Event]()
+	st := must.Do(memstore.New[string, events.Event]())
 	sink := must.Do(events.NewStoreSink(st))
 	sink.Write(ctx, ev("web", "a", 1))
 	sink.Write(ctx, ev("web", "b", 1))
@@ -170,7 +170,7 @@ func TestDeleteKeyShouldDeleteTheKeysEventsAndDropItsPendingOnes(t *testing.T) {
 
 func TestTheDeletionHandlerShouldDeleteTheEventsOfADeletedKey(t *testing.T) {
 	ctx := context.Background()
-	st := memstore.New[string, events.Event]()
+	st := must.Do(memstore.New[string, events.Event]())
 	sink := must.Do(events.NewStoreSink(st))
 	sink.Write(ctx, ev("7", "a", 1))
 	require.NoError(t, sink.Flush(ctx))
@@ -186,7 +186,7 @@ func TestTheDeletionHandlerShouldDeleteTheEventsOfADeletedKey(t *testing.T) {
 
 func TestRunShouldPruneExpiredEventsOnItsOwn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New[string, events.Event]()
+		st := must.Do(memstore.New[string, events.Event]())
 		sink := must.Do(events.NewStoreSink(st, events.WithTTL(time.Hour)))
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
@@ -206,7 +206,7 @@ func TestRunShouldPruneExpiredEventsOnItsOwn(t *testing.T) {
 }
 
 func TestBadRetentionOptionsShouldBeAnErrorAndWriteNothing(t *testing.T) {
-	st := memstore.New[string, events.Event]()
+	st := must.Do(memstore.New[string, events.Event]())
 	for want, o := range map[string]events.StoreOption{
 		"events.NewStoreSink: WithTTL(0s): want >= 1s": events.WithTTL(0),
 		"WithTTL(1ms): want >= 1s":                     events.WithTTL(time.Millisecond),

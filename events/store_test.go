@@ -26,7 +26,7 @@ func stored(t *testing.T, st informer.ReadWriter[string, events.Event], sink *ev
 }
 
 func TestTheStoreSinkWritesEventsThroughTheStore(t *testing.T) {
-	st := memstore.New[string, events.Event]()
+	st := must.Do(memstore.New[string, events.Event]())
 	sink := must.Do(events.NewStoreSink(st))
 	rec, _, _ := newRecorder(events.WithSink(sink))
 	ctx := context.Background()
@@ -45,7 +45,7 @@ func TestTheStoreSinkWritesEventsThroughTheStore(t *testing.T) {
 }
 
 func TestTheStoreSinkCoalescesTheVersionsOfOneEventIntoOneWrite(t *testing.T) {
-	st := memstore.New[string, events.Event]()
+	st := must.Do(memstore.New[string, events.Event]())
 	sink := must.Do(events.NewStoreSink(st))
 	rec, _, _ := newRecorder(events.WithSink(sink))
 	ctx := context.Background()
@@ -66,7 +66,7 @@ func TestTheStoreSinkCoalescesTheVersionsOfOneEventIntoOneWrite(t *testing.T) {
 }
 
 func TestTheStoreSinkNeverMovesAStoredCountBack(t *testing.T) {
-	st := memstore.New[string, events.Event]()
+	st := must.Do(memstore.New[string, events.Event]())
 	sink := must.Do(events.NewStoreSink(st))
 	ctx := context.Background()
 	ahead := ev("web", "m", 10) // another writer got further
@@ -89,7 +89,7 @@ func TestTheStoreSinkNeverMovesAStoredCountBack(t *testing.T) {
 }
 
 func TestTheStoreSinkBoundsItsPendingEvents(t *testing.T) {
-	st := memstore.New[string, events.Event]()
+	st := must.Do(memstore.New[string, events.Event]())
 	sink := must.Do(events.NewStoreSink(st, events.WithMaxPending(2)))
 	ctx := context.Background()
 	sink.Write(ctx, ev("web", "a", 1))
@@ -103,7 +103,7 @@ func TestTheStoreSinkBoundsItsPendingEvents(t *testing.T) {
 }
 
 func TestAFlushWithADoneContextKeepsTheEventsPending(t *testing.T) {
-	st := memstore.New[string, events.Event]()
+	st := must.Do(memstore.New[string, events.Event]())
 	sink := must.Do(events.NewStoreSink(st))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -133,7 +133,7 @@ func (f *flaky) Create(ctx context.Context, k string, v events.Event) (informer.
 
 func TestRunWritesQueuedEventsRetriesAfterAFailureAndStopsWithItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := &flaky{Store: memstore.New[string, events.Event]()}
+		st := &flaky{Store: must.Do(memstore.New[string, events.Event]())}
 		st.n.Store(1)
 		sink := must.Do(events.NewStoreSink(st, events.WithRetryInterval(5*time.Second)))
 		ctx, cancel := context.WithCancel(context.Background())
@@ -164,7 +164,7 @@ func TestRunWritesQueuedEventsRetriesAfterAFailureAndStopsWithItsContext(t *test
 }
 
 func TestBadStoreSinkOptionsShouldBeAnError(t *testing.T) {
-	st := memstore.New[string, events.Event]()
+	st := must.Do(memstore.New[string, events.Event]())
 	_, err := events.NewStoreSink(nil)
 	assert.ErrorContains(t, err, "events.NewStoreSink: nil store")
 	_, err = events.NewStoreSink(st, events.WithMaxPending(0))

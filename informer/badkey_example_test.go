@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 )
 
 type spec struct {
@@ -53,7 +54,7 @@ func ExampleInformer_BadKeys() {
 	raw.Put("web", `{"replicas": 2}`)
 	raw.Put("api", `{"replicas": "three"}`)
 
-	inf := informer.New[string, spec]("apps", jsonSource{raw})
+	inf := must.Do(informer.New[string, spec]("apps", jsonSource{raw}))
 	added := make(chan string)
 	_, _ = inf.AddHandler(informer.HandlerFuncs[string, spec]{
 		AddFunc: func(k string, v spec, _ bool) { added <- fmt.Sprintf("add %s replicas=%d", k, v.Replicas) },

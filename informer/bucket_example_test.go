@@ -6,6 +6,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // A replica's informer caches only the buckets it holds: none at first,
@@ -13,12 +14,12 @@ import (
 // controller (reconcile.WithShards) makes these calls itself as its
 // replica acquires and hands over buckets.
 func ExampleBucketed() {
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for i, k := range []string{"0/a", "1/a", "1/b", "2/a"} {
 		store.Put(k, i)
 	}
 	bucketOf := func(k string) int { return int(k[0] - '0') } // "<bucket>/<name>"
-	inf := informer.New("ints", informer.Bucketed(memstore.WithBuckets(store, bucketOf), bucketOf))
+	inf := must.Do(informer.New("ints", informer.Bucketed(memstore.WithBuckets(store, bucketOf), bucketOf)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- inf.Run(ctx) }()

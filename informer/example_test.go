@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // mapSource is a Source over a map: how to write one for your own store.
@@ -69,7 +70,7 @@ func Example() {
 	src := &mapSource{data: map[string]string{}, changed: make(chan struct{})}
 	src.Put("web", "v1")
 
-	inf := informer.New[string, string]("apps", src)
+	inf := must.Do(informer.New[string, string]("apps", src))
 	seen := make(chan string)
 	_, _ = inf.AddHandler(informer.HandlerFuncs[string, string]{
 		AddFunc:    func(k, v string, initial bool) { seen <- fmt.Sprintf("add %s=%s initial=%v", k, v, initial) },

@@ -6,6 +6,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // A reconcile that provisions something outside the store keeps its
@@ -14,7 +15,7 @@ import (
 // the finalizer deletes the key.
 func ExampleFinalize() {
 	ctx := context.Background()
-	store := memstore.New[string, Database]()
+	store := must.Do(memstore.New[string, Database]())
 	store.Put("db", Database{Size: 10})
 	const fin = "databases.example.com/backups"
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // revLogger logs which store revision each change it is given comes from:
@@ -36,7 +37,7 @@ func ExampleRevisionHandler() {
 	src := &mapSource{data: map[string]string{}, changed: make(chan struct{})}
 	src.Put("a", "1")
 	src.Put("b", "1")
-	inf := informer.New[string, string]("example", src, informer.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	inf := must.Do(informer.New[string, string]("example", src, informer.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))))
 	h := &revLogger{done: make(chan struct{})}
 	if _, err := inf.AddHandler(h); err != nil {
 		panic(err)

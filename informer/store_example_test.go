@@ -7,6 +7,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 type App struct {
@@ -34,7 +35,7 @@ func setReady(ctx context.Context, s informer.Store[string, App], name string) e
 // store.
 func ExampleStore() {
 	ctx := context.Background()
-	store := memstore.New[string, App]()
+	store := must.Do(memstore.New[string, App]())
 	store.Put("web", App{Replicas: 3})
 	if err := setReady(ctx, store, "web"); err != nil {
 		fmt.Println(err)

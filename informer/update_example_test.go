@@ -6,6 +6,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 )
 
@@ -22,7 +23,7 @@ type Database struct {
 // a conflict.
 func ExampleUpdate() {
 	ctx := context.Background()
-	store := memstore.New[string, Database]()
+	store := must.Do(memstore.New[string, Database]())
 	const fin = "databases.example.com/backups"
 
 	// Create with the controller's finalizer, so that no deletion goes
@@ -83,7 +84,7 @@ func (c *Cluster) ObjectSpec() any { return c.Spec }
 // on, and a reader compares the two.
 func ExampleUpdate_generation() {
 	ctx := context.Background()
-	store := memstore.New[string, Cluster]()
+	store := must.Do(memstore.New[string, Cluster]())
 	show := func() {
 		c, _, _, _ := store.Get(ctx, "c")
 		fmt.Println("generation", c.Generation, "observed", c.Status.ObservedGeneration)

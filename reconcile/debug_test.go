@@ -35,7 +35,7 @@ const scriptKey = "<script>alert(1)</script>"
 func debugFixture(t *testing.T, opts reconcile.DebugOptions) (*reconcile.Manager, *reconcile.Controller[string]) {
 	t.Helper()
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for _, k := range []string{"ok", "long", "parked", scriptKey} {
 		store.Put(k, 1)
 	}
@@ -256,8 +256,8 @@ func TestNewManagerShouldRejectDebugWithoutAnAddrOrWithASubSecondRefresh(t *test
 
 func TestTheManagersServerShouldServeTheDebugPagesOnlyWhenEnabled(t *testing.T) {
 	for _, enabled := range []bool{false, true} {
-		store := memstore.New[string, int]()
-		inf := informer.New[string, int]("ints", store, informer.WithLogger(quietLogger))
+		store := must.Do(memstore.New[string, int]())
+		inf := must.Do(informer.New[string, int]("ints", store, informer.WithLogger(quietLogger)))
 		c, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(inf), quiet)
 		require.NoError(t, err)
 		m, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: "127.0.0.1:0", Logger: quietLogger,

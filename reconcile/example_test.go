@@ -9,6 +9,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/reconcile"
@@ -28,8 +29,8 @@ func waitIdle(c interface{ Idle() bool }, inf *informer.Informer[string, Spec], 
 // A controller that scales a pretend set of replicas to what the store
 // asks for, run by a Manager.
 func Example() {
-	store := memstore.New[string, Spec]() // desired state: the embedded store
-	specs := informer.New("specs", store) // a cache that follows it
+	store := must.Do(memstore.New[string, Spec]()) // desired state: the embedded store
+	specs := must.Do(informer.New("specs", store)) // a cache that follows it
 	var mu sync.Mutex
 	running := map[string]int{} // observed state: what we run
 
@@ -100,8 +101,8 @@ func ExampleResult() {
 // to: here a pod's change reconciles its owner.
 func ExampleWatch() {
 	type Pod struct{ Owner string }
-	apps := informer.New("apps", memstore.New[string, Spec]())
-	pods := informer.New("pods", memstore.New[string, Pod]())
+	apps := must.Do(informer.New("apps", must.Do(memstore.New[string, Spec]())))
+	pods := must.Do(informer.New("pods", must.Do(memstore.New[string, Pod]())))
 	_, err := reconcile.New("apps", reconcile.Func(noop),
 		reconcile.For(apps),
 		reconcile.Watch(pods, func(_ string, p Pod) []string { return []string{p.Owner} }),
@@ -113,9 +114,9 @@ func ExampleWatch() {
 // Leader election: every replica runs the informers, only the leader the
 // controllers, and each reconcile knows its term, for fencing its writes.
 func ExampleManager_leaderElection() {
-	store := memstore.New[string, Spec]()
+	store := must.Do(memstore.New[string, Spec]())
 	store.Put("web", Spec{Replicas: 3})
-	specs := informer.New("specs", store)
+	specs := must.Do(informer.New("specs", store))
 	c, _ := reconcile.New("scaler", reconcile.Func(func(ctx context.Context, name string) (reconcile.Result, error) {
 		term, _ := leader.TermFromContext(ctx)
 		fmt.Printf("reconciling %s in term %d\n", name, term)

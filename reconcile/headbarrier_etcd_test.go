@@ -15,6 +15,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 	"github.com/converge-go/converge/reconcile"
 )
@@ -37,7 +38,7 @@ func TestOnEtcdTheFirstReconcileReadsACacheAtTheClustersHeadRevision(t *testing.
 	_, err = store.Create(ctx, "k", 1)
 	require.NoError(t, err)
 
-	inf := informer.New[string, int]("things", store, informer.WithLogger(quietLogger))
+	inf := must.Do(informer.New[string, int]("things", store, informer.WithLogger(quietLogger)))
 	firstAt := make(chan informer.Revision, 1)
 	rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		select {

@@ -14,7 +14,7 @@ import (
 )
 
 func TestWithEventRecorderShouldNeedARecorderWithASinkThatListsEvents(t *testing.T) {
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	h := reconciletest.New(t)
 	inf := reconciletest.Informer(h, "ints", store)
 	_, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(inf), reconcile.WithEventRecorder(nil))
@@ -28,7 +28,7 @@ func TestWithEventRecorderShouldNeedARecorderWithASinkThatListsEvents(t *testing
 }
 
 func TestWithDebugValueShouldRejectAnotherKeyTypeAndReplaceTheInformersValue(t *testing.T) {
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	h := reconciletest.New(t)
 	inf := reconciletest.Informer(h, "ints", store)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/reconcile"
@@ -19,7 +20,7 @@ import (
 // the keys of the buckets its Sharder holds, with the bucket's epoch in
 // the context for fenced writes. Here one replica holds every bucket.
 func ExampleWithShards() {
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for _, k := range []string{"a", "b", "c"} {
 		store.Put(k, 1)
 	}
@@ -29,7 +30,7 @@ func ExampleWithShards() {
 	}
 	var mu sync.Mutex
 	seen := map[string]bool{} // a key may be reconciled twice at start-up
-	inf := informer.New("ints", store)
+	inf := must.Do(informer.New("ints", store))
 	c, err := reconcile.New("ints", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		b, _ := shard.FromContext(ctx)
 		mu.Lock()

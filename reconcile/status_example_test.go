@@ -8,6 +8,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -15,9 +16,9 @@ import (
 // prints as one line. Here the key fails once and, with WithMaxAttempts(1),
 // is parked until it changes.
 func ExampleController_Status() {
-	store := memstore.New[string, Spec]()
+	store := must.Do(memstore.New[string, Spec]())
 	store.Put("web", Spec{Replicas: 3})
-	specs := informer.New("specs", store, informer.WithLogger(quietLogger))
+	specs := must.Do(informer.New("specs", store, informer.WithLogger(quietLogger)))
 	c, err := reconcile.New("scaler", reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		return reconcile.Result{}, errors.New("quota exceeded")
 	}), reconcile.For(specs), reconcile.WithMaxAttempts(1), reconcile.WithLogger(quietLogger))

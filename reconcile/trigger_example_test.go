@@ -6,15 +6,16 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 )
 
 // A reconciler that logs why it runs: the reasons are for people (logs,
 // spans, debug pages), never an input of what it does.
 func ExampleTriggersFrom() {
-	store := memstore.New[string, Spec]()
+	store := must.Do(memstore.New[string, Spec]())
 	store.Put("web", Spec{Replicas: 3})
-	specs := informer.New("specs", store)
+	specs := must.Do(informer.New("specs", store))
 	done := make(chan struct{})
 	c, err := reconcile.New("scaler", reconcile.Func(func(ctx context.Context, name string) (reconcile.Result, error) {
 		for _, t := range reconcile.TriggersFrom(ctx) {

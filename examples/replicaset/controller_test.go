@@ -31,7 +31,7 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) *fixture {
-	f := &fixture{h: reconciletest.New(t), rs: memstore.New[string, ReplicaSet](), pods: memstore.New[string, Pod]()}
+	f := &fixture{h: reconciletest.New(t), rs: must.Do(memstore.New[string, ReplicaSet]()), pods: must.Do(memstore.New[string, Pod]())}
 	f.st = &stores{replicaSets: f.rs, pods: f.pods}
 	f.rsInf = reconciletest.Informer(f.h, "replicasets", f.rs)
 	f.podInf = reconciletest.Informer(f.h, "pods", f.pods)

@@ -29,7 +29,7 @@ func describeFixture(t *testing.T) (*stores, time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	rss, pods, evs := memstore.New[string, ReplicaSet](), memstore.New[string, Pod](), memstore.New[string, events.Event]()
+	rss, pods, evs := must.Do(memstore.New[string, ReplicaSet]()), must.Do(memstore.New[string, Pod]()), must.Do(memstore.New[string, events.Event]())
 	st := &stores{replicaSets: rss, pods: pods, events: evs}
 	cmd := []string{"replicaset", "worker"}
 	web := ReplicaSet{Spec: ReplicaSetSpec{Replicas: 2, Command: cmd}, Status: ReplicaSetStatus{
@@ -98,7 +98,7 @@ Events:
 
 func TestDescribeShouldSayNoneForAnEmptyTableAndNotFoundForAnUnknownName(t *testing.T) {
 	st, now := describeFixture(t)
-	st.events = memstore.New[string, events.Event]() // none recorded
+	st.events = must.Do(memstore.New[string, events.Event]()) // none recorded
 	var b bytes.Buffer
 	require.NoError(t, describe(context.Background(), &b, st, "other", now))
 	assert.Contains(t, b.String(), "Conditions:\t<none>\n")

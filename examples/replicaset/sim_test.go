@@ -39,7 +39,7 @@ type simWorld struct {
 }
 
 func newSimWorld() *simWorld {
-	return &simWorld{rs: memstore.New[string, ReplicaSet](), pods: memstore.New[string, Pod](), node: newSimNode(),
+	return &simWorld{rs: must.Do(memstore.New[string, ReplicaSet]()), pods: must.Do(memstore.New[string, Pod]()), node: newSimNode(),
 		desired: map[string]int{}}
 }
 

@@ -47,10 +47,16 @@ func openStores(url, prefix string) (*stores, error) {
 		return openSQLite(url, path, prefix)
 	}
 	if url == "" || url == "memory" {
+		rs, err1 := memstore.New[string, ReplicaSet]()
+		pods, err2 := memstore.New[string, Pod]()
+		evs, err3 := memstore.New[string, events.Event]()
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return nil, err
+		}
 		return &stores{
-			replicaSets: memstore.New[string, ReplicaSet](),
-			pods:        memstore.New[string, Pod](),
-			events:      memstore.New[string, events.Event](),
+			replicaSets: rs,
+			pods:        pods,
+			events:      evs,
 			describe:    "the embedded memory store",
 			close:       func() {},
 		}, nil

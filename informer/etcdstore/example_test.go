@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // Widget is the JSON value of a key under /myapp/widgets/.
@@ -34,7 +35,7 @@ func ExampleNew() {
 	defer cli.Close()
 
 	store := etcdstore.New[Widget](cli, "/myapp/widgets/")
-	widgets := informer.New("widgets", store)
+	widgets := must.Do(informer.New("widgets", store))
 	go func() { _ = widgets.Run(ctx) }()
 
 	// Key "web" is the etcd key /myapp/widgets/web.

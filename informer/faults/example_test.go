@@ -10,16 +10,17 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/faults"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // Run an informer against a store that fails at random, then heal it and
 // check that the cache converged.
 func Example() {
-	store := memstore.New[string, int]()
-	src := faults.New(store, 42) // log the seed: it replays the faults
-	inf := informer.New("demo", src,
+	store := must.Do(memstore.New[string, int]())
+	src := must.Do(faults.New(store, 42)) // log the seed: it replays the faults
+	inf := must.Do(informer.New("demo", src,
 		informer.WithLogger(slog.New(slog.DiscardHandler)),
-		informer.WithWatchBackoff(backoff.Exponential{Base: time.Millisecond, Cap: 10 * time.Millisecond}))
+		informer.WithWatchBackoff(backoff.Exponential{Base: time.Millisecond, Cap: 10 * time.Millisecond})))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- inf.Run(ctx) }()

@@ -14,6 +14,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/httpstore"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // guarded is a server of items with a read-only and a read-write token, a
@@ -95,7 +96,7 @@ func TestRequestsShouldBeRefusedWithTheirStatusAndWriteNothing(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := memstore.New[string, item]()
+			m := must.Do(memstore.New[string, item]())
 			rev := m.Put("a", item{N: 1, S: "x"})
 			c, _ := serve[item](t, m, guardedOptions(), tc.token)
 
@@ -118,7 +119,7 @@ func TestRequestsShouldBeRefusedWithTheirStatusAndWriteNothing(t *testing.T) {
 }
 
 func TestDefaultShouldFillTheValueBeforeItIsValidatedAndWritten(t *testing.T) {
-	m := memstore.New[string, item]()
+	m := must.Do(memstore.New[string, item]())
 	opts := guardedOptions()
 	validate := opts.Validate
 	var validated item
@@ -160,7 +161,7 @@ func TestMalformedRequestsShouldGetTheirStatusAndWriteNothing(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := memstore.New[string, item]()
+			m := must.Do(memstore.New[string, item]())
 			rev := m.Put("a", item{N: 1})
 			_, srv := serve[item](t, m, guardedOptions(), "rw-token")
 			var body io.Reader = strings.NewReader(tc.body)

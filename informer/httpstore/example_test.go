@@ -9,6 +9,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/httpstore"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // One process serves its store; another reads and writes it through a
@@ -19,7 +20,7 @@ func Example() {
 		Count int `json:"count"`
 	}
 	// The process that owns the store.
-	handler := httpstore.NewServer[replicas](memstore.New[string, replicas](), httpstore.ServerOptions[replicas]{
+	handler := httpstore.NewServer[replicas](must.Do(memstore.New[string, replicas]()), httpstore.ServerOptions[replicas]{
 		Tokens: map[string]httpstore.Access{"admin-secret": httpstore.ReadWrite, "viewer-secret": httpstore.ReadOnly},
 		Validate: func(_ context.Context, _ string, v replicas) error {
 			if v.Count < 0 {

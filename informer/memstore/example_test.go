@@ -7,12 +7,13 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // A store is a map with revisions, and a Source: List, then Watch the
 // changes after the listed revision.
 func ExampleStore() {
-	s := memstore.New[string, string]()
+	s := must.Do(memstore.New[string, string]())
 	s.Put("web", "3 replicas")
 	s.Put("db", "1 replica")
 
@@ -42,7 +43,7 @@ func ExampleStore() {
 // loses no concurrent change.
 func ExampleStore_Update() {
 	ctx := context.Background()
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	_, _ = s.Create(ctx, "counter", 1)
 
 	v, rev, _, _ := s.Get(ctx, "counter")
@@ -62,7 +63,7 @@ func ExampleStore_Update() {
 // Compact forgets history: a watch can resume after the compacted revision,
 // not before it.
 func ExampleStore_Compact() {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	for i := range 5 {
 		s.Put("k", i)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // writeRaw writes data as key's value in coll with the schema's write
@@ -185,7 +186,7 @@ func TestAnInformerKeepsEveryOtherKeyFlowingPastAnUndecodableValueAndTakesItsFix
 	schema := newSchema(t, pool)
 	coll := newColl()
 	store := pgstore.New[item](newDB(t, pool, schema), coll)
-	inf := informer.New[string, item]("bad-values", store)
+	inf := must.Do(informer.New[string, item]("bad-values", store))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- inf.Run(ctx) }()

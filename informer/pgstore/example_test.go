@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/pglock"
 )
@@ -38,7 +39,7 @@ func ExampleFollow() {
 	}
 	db := pgstore.NewDB(pool)
 	defer db.Close()
-	inf := informer.New[string, Widget]("widgets", pgstore.NewTable[Widget](db, "widgets"))
+	inf := must.Do(informer.New[string, Widget]("widgets", pgstore.NewTable[Widget](db, "widgets")))
 	go func() { _ = inf.Run(ctx) }()
 	// psql: UPDATE widgets SET replicas = 3 WHERE id = 'w1' reaches inf's
 	// handlers as an update of key "w1".

@@ -22,6 +22,7 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 )
 
@@ -158,9 +159,9 @@ func (h *harness) run(l *lane, src informer.Source[string, item]) *informer.Info
 	t := h.t
 	t.Helper()
 	l.seen = make(map[string][]told)
-	l.inf = informer.New[string, item]("pg-"+l.name+"-"+t.Name(), src,
+	l.inf = must.Do(informer.New[string, item]("pg-"+l.name+"-"+t.Name(), src,
 		informer.WithWatchBackoff(backoff.Exponential{Base: 10 * time.Millisecond, Cap: 200 * time.Millisecond}),
-		informer.WithLogger(quiet))
+		informer.WithLogger(quiet)))
 	_, err := l.inf.AddHandler(&teller{l: l})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/poll"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // A directory as a Source: each file is a key, and its size and modification
@@ -46,9 +47,9 @@ func Example() {
 		}
 		return files, nil
 	}
-	src := poll.New(listDir, func(f file) string { return f.Name },
+	src := must.Do(poll.New(listDir, func(f file) string { return f.Name },
 		poll.WithInterval(10*time.Millisecond),
-		poll.WithEqual(func(a, b file) bool { return a.Size == b.Size && a.ModTime.Equal(b.ModTime) }))
+		poll.WithEqual(func(a, b file) bool { return a.Size == b.Size && a.ModTime.Equal(b.ModTime) })))
 
 	write("a.conf", "a")
 	write("b.conf", "b")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/sqlitestore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // restore replaces the content of the store at path with that of the
@@ -138,7 +139,7 @@ func TestAnInformerShouldConvergeToAFileRestoredFromAnOlderBackup(t *testing.T) 
 	_, err = s.Create(t.Context(), "b", item{N: 2})
 	require.NoError(t, err)
 
-	inf := informer.New[string, item]("items", s)
+	inf := must.Do(informer.New[string, item]("items", s))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = inf.Run(ctx) }()

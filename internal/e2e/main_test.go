@@ -28,6 +28,7 @@ import (
 	"github.com/converge-go/converge/informer/etcdstore"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 )
 
@@ -43,7 +44,7 @@ type backend struct {
 
 // backends are every store the controller must run on unchanged.
 var backends = []backend{
-	{"memstore", func(*testing.T) informer.Store[string, Thing] { return memstore.New[string, Thing]() }},
+	{"memstore", func(*testing.T) informer.Store[string, Thing] { return must.Do(memstore.New[string, Thing]()) }},
 	{"etcdstore", openEtcd},
 	{"pgstore", openPostgres},
 }

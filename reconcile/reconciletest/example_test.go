@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -31,7 +32,7 @@ type App struct {
 // TestAppShouldRunItsReplicasAfterARetry; this package's tests run it.
 func testAppShouldRunItsReplicasAfterARetry(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, App]()
+	store := must.Do(memstore.New[string, App]())
 	apps := reconciletest.Informer(h, "apps", store)
 	var down atomic.Bool // the world the controller acts on is unreachable
 	c := reconciletest.Controller(h, "apps", reconcile.Func(func(ctx context.Context, name string) (reconcile.Result, error) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/simtest"
 )
@@ -37,11 +38,11 @@ func contents(s *memstore.Store[string, int]) map[string]int {
 func testMirrorShouldSurviveCrashes(t *testing.T) {
 	simtest.Run(t, simtest.Spec[*mirror]{
 		World: func() *mirror {
-			return &mirror{desired: memstore.New[string, int](), copies: memstore.New[string, int]()}
+			return &mirror{desired: must.Do(memstore.New[string, int]()), copies: must.Do(memstore.New[string, int]())}
 		},
 		// One incarnation of the binary, built again after each crash.
 		Process: func(p *simtest.Process, w *mirror) error {
-			desired := informer.New("desired", simtest.Wrap(p, "desired", w.desired), informer.WithLogger(p.Logger()))
+			desired := must.Do(informer.New("desired", simtest.Wrap(p, "desired", w.desired), informer.WithLogger(p.Logger())))
 			copies := simtest.Wrap(p, "copies", w.copies) // writes through it are numbered and crashable
 			c, err := reconcile.New("mirror", simtest.Count(p, "mirror", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 				v, ok := desired.Get(key)
