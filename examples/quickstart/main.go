@@ -23,7 +23,7 @@ func main() {
 }
 
 func run(ctx context.Context, out io.Writer, pause time.Duration) error {
-	type App struct{ Replicas int }      // the desired state of one app
+	type App struct{ Replicas int }           // the desired state of one app
 	store, err := memstore.New[string, App]() // desired state: the embedded store
 	if err != nil {
 		return err
@@ -32,7 +32,7 @@ func run(ctx context.Context, out io.Writer, pause time.Duration) error {
 	if err != nil {
 		return err
 	}
-	running := map[string]int{}          // observed state (one worker: no lock needed)
+	running := map[string]int{} // observed state (one worker: no lock needed)
 	scaler, err := reconcile.New("scaler", reconcile.Func(
 		func(ctx context.Context, name string) (reconcile.Result, error) {
 			app, ok := apps.Get(name) // a key, never an event: read the desired state
