@@ -51,7 +51,7 @@ func BenchmarkHTTPStore(b *testing.B) {
 		httpStorePair(b, 4_000, func(name string) informer.Store[string, httpObj] {
 			prefix := "/converge-bench/httpstore/" + name + strconv.FormatInt(time.Now().UnixNano(), 36) + "/"
 			b.Cleanup(func() { _, _ = cli.Delete(context.Background(), prefix, clientv3.WithPrefix()) })
-			return etcdstore.New[httpObj](cli, prefix)
+			return must.Do(etcdstore.New[httpObj](cli, prefix))
 		})
 	})
 }
@@ -65,7 +65,7 @@ func httpStorePair(b *testing.B, writes int, newStore func(name string) informer
 		w, p50, p99 := storeLoad(b, d, writes)
 		dw, dp50, dp99 = append(dw, w), append(dp50, p50), append(dp99, p99)
 
-		srv := httptest.NewServer(httpstore.NewServer(newStore(fmt.Sprintf("http%d-", i)), httpstore.ServerOptions[httpObj]{}))
+		srv := httptest.NewServer(must.Do(httpstore.NewServer(newStore(fmt.Sprintf("http%d-", i)), httpstore.ServerOptions[httpObj]{})))
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 64
 		c, err := httpstore.NewClient[httpObj](srv.URL, httpstore.ClientOptions{HTTPClient: &http.Client{Transport: tr}})

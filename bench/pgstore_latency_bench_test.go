@@ -57,15 +57,15 @@ func pgWriteToInformer(b *testing.B, rate, n int) {
 				pool := pgBenchPool(b)
 				schema := pgBenchSchema(b, pool)
 				// Closed after the informer stops (cleanups run last first).
-				db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+				db := must.Do(pgstore.NewDB(pool, pgstore.WithSchema(schema)))
 				b.Cleanup(db.Close)
 				wdb := db
 				if path == "notify" {
-					wdb = pgstore.NewDB(pool, pgstore.WithSchema(schema))
+					wdb = must.Do(pgstore.NewDB(pool, pgstore.WithSchema(schema)))
 					b.Cleanup(wdb.Close)
 				}
-				rec := recordAdds(b, pgstore.New[pgObj](db, "objs"))
-				run.measure(b, rec, pgstore.New[pgObj](wdb, "objs"), fmt.Sprintf("r%d-", i), n, rate)
+				rec := recordAdds(b, must.Do(pgstore.New[pgObj](db, "objs")))
+				run.measure(b, rec, must.Do(pgstore.New[pgObj](wdb, "objs")), fmt.Sprintf("r%d-", i), n, rate)
 			}
 			run.report(b)
 		})
@@ -300,12 +300,12 @@ func BenchmarkPgstoreHoleStall(b *testing.B) {
 			for range b.N {
 				pool := pgBenchPool(b)
 				schema := pgBenchSchema(b, pool)
-				db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
-				wdb := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+				db := must.Do(pgstore.NewDB(pool, pgstore.WithSchema(schema)))
+				wdb := must.Do(pgstore.NewDB(pool, pgstore.WithSchema(schema)))
 				b.Cleanup(db.Close) // after the informer stops
 				b.Cleanup(wdb.Close)
-				rec := recordAdds(b, pgstore.New[pgObj](db, "objs"))
-				w := pgstore.New[pgObj](wdb, "objs")
+				rec := recordAdds(b, must.Do(pgstore.New[pgObj](db, "objs")))
+				w := must.Do(pgstore.New[pgObj](wdb, "objs"))
 
 				const n = 3000 // 3 s at 1000/s: the hold from 0.5 s to 1.5 s
 				wrote := make(chan map[string]timedWrite, 1)

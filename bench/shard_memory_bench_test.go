@@ -53,7 +53,7 @@ func BenchmarkShardedMemory(b *testing.B) {
 	}
 	defer func() { _ = cli.Close() }()
 	prefix := "/converge-bench/shardmem/" + strconv.FormatUint(rand.Uint64(), 36) + "/"
-	store := etcdstore.NewBuckets[pgObj](cli, prefix, shardBuckets)
+	store := must.Do(etcdstore.NewBuckets[pgObj](cli, prefix, shardBuckets))
 	shardMemLoad(b, cli, store, prefix)
 	defer func() { _, _ = cli.Delete(context.Background(), prefix, clientv3.WithPrefix()) }()
 

@@ -120,7 +120,7 @@ func newBenchStore[V any](b *testing.B, backend string, value func() V) informer
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = cli.Close() })
-		s = etcdstore.New[V](cli, "/converge-bench/update/"+strconv.FormatUint(rand.Uint64(), 36)+"/")
+		s = must.Do(etcdstore.New[V](cli, "/converge-bench/update/"+strconv.FormatUint(rand.Uint64(), 36)+"/"))
 	}
 	for i := range updateBenchKeys {
 		if _, err := s.Create(b.Context(), benchKey(i), value()); err != nil {

@@ -34,7 +34,7 @@ func TestOnEtcdTheFirstReconcileReadsACacheAtTheClustersHeadRevision(t *testing.
 	prefix := "/converge-test/head-barrier-" + hex.EncodeToString(b) + "/"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	store := etcdstore.New[int](cli, prefix)
+	store := must.Do(etcdstore.New[int](cli, prefix))
 	_, err = store.Create(ctx, "k", 1)
 	require.NoError(t, err)
 

@@ -73,7 +73,7 @@ func TestAnUndecodableValueShouldNeverDeleteTheKeyAcrossARelist(t *testing.T) {
 	require.NoError(t, err)
 
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	src := &pausable{Source: etcdstore.New[item](cli, prefix)}
+	src := &pausable{Source: must.Do(etcdstore.New[item](cli, prefix))}
 	logs := &lockedWriter{w: new(bytes.Buffer), mu: new(sync.Mutex)}
 	inf := must.Do(informer.New[string, item]("undecodable", src, informer.WithClock(clk),
 		informer.WithWatchBackoff(backoff.Exponential{Base: time.Second, Cap: time.Second}),
@@ -148,7 +148,7 @@ func TestAnInformerShouldKeepEveryOtherKeyFlowingWhileOneKeyIsBad(t *testing.T) 
 	require.NoError(t, err)
 
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	inf := must.Do(informer.New[string, item]("bad-key", etcdstore.New[item](cli, prefix), informer.WithClock(clk),
+	inf := must.Do(informer.New[string, item]("bad-key", must.Do(etcdstore.New[item](cli, prefix)), informer.WithClock(clk),
 		informer.WithWatchBackoff(backoff.Exponential{Base: time.Hour, Cap: time.Hour}),
 		informer.WithLogger(slog.New(slog.DiscardHandler))))
 	calls := &callLog{}

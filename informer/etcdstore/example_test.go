@@ -34,7 +34,7 @@ func ExampleNew() {
 	}
 	defer cli.Close()
 
-	store := etcdstore.New[Widget](cli, "/myapp/widgets/")
+	store := must.Do(etcdstore.New[Widget](cli, "/myapp/widgets/"))
 	widgets := must.Do(informer.New("widgets", store))
 	go func() { _ = widgets.Run(ctx) }()
 

@@ -18,7 +18,7 @@ func TestRevisionShouldBeTheClustersCurrentRevisionAndTheInformersHead(t *testin
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	s := etcdstore.New[item](cli, prefix)
+	s := must.Do(etcdstore.New[item](cli, prefix))
 
 	rev, err := s.Create(ctx, "x", item{N: 1})
 	require.NoError(t, err)

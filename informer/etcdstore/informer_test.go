@@ -97,7 +97,7 @@ func startHarness(t *testing.T, informerEndpoints, writerEndpoints []string) *ha
 	h := &harness{t: t, ctx: ctx, prefix: uniquePrefix(t), mirror: make(map[string]item)}
 
 	// Short timeouts so that a client notices a dead member quickly.
-	src := etcdstore.New[item](newClient(t, informerEndpoints), h.prefix)
+	src := must.Do(etcdstore.New[item](newClient(t, informerEndpoints), h.prefix))
 	h.inf = must.Do(informer.New[string, item]("etcd-"+t.Name(), src,
 		informer.WithWatchBackoff(backoff.Exponential{Base: 20 * time.Millisecond, Cap: 300 * time.Millisecond}),
 		informer.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))))

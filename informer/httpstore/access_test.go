@@ -183,3 +183,21 @@ func TestMalformedRequestsShouldGetTheirStatusAndWriteNothing(t *testing.T) {
 		})
 	}
 }
+
+func TestNewServerShouldReturnAnErrorForAConfigurationThatCannotWork(t *testing.T) {
+	store := must.Do(memstore.New[string, item]())
+	for want, opts := range map[string]httpstore.ServerOptions[item]{
+		"httpstore.NewServer: ServerOptions.Tokens has an empty token":                              {Tokens: map[string]httpstore.Access{"": httpstore.ReadOnly}},
+		"httpstore.NewServer: ServerOptions.Tokens: token has access 7, want ReadOnly or ReadWrite": {Tokens: map[string]httpstore.Access{"t": 7}},
+		"httpstore.NewServer: negative ServerOptions.MaxBodyBytes":                                  {MaxBodyBytes: -1},
+		"httpstore.NewServer: negative ServerOptions.BookmarkInterval":                              {BookmarkInterval: -1},
+		"httpstore.NewServer: negative ServerOptions.WatchWriteTimeout":                             {WatchWriteTimeout: -1},
+	} {
+		srv, err := httpstore.NewServer(store, opts)
+		assert.EqualError(t, err, want)
+		assert.Nil(t, srv)
+	}
+	_, err := httpstore.NewServer[item](nil, httpstore.ServerOptions[item]{})
+	assert.EqualError(t, err, "httpstore.NewServer: nil store")
+	assert.Zero(t, store.Revision(), "a refused server wrote to its store")
+}

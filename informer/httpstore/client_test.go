@@ -56,7 +56,7 @@ func TestGetShouldFailRatherThanReportAbsenceWhenTheURLIsNotAServer(t *testing.T
 func TestClientShouldWorkBelowAPathPrefix(t *testing.T) {
 	m := must.Do(memstore.New[string, int]())
 	mux := http.NewServeMux()
-	mux.Handle("/api/store/", http.StripPrefix("/api/store", httpstore.NewServer[int](m, httpstore.ServerOptions[int]{})))
+	mux.Handle("/api/store/", http.StripPrefix("/api/store", must.Do(httpstore.NewServer[int](m, httpstore.ServerOptions[int]{}))))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	c, err := httpstore.NewClient[int](srv.URL+"/api/store/", httpstore.ClientOptions{HTTPClient: newHTTPClient(t)})
@@ -77,7 +77,7 @@ func TestClientShouldWorkBelowAPathPrefix(t *testing.T) {
 func TestCancelledWatchShouldReturnAndLeaveNoGoroutine(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	m := must.Do(memstore.New[string, int]())
-	srv := httptest.NewServer(httpstore.NewServer[int](m, httpstore.ServerOptions[int]{}))
+	srv := httptest.NewServer(must.Do(httpstore.NewServer[int](m, httpstore.ServerOptions[int]{})))
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	c, err := httpstore.NewClient[int](srv.URL, httpstore.ClientOptions{HTTPClient: &http.Client{Transport: tr}})
 	require.NoError(t, err)

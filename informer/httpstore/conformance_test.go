@@ -63,7 +63,7 @@ func TestSourceConformanceWithBlindWritesAndUndecodableValues(t *testing.T) {
 	sourcetest.Run(t, sourcetest.Suite[string, item]{
 		New: func(t *testing.T) sourcetest.Backend[string, item] {
 			m := must.Do(memstore.New[string, json.RawMessage]())
-			srv := httptest.NewServer(httpstore.NewServer[json.RawMessage](m, httpstore.ServerOptions[json.RawMessage]{}))
+			srv := httptest.NewServer(must.Do(httpstore.NewServer[json.RawMessage](m, httpstore.ServerOptions[json.RawMessage]{})))
 			t.Cleanup(srv.Close)
 			c, err := httpstore.NewClient[item](srv.URL, httpstore.ClientOptions{HTTPClient: newHTTPClient(t)})
 			require.NoError(t, err)

@@ -20,7 +20,7 @@ func Example() {
 		Count int `json:"count"`
 	}
 	// The process that owns the store.
-	handler := httpstore.NewServer[replicas](must.Do(memstore.New[string, replicas]()), httpstore.ServerOptions[replicas]{
+	handler := must.Do(httpstore.NewServer[replicas](must.Do(memstore.New[string, replicas]()), httpstore.ServerOptions[replicas]{
 		Tokens: map[string]httpstore.Access{"admin-secret": httpstore.ReadWrite, "viewer-secret": httpstore.ReadOnly},
 		Validate: func(_ context.Context, _ string, v replicas) error {
 			if v.Count < 0 {
@@ -28,7 +28,7 @@ func Example() {
 			}
 			return nil
 		},
-	})
+	}))
 	srv := httptest.NewServer(handler) // http.ListenAndServe(addr, handler) in a real program
 	defer srv.Close()
 

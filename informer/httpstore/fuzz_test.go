@@ -73,10 +73,10 @@ func FuzzServerRequest(f *testing.F) {
 		req.Header.Set("Authorization", "Bearer "+token)
 		m := must.Do(memstore.New[string, int]())
 		rev := m.Put("a", 1)
-		s := httpstore.NewServer[int](m, httpstore.ServerOptions[int]{
+		s := must.Do(httpstore.NewServer[int](m, httpstore.ServerOptions[int]{
 			Tokens:       map[string]httpstore.Access{"ro": httpstore.ReadOnly, "rw": httpstore.ReadWrite},
 			MaxBodyBytes: 16,
-		})
+		}))
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, req)
 		switch w.Code {

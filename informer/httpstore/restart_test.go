@@ -53,7 +53,7 @@ func (r *restartable) stop() {
 
 func TestAWatchShouldResumeAfterItsLastRevisionOnARestartedServer(t *testing.T) {
 	m := must.Do(memstore.New[string, int]())
-	srv := newRestartable(t, httpstore.NewServer[int](m, httpstore.ServerOptions[int]{}))
+	srv := newRestartable(t, must.Do(httpstore.NewServer[int](m, httpstore.ServerOptions[int]{})))
 	c, err := httpstore.NewClient[int]("http://"+srv.addr, httpstore.ClientOptions{HTTPClient: newHTTPClient(t)})
 	require.NoError(t, err)
 	m.Put("a", 1)
@@ -98,7 +98,7 @@ func TestAWatchShouldResumeAfterItsLastRevisionOnARestartedServer(t *testing.T) 
 
 func TestAnInformerShouldFollowAServerThroughARestartWithoutRelisting(t *testing.T) {
 	m := must.Do(memstore.New[string, int]())
-	srv := newRestartable(t, httpstore.NewServer[int](m, httpstore.ServerOptions[int]{}))
+	srv := newRestartable(t, must.Do(httpstore.NewServer[int](m, httpstore.ServerOptions[int]{})))
 	c, err := httpstore.NewClient[int]("http://"+srv.addr, httpstore.ClientOptions{HTTPClient: newHTTPClient(t)})
 	require.NoError(t, err)
 	inf := must.Do(informer.New[string, int]("served", c,

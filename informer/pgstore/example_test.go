@@ -37,9 +37,9 @@ func ExampleFollow() {
 	if err := pgstore.Follow(ctx, pool, "", "public.widgets", "widgets"); err != nil {
 		log.Fatal(err)
 	}
-	db := pgstore.NewDB(pool)
+	db := must.Do(pgstore.NewDB(pool))
 	defer db.Close()
-	inf := must.Do(informer.New[string, Widget]("widgets", pgstore.NewTable[Widget](db, "widgets")))
+	inf := must.Do(informer.New[string, Widget]("widgets", must.Do(pgstore.NewTable[Widget](db, "widgets"))))
 	go func() { _ = inf.Run(ctx) }()
 	// psql: UPDATE widgets SET replicas = 3 WHERE id = 'w1' reaches inf's
 	// handlers as an update of key "w1".
@@ -55,9 +55,9 @@ func ExampleStore_Fenced() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	db := pgstore.NewDB(pool)
+	db := must.Do(pgstore.NewDB(pool))
 	defer db.Close()
-	store := pgstore.New[Widget](db, "widgets")
+	store := must.Do(pgstore.New[Widget](db, "widgets"))
 	lock := pglock.NewLock(pool, "widget-controller")
 	e, err := leader.New(lock, leader.Config{
 		Identity: "replica-1",

@@ -66,7 +66,7 @@ func TestAFileRestoredFromAnOlderBackupExpiresWatchesAndNeverReusesARevision(t *
 	}{{"SeenByThePoll", 5 * time.Millisecond, false}, {"SeenByTheNextWrite", time.Hour, true}, {"SeenByTheNextList", time.Hour, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "store.db")
-			s := sqlitestore.New[item](openPath(t, path, sqlitestore.Options{PollInterval: tc.poll}), "items")
+			s := must.Do(sqlitestore.New[item](openPath(t, path, sqlitestore.Options{PollInterval: tc.poll}), "items"))
 			_, err := s.Create(t.Context(), "a", item{N: 1})
 			require.NoError(t, err)
 			old := backup(t, path)
@@ -105,7 +105,7 @@ func TestAFileRestoredFromAnOlderBackupExpiresWatchesAndNeverReusesARevision(t *
 
 func TestAFileReplacedByAnotherStoreExpiresWatches(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.db")
-	s := sqlitestore.New[item](openPath(t, path, sqlitestore.Options{PollInterval: 5 * time.Millisecond}), "items")
+	s := must.Do(sqlitestore.New[item](openPath(t, path, sqlitestore.Options{PollInterval: 5 * time.Millisecond}), "items"))
 	_, err := s.Create(t.Context(), "a", item{N: 1})
 	require.NoError(t, err)
 	_, rev, err := s.List(t.Context())
@@ -113,7 +113,7 @@ func TestAFileReplacedByAnotherStoreExpiresWatches(t *testing.T) {
 	errc := watchUntilError(t, s, rev)
 
 	other := filepath.Join(t.TempDir(), "other.db")
-	o := sqlitestore.New[item](openPath(t, other, sqlitestore.Options{}), "items")
+	o := must.Do(sqlitestore.New[item](openPath(t, other, sqlitestore.Options{}), "items"))
 	for i := range 3 {
 		_, err := o.Create(t.Context(), "o"+string(rune('0'+i)), item{N: i})
 		require.NoError(t, err)
@@ -132,7 +132,7 @@ func TestAFileReplacedByAnotherStoreExpiresWatches(t *testing.T) {
 // from its cache, though no Delete of them is in any log.
 func TestAnInformerShouldConvergeToAFileRestoredFromAnOlderBackup(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.db")
-	s := sqlitestore.New[item](openPath(t, path, sqlitestore.Options{PollInterval: 5 * time.Millisecond}), "items")
+	s := must.Do(sqlitestore.New[item](openPath(t, path, sqlitestore.Options{PollInterval: 5 * time.Millisecond}), "items"))
 	_, err := s.Create(t.Context(), "a", item{N: 1})
 	require.NoError(t, err)
 	old := backup(t, path)

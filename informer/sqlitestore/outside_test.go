@@ -44,7 +44,7 @@ func TestTheSqlite3CommandLineWritesReachARunningInformer(t *testing.T) {
 	const poll = 20 * time.Millisecond
 	path := filepath.Join(t.TempDir(), "store.db")
 	db := openPath(t, path, sqlitestore.Options{PollInterval: poll})
-	s := sqlitestore.New[item](db, "items")
+	s := must.Do(sqlitestore.New[item](db, "items"))
 	inf := must.Do(informer.New[string, item]("items", s))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})

@@ -63,7 +63,7 @@ func openEtcd(t *testing.T) informer.Store[string, Thing] {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
-	return etcdstore.New[Thing](cli, "/converge-e2e/"+name+"-"+hex.EncodeToString(b)+"/")
+	return must.Do(etcdstore.New[Thing](cli, "/converge-e2e/"+name+"-"+hex.EncodeToString(b)+"/"))
 }
 
 // openPostgres returns a pgstore in a schema of its own in the test
@@ -82,9 +82,9 @@ func openPostgres(t *testing.T) informer.Store[string, Thing] {
 		_, err := pool.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 		require.NoError(t, err)
 	})
-	db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+	db := must.Do(pgstore.NewDB(pool, pgstore.WithSchema(schema)))
 	t.Cleanup(db.Close)
-	return pgstore.New[Thing](db, "things")
+	return must.Do(pgstore.New[Thing](db, "things"))
 }
 
 // eachBackend runs test as a subtest per backend.

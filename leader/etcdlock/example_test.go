@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/etcdlock"
 	"github.com/converge-go/converge/leader/shard"
@@ -36,7 +37,7 @@ func ExampleNewLock() {
 		log.Fatal(err)
 	}
 	defer cli.Close()
-	store := etcdstore.New[Config](cli, "/myapp/configs/")
+	store := must.Do(etcdstore.New[Config](cli, "/myapp/configs/"))
 	host, _ := os.Hostname()
 
 	e, err := leader.New(etcdlock.NewLock(cli, "/myapp/locks/configurer"), leader.Config{

@@ -82,7 +82,7 @@ func runReplica(id string) error {
 	}
 	defer cli.Close()
 	prefix := os.Getenv(prefixEnv)
-	items := must.Do(informer.New("items", etcdstore.New[item](cli, prefix+"/items/")))
+	items := must.Do(informer.New("items", must.Do(etcdstore.New[item](cli, prefix+"/items/"))))
 	// Results are plain etcd puts of JSON, as before: blind writes, which
 	// an etcdstore.Store does not make (it only compares and swaps).
 	results := prefix + "/done/"
