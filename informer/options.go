@@ -31,7 +31,8 @@ const backoffResetAfter = time.Minute
 //
 // Options are not generic, so that most call sites stay short; the two
 // that carry typed functions (WithTransform, WithIndex) are checked against
-// the informer's types when New runs, and New panics on a mismatch.
+// the informer's types when New runs, and New returns an error on a
+// mismatch.
 type Option func(*config)
 
 type config struct {
@@ -86,7 +87,8 @@ func WithLogger(l *slog.Logger) Option {
 // cache (from lists and from watch events), before indexing and before
 // handlers see it: typically to drop fields nobody reads, and so save
 // memory. It must not modify a value the source may still hold; return a
-// trimmed copy instead. V must be the informer's value type, or New panics.
+// trimmed copy instead. V must be the informer's value type, or New returns
+// an error.
 // Default: values are cached as the source returns them.
 func WithTransform[V any](fn func(V) V) Option {
 	return func(c *config) {
