@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/poll"
 	"github.com/converge-go/converge/internal/must"
 )
@@ -139,4 +140,15 @@ func TestNewShouldReturnAnErrorForOptionsThatCannotWork(t *testing.T) {
 func TestANilEqualShouldKeepTheDefault(t *testing.T) {
 	_, err := poll.New(func(context.Context) ([]object, error) { return nil, nil }, name, poll.WithEqual[object](nil))
 	assert.NoError(t, err)
+}
+
+func TestNewEntriesShouldReturnAnErrorForANilListOrABadOption(t *testing.T) {
+	s, err := poll.NewEntries[string, object](nil)
+	assert.EqualError(t, err, "poll.NewEntries: list must not be nil")
+	assert.Nil(t, s)
+	list := func(context.Context) ([]informer.Entry[string, object], error) { return nil, nil }
+	_, err = poll.NewEntries(list, poll.WithInterval(-time.Second))
+	assert.EqualError(t, err, "poll.NewEntries: WithInterval(-1s): the interval must be positive")
+	_, err = poll.NewEntries(list, nil)
+	assert.EqualError(t, err, "poll.NewEntries: option 0 is nil")
 }
