@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/queue"
 )
 
@@ -37,7 +38,7 @@ var (
 // requeues, Forget resets them, and a shut-down queue reports it.
 func TestConvergeQueueWorksAsAClientGoRateLimitingQueue(t *testing.T) {
 	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second)
-	var q workqueue.TypedRateLimitingInterface[string] = queue.New[string](queue.WithRateLimiter[string](limiter))
+	var q workqueue.TypedRateLimitingInterface[string] = must.Do(queue.New[string](queue.WithRateLimiter[string](limiter)))
 	defer q.ShutDown()
 
 	q.AddRateLimited("a")
@@ -60,7 +61,7 @@ func TestConvergeQueueWorksAsAClientGoRateLimitingQueue(t *testing.T) {
 func TestAddRateLimitedWithClientGosZeroBurstBucketShouldParkTheKey(t *testing.T) {
 	limiter := &workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(10, 0)}
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	q := queue.New[string](queue.WithRateLimiter[string](limiter), queue.WithClock(clk))
+	q := must.Do(queue.New[string](queue.WithRateLimiter[string](limiter), queue.WithClock(clk)))
 	defer q.ShutDown()
 	clk.Step(time.Minute)
 	q.AddRateLimited("a")

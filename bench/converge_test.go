@@ -3,6 +3,7 @@ package bench
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/queue"
 )
 
@@ -14,11 +15,11 @@ func init() {
 // registers its workqueue_* metrics there.
 func newConverge(name string, reg prometheus.Registerer) Queue {
 	if reg == nil {
-		return queue.New[string]()
+		return must.Do(queue.New[string]())
 	}
 	m, err := queue.NewMetrics(reg, name, name)
 	if err != nil {
 		panic(err) // a fresh registry per run: cannot clash
 	}
-	return queue.New[string](queue.WithMetrics(m))
+	return must.Do(queue.New[string](queue.WithMetrics(m)))
 }

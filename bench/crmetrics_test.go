@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/queue"
 )
 
@@ -30,7 +31,7 @@ func TestQueueMetricsShouldShareControllerRuntimesRegistry(t *testing.T) {
 	m, err := queue.NewMetrics(crmetrics.Registry, name, name)
 	require.NoError(t, err)
 	defer m.Unregister()
-	q := queue.New[string](queue.WithMetrics(m))
+	q := must.Do(queue.New[string](queue.WithMetrics(m)))
 	defer q.ShutDown()
 	q.Add("y")
 	require.Eventually(t, func() bool {

@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // BenchmarkEtcdWriteToInformer is BenchmarkPgstoreWriteToInformer over
@@ -31,7 +32,7 @@ func etcdWriteToInformer(b *testing.B, rate, n int) {
 	var run latencyRun
 	for i := range b.N {
 		prefix := "/converge-bench/latency/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/"
-		store := etcdstore.New[pgObj](cli, prefix)
+		store := must.Do(etcdstore.New[pgObj](cli, prefix))
 		rec := recordAdds(b, store)
 		run.measure(b, rec, store, fmt.Sprintf("r%d-", i), n, rate)
 		b.Cleanup(func() { _, _ = cli.Delete(context.Background(), prefix, clientv3.WithPrefix()) })

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // etcdSyncObjs is the size of the etcd initial-sync scenario.
@@ -78,7 +79,7 @@ func timeSyncs(b *testing.B, want int, syncs []syncRun, ratios ...[2]int) {
 // etcdstoreSync runs an informer over prefix until it has synced and
 // returns how many objects its cache holds.
 func etcdstoreSync(b *testing.B, cli *clientv3.Client, prefix string) int {
-	return syncInformer(b, etcdstore.New[pgObj](cli, prefix))
+	return syncInformer(b, must.Do(etcdstore.New[pgObj](cli, prefix)))
 }
 
 // median returns the median of v, sorting it.

@@ -16,6 +16,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/faults"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -177,7 +178,7 @@ func parentIndex(key string) int {
 // gateRunOnce runs one variant on a fresh pipeline.
 func gateRunOnce(tb testing.TB, v gateVariant) gateResult {
 	p := &gatePipeline{
-		v: v, parents: memstore.New[string, int](), children: memstore.New[string, int](),
+		v: v, parents: must.Do(memstore.New[string, int]()), children: must.Do(memstore.New[string, int]()),
 		keys: make([]string, gateParents), seen: make([]atomic.Bool, gateParents), warm: make(chan struct{}),
 		writeAt: make([]int64, gateWrites), recAt: make([]atomic.Int64, gateWrites),
 		final: make([]int, gateParents), latDone: make(chan struct{}),
@@ -193,10 +194,10 @@ func gateRunOnce(tb testing.TB, v gateVariant) gateResult {
 	quietLog := informer.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var childSrc informer.Source[string, int] = p.children
 	if v.lags {
-		childSrc = faults.New[string, int](p.children, 1, faults.WithRates(faults.Rates{Delay: 0.1, MaxDelay: lagDelay}))
+		childSrc = must.Do(faults.New[string, int](p.children, 1, faults.WithRates(faults.Rates{Delay: 0.1, MaxDelay: lagDelay})))
 	}
-	p.parentInf = informer.New("parents", informer.Source[string, int](p.parents), quietLog)
-	p.childInf = informer.New("children", childSrc, quietLog)
+	p.parentInf = must.Do(informer.New("parents", informer.Source[string, int](p.parents), quietLog))
+	p.childInf = must.Do(informer.New("children", childSrc, quietLog))
 	reg := newGateRegistry()
 	c, err := reconcile.New("gate", p, reconcile.For(p.parentInf),
 		reconcile.Owns(p.childInf, func(key string, _ int) (string, bool) { return key, true }),

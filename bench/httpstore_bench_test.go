@@ -18,6 +18,7 @@ import (
 	"github.com/converge-go/converge/informer/etcdstore"
 	"github.com/converge-go/converge/informer/httpstore"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // httpObj is the value the httpstore scenarios write: its index, so that
@@ -43,14 +44,14 @@ type httpObj struct {
 // skipped without one.
 func BenchmarkHTTPStore(b *testing.B) {
 	b.Run("memstore", func(b *testing.B) {
-		httpStorePair(b, 20_000, func(string) informer.Store[string, httpObj] { return memstore.New[string, httpObj]() })
+		httpStorePair(b, 20_000, func(string) informer.Store[string, httpObj] { return must.Do(memstore.New[string, httpObj]()) })
 	})
 	b.Run("etcd", func(b *testing.B) {
 		cli := etcdBenchClient(b)
 		httpStorePair(b, 4_000, func(name string) informer.Store[string, httpObj] {
 			prefix := "/converge-bench/httpstore/" + name + strconv.FormatInt(time.Now().UnixNano(), 36) + "/"
 			b.Cleanup(func() { _, _ = cli.Delete(context.Background(), prefix, clientv3.WithPrefix()) })
-			return etcdstore.New[httpObj](cli, prefix)
+			return must.Do(etcdstore.New[httpObj](cli, prefix))
 		})
 	})
 }
@@ -64,7 +65,7 @@ func httpStorePair(b *testing.B, writes int, newStore func(name string) informer
 		w, p50, p99 := storeLoad(b, d, writes)
 		dw, dp50, dp99 = append(dw, w), append(dp50, p50), append(dp99, p99)
 
-		srv := httptest.NewServer(httpstore.NewServer(newStore(fmt.Sprintf("http%d-", i)), httpstore.ServerOptions[httpObj]{}))
+		srv := httptest.NewServer(must.Do(httpstore.NewServer(newStore(fmt.Sprintf("http%d-", i)), httpstore.ServerOptions[httpObj]{})))
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 64
 		c, err := httpstore.NewClient[httpObj](srv.URL, httpstore.ClientOptions{HTTPClient: &http.Client{Transport: tr}})

@@ -24,6 +24,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // informerSizes are the numbers of objects of the informer scenarios, one
@@ -466,7 +467,7 @@ type convergePipeline struct {
 }
 
 func newConvergePipeline(o *informerObjects, _ int) infPipeline {
-	s := memstore.New[string, *benchObj]()
+	s := must.Do(memstore.New[string, *benchObj]())
 	for i, k := range o.keys {
 		s.Put(k, o.objs[i])
 	}
@@ -474,7 +475,7 @@ func newConvergePipeline(o *informerObjects, _ int) infPipeline {
 }
 
 func (p *convergePipeline) start(h *objHandler) {
-	p.inf = informer.New("bench", informer.Source[string, *benchObj](p.store))
+	p.inf = must.Do(informer.New("bench", informer.Source[string, *benchObj](p.store)))
 	reg, err := p.inf.AddHandler(informer.HandlerFuncs[string, *benchObj]{
 		AddFunc:    func(_ string, v *benchObj, _ bool) { h.onAdd(v) },
 		UpdateFunc: func(_ string, _, v *benchObj, _ bool) { h.onUpdate(v) },

@@ -17,6 +17,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 )
 
@@ -150,15 +151,15 @@ func BenchmarkPgstoreInitialSync(b *testing.B) {
 // pgstoreSync runs an informer over the collection objs of schema until it
 // has synced and returns how many objects its cache holds.
 func pgstoreSync(b *testing.B, pool *pgxpool.Pool, schema string) int {
-	db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+	db := must.Do(pgstore.NewDB(pool, pgstore.WithSchema(schema)))
 	defer db.Close()
-	return syncInformer(b, pgstore.New[pgObj](db, "objs"))
+	return syncInformer(b, must.Do(pgstore.New[pgObj](db, "objs")))
 }
 
 // syncInformer runs an informer over src until it has synced and returns
 // how many objects its cache holds.
 func syncInformer(b *testing.B, src informer.Source[string, pgObj]) int {
-	inf := informer.New[string, pgObj]("store-sync", src)
+	inf := must.Do(informer.New[string, pgObj]("store-sync", src))
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
 	ran := make(chan error, 1)
@@ -254,14 +255,14 @@ func BenchmarkPgstoreWrite(b *testing.B) {
 	pool := pgBenchPool(b, func(c *pgxpool.Config) { c.ConnConfig.RuntimeParams["synchronous_commit"] = "on" })
 	schema := pgBenchSchema(b, pool)
 	pgLoad(b, pool, schema, keys)
-	db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+	db := must.Do(pgstore.NewDB(pool, pgstore.WithSchema(schema)))
 	defer db.Close()
-	store := pgstore.New[pgObj](db, "objs")
+	store := must.Do(pgstore.New[pgObj](db, "objs"))
 	// The same writes from a DB that sends no NOTIFY: what the notifier
 	// costs the writes (docs/design/pgstore.md, Alternatives measured).
-	quietDB := pgstore.NewDB(pool, pgstore.WithSchema(schema), pgstore.WithNotifyInterval(-1))
+	quietDB := must.Do(pgstore.NewDB(pool, pgstore.WithSchema(schema), pgstore.WithNotifyInterval(-1)))
 	defer quietDB.Close()
-	quiet := pgstore.New[pgObj](quietDB, "objs")
+	quiet := must.Do(pgstore.New[pgObj](quietDB, "objs"))
 	upsert := `INSERT INTO ` + pgx.Identifier{schema}.Sanitize() + `.raw (key, value) VALUES ($1, $2)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`
 	// Every key's revision, so that a typed write is one Update (a writer

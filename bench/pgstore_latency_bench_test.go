@@ -14,6 +14,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // The pgstore latency benchmarks: write → informer handler at a steady rate,
@@ -56,15 +57,15 @@ func pgWriteToInformer(b *testing.B, rate, n int) {
 				pool := pgBenchPool(b)
 				schema := pgBenchSchema(b, pool)
 				// Closed after the informer stops (cleanups run last first).
-				db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+				db := must.Do(pgstore.NewDB(pool, pgstore.WithSchema(schema)))
 				b.Cleanup(db.Close)
 				wdb := db
 				if path == "notify" {
-					wdb = pgstore.NewDB(pool, pgstore.WithSchema(schema))
+					wdb = must.Do(pgstore.NewDB(pool, pgstore.WithSchema(schema)))
 					b.Cleanup(wdb.Close)
 				}
-				rec := recordAdds(b, pgstore.New[pgObj](db, "objs"))
-				run.measure(b, rec, pgstore.New[pgObj](wdb, "objs"), fmt.Sprintf("r%d-", i), n, rate)
+				rec := recordAdds(b, must.Do(pgstore.New[pgObj](db, "objs")))
+				run.measure(b, rec, must.Do(pgstore.New[pgObj](wdb, "objs")), fmt.Sprintf("r%d-", i), n, rate)
 			}
 			run.report(b)
 		})
@@ -168,7 +169,7 @@ type addRecorder struct {
 // recordAdds runs an informer on src until b ends and waits for its sync.
 func recordAdds(b *testing.B, src informer.Source[string, pgObj]) *addRecorder {
 	r := &addRecorder{seen: make(map[string]time.Time), n: -1, done: make(chan struct{})}
-	inf := informer.New[string, pgObj]("pg-latency", src)
+	inf := must.Do(informer.New[string, pgObj]("pg-latency", src))
 	_, err := inf.AddHandler(informer.HandlerFuncs[string, pgObj]{AddFunc: func(k string, _ pgObj, _ bool) {
 		now := time.Now()
 		r.mu.Lock()
@@ -299,12 +300,12 @@ func BenchmarkPgstoreHoleStall(b *testing.B) {
 			for range b.N {
 				pool := pgBenchPool(b)
 				schema := pgBenchSchema(b, pool)
-				db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
-				wdb := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+				db := must.Do(pgstore.NewDB(pool, pgstore.WithSchema(schema)))
+				wdb := must.Do(pgstore.NewDB(pool, pgstore.WithSchema(schema)))
 				b.Cleanup(db.Close) // after the informer stops
 				b.Cleanup(wdb.Close)
-				rec := recordAdds(b, pgstore.New[pgObj](db, "objs"))
-				w := pgstore.New[pgObj](wdb, "objs")
+				rec := recordAdds(b, must.Do(pgstore.New[pgObj](db, "objs")))
+				w := must.Do(pgstore.New[pgObj](wdb, "objs"))
 
 				const n = 3000 // 3 s at 1000/s: the hold from 0.5 s to 1.5 s
 				wrote := make(chan map[string]timedWrite, 1)

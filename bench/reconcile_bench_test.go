@@ -15,6 +15,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -370,7 +371,7 @@ type convergeRec struct {
 // whose history holds updates writes beyond them (at least its default),
 // so that a watch behind a burst of them never expires into a relist.
 func newConvergeRec(o *informerObjects, t *recTracker, updates int) recPipeline {
-	s := memstore.New[string, *benchObj](memstore.WithHistory(max(memstore.DefaultHistory, updates)))
+	s := must.Do(memstore.New[string, *benchObj](memstore.WithHistory(max(memstore.DefaultHistory, updates))))
 	for i, k := range o.keys {
 		s.Put(k, o.objs[i])
 	}
@@ -378,7 +379,7 @@ func newConvergeRec(o *informerObjects, t *recTracker, updates int) recPipeline 
 }
 
 func (p *convergeRec) start(workers int) {
-	p.inf = informer.New("bench", p.src, p.infOpts...)
+	p.inf = must.Do(informer.New("bench", p.src, p.infOpts...))
 	rec := reconcile.Func(func(_ context.Context, key string) (reconcile.Result, error) {
 		v, ok := p.inf.Get(key)
 		p.t.reconciled(v, ok)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // BenchmarkReconcileThroughputEtcd is ReconcileThroughput at 4 workers with
@@ -57,7 +58,7 @@ func newConvergeEtcdRec(cli *clientv3.Client, prefix string, o *informerObjects,
 	for i, k := range o.keys {
 		idx[k] = int32(i)
 	}
-	return &convergeRec{o: o, t: t, src: etcdstore.New[*benchObj](cli, prefix),
+	return &convergeRec{o: o, t: t, src: must.Do(etcdstore.New[*benchObj](cli, prefix)),
 		infOpts: []informer.Option{informer.WithTransform(func(v *benchObj) *benchObj {
 			v.idx = idx[v.Namespace+"/"+v.Name]
 			return v

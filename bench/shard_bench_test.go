@@ -13,6 +13,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/leader/shard/shardtest"
 	"github.com/converge-go/converge/reconcile"
@@ -335,7 +336,7 @@ type shardReplica struct {
 // newShardCluster returns a cluster whose store holds every key at value 1.
 func newShardCluster(locks shard.Backend) *shardCluster {
 	c := &shardCluster{
-		store: memstore.New[string, int](), locks: locks, name: "bench-" + strconv.FormatUint(rand.Uint64(), 36),
+		store: must.Do(memstore.New[string, int]()), locks: locks, name: "bench-" + strconv.FormatUint(rand.Uint64(), 36),
 		tr: &shardTracker{}, reps: make(map[string]*shardReplica),
 	}
 	for _, k := range shardKeyNames {
@@ -355,7 +356,7 @@ func (c *shardCluster) start(b *testing.B, id string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	inf := informer.New("keys", c.store)
+	inf := must.Do(informer.New("keys", c.store))
 	rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		began := time.Now()
 		v, _ := inf.Get(key)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/leader/shard"
@@ -52,7 +53,7 @@ func BenchmarkShardedMemory(b *testing.B) {
 	}
 	defer func() { _ = cli.Close() }()
 	prefix := "/converge-bench/shardmem/" + strconv.FormatUint(rand.Uint64(), 36) + "/"
-	store := etcdstore.NewBuckets[pgObj](cli, prefix, shardBuckets)
+	store := must.Do(etcdstore.NewBuckets[pgObj](cli, prefix, shardBuckets))
 	shardMemLoad(b, cli, store, prefix)
 	defer func() { _, _ = cli.Delete(context.Background(), prefix, clientv3.WithPrefix()) }()
 
@@ -129,7 +130,7 @@ func shardMemOnce(b *testing.B, store *etcdstore.Buckets[pgObj], n int, bucketed
 		if bucketed {
 			src = informer.Bucketed[string, pgObj](store, store.BucketOf)
 		}
-		inf := informer.New("objs", src, informer.WithLogger(discardLog))
+		inf := must.Do(informer.New("objs", src, informer.WithLogger(discardLog)))
 		rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 			if _, ok := inf.Get(key); ok {
 				reconciled.Add(1)

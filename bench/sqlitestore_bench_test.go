@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/sqlitestore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // The sqlitestore benchmarks need no server: each works on a file in a
@@ -83,7 +84,7 @@ func sqliteLoad(b *testing.B, raw *sql.DB, n int) {
 func BenchmarkSqlitestoreInitialSync(b *testing.B) {
 	db, raw := sqliteBenchDB(b, sqlitestore.Options{Synchronous: sqlitestore.SynchronousNormal})
 	sqliteLoad(b, raw, sqliteSyncObjs)
-	store := sqlitestore.New[pgObj](db, "objs")
+	store := must.Do(sqlitestore.New[pgObj](db, "objs"))
 	timeSyncs(b, sqliteSyncObjs, []syncRun{
 		{"floor", func() int { return sqliteFloorSync(b, raw) }},
 		{"sqlitestore", func() int { return syncInformer(b, store) }},
@@ -136,7 +137,7 @@ func BenchmarkSqlitestoreWrite(b *testing.B) {
 	// file's write lock and sleep in SQLite's busy handler.
 	raw.SetMaxOpenConns(1)
 	sqliteLoad(b, raw, keys)
-	store := sqlitestore.New[pgObj](db, "objs")
+	store := must.Do(sqlitestore.New[pgObj](db, "objs"))
 	entries, _, err := store.List(b.Context())
 	if err != nil {
 		b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/converge-go/converge/informer/sqlitestore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // BenchmarkSqlitestoreWriteToInformer measures write → informer handler
@@ -35,8 +36,8 @@ func BenchmarkSqlitestoreWriteToInformer(b *testing.B) {
 				if tc.name != "local" {
 					wdb = sqliteOpen(b, path, sqlitestore.Options{})
 				}
-				rec := recordAdds(b, sqlitestore.New[pgObj](db, "objs"))
-				run.measure(b, rec, sqlitestore.New[pgObj](wdb, "objs"), fmt.Sprintf("r%d-", i), n, rate)
+				rec := recordAdds(b, must.Do(sqlitestore.New[pgObj](db, "objs")))
+				run.measure(b, rec, must.Do(sqlitestore.New[pgObj](wdb, "objs")), fmt.Sprintf("r%d-", i), n, rate)
 			}
 			run.report(b)
 		})

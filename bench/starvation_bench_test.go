@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/queue"
 )
 
@@ -65,8 +66,8 @@ func BenchmarkStarvation(b *testing.B) {
 		name string
 		make func() lowAdder
 	}{
-		{"converge/ageing=1s", func() lowAdder { return convergeLow{queue.New[string](queue.WithAgeing(time.Second))} }},
-		{"converge/no-ageing", func() lowAdder { return convergeLow{queue.New[string](queue.WithAgeing(queue.NoAgeing))} }},
+		{"converge/ageing=1s", func() lowAdder { return convergeLow{must.Do(queue.New[string](queue.WithAgeing(time.Second)))} }},
+		{"converge/no-ageing", func() lowAdder { return convergeLow{must.Do(queue.New[string](queue.WithAgeing(queue.NoAgeing)))} }},
 		{"priorityqueue", func() lowAdder { return priorityQueueLow{priorityqueue.New[string]("")} }},
 	}
 	for _, v := range variants {

@@ -19,6 +19,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 	"github.com/converge-go/converge/object"
 )
@@ -107,7 +108,7 @@ func newBenchStore[V any](b *testing.B, backend string, value func() V) informer
 	var s informer.Store[string, V]
 	switch backend {
 	case "memstore":
-		s = memstore.New[string, V]()
+		s = must.Do(memstore.New[string, V]())
 	case "etcdstore":
 		if os.Getenv(testserver.EtcdEndpointsEnv) == "" && !testserver.Integration() {
 			b.Skipf("SKIPPED: %s is not set, so there is no etcd to measure. Start the servers and run again: "+
@@ -119,7 +120,7 @@ func newBenchStore[V any](b *testing.B, backend string, value func() V) informer
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = cli.Close() })
-		s = etcdstore.New[V](cli, "/converge-bench/update/"+strconv.FormatUint(rand.Uint64(), 36)+"/")
+		s = must.Do(etcdstore.New[V](cli, "/converge-bench/update/"+strconv.FormatUint(rand.Uint64(), 36)+"/"))
 	}
 	for i := range updateBenchKeys {
 		if _, err := s.Create(b.Context(), benchKey(i), value()); err != nil {

@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"fmt"
+	"log"
 
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer/memstore"
@@ -13,10 +14,22 @@ import (
 // other processes (StoreSink, whose Run a Manager's AddFunc would start).
 func Example() {
 	ctx := context.Background()
-	mem := events.NewMemorySink(0)
-	store := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(store)
-	rec := events.NewRecorder("replicaset-controller", events.WithSink(mem), events.WithSink(sink))
+	mem, err := events.NewMemorySink(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	store, err := memstore.New[string, events.Event]()
+	if err != nil {
+		log.Fatal(err)
+	}
+	sink, err := events.NewStoreSink(store)
+	if err != nil {
+		log.Fatal(err)
+	}
+	rec, err := events.NewRecorder("replicaset-controller", events.WithSink(mem), events.WithSink(sink))
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	rec.Event(ctx, "web", events.Normal, "SuccessfulCreate", "Created pod: web-1")
 	for range 3 {

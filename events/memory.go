@@ -33,15 +33,15 @@ type memKey struct {
 }
 
 // NewMemorySink returns a sink that keeps at most maxKeys keys (0:
-// DefaultMemoryKeys). It panics on a negative maxKeys.
-func NewMemorySink(maxKeys int) *MemorySink {
+// DefaultMemoryKeys). It returns an error for a negative maxKeys.
+func NewMemorySink(maxKeys int) (*MemorySink, error) {
 	if maxKeys < 0 {
-		panic(fmt.Sprintf("events: NewMemorySink(%d): want >= 0", maxKeys))
+		return nil, fmt.Errorf("events.NewMemorySink(%d): want >= 0", maxKeys)
 	}
 	if maxKeys == 0 {
 		maxKeys = DefaultMemoryKeys
 	}
-	return &MemorySink{maxKeys: maxKeys, keys: make(map[string]*memKey), lru: list.New()}
+	return &MemorySink{maxKeys: maxKeys, keys: make(map[string]*memKey), lru: list.New()}, nil
 }
 
 // Write keeps e as its key's newest event, replacing the version with its

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/events"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func ev(key, msg string, count int) events.Event {
@@ -17,7 +18,7 @@ func ev(key, msg string, count int) events.Event {
 }
 
 func TestTheMemorySinkKeepsTheNewerVersionWhenVersionsArriveOutOfOrder(t *testing.T) {
-	mem := events.NewMemorySink(0)
+	mem := must.Do(events.NewMemorySink(0))
 	ctx := context.Background()
 	mem.Write(ctx, ev("web", "m", 5))
 	mem.Write(ctx, ev("web", "m", 3)) // an older version, late
@@ -27,7 +28,7 @@ func TestTheMemorySinkKeepsTheNewerVersionWhenVersionsArriveOutOfOrder(t *testin
 }
 
 func TestTheMemorySinkKeepsTheNewestEventsOfAKeyNewestFirst(t *testing.T) {
-	mem := events.NewMemorySink(0)
+	mem := must.Do(events.NewMemorySink(0))
 	ctx := context.Background()
 	for i := range events.MaxEventsPerKey + 5 {
 		mem.Write(ctx, ev("web", strconv.Itoa(i), 1))
@@ -41,7 +42,7 @@ func TestTheMemorySinkKeepsTheNewestEventsOfAKeyNewestFirst(t *testing.T) {
 }
 
 func TestTheMemorySinkDropsTheLeastRecentlyWrittenKey(t *testing.T) {
-	mem := events.NewMemorySink(2)
+	mem := must.Do(events.NewMemorySink(2))
 	ctx := context.Background()
 	mem.Write(ctx, ev("a", "m", 1))
 	mem.Write(ctx, ev("b", "m", 1))
@@ -52,5 +53,5 @@ func TestTheMemorySinkDropsTheLeastRecentlyWrittenKey(t *testing.T) {
 }
 
 func TestEventsOfAnUnknownKeyAreNil(t *testing.T) {
-	assert.Nil(t, events.NewMemorySink(0).Events("nope"))
+	assert.Nil(t, must.Do(events.NewMemorySink(0)).Events("nope"))
 }

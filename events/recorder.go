@@ -3,6 +3,7 @@ package events
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -54,8 +55,8 @@ type Sink interface {
 	Write(ctx context.Context, e Event)
 }
 
-// Option configures a Recorder; a bad value panics in NewRecorder, as
-// options are fixed at start-up.
+// Option configures a Recorder; NewRecorder returns an error for a bad
+// value.
 type Option func(*Recorder)
 
 // WithSink adds a sink; a recorder may have several. Without any, the
@@ -63,7 +64,8 @@ type Option func(*Recorder)
 func WithSink(s Sink) Option {
 	return func(r *Recorder) {
 		if s == nil {
-			panic("events: WithSink(nil)")
+			r.bad = append(r.bad, errors.New("WithSink(nil)"))
+			return
 		}
 		r.sinks = append(r.sinks, s)
 	}
@@ -75,7 +77,8 @@ func WithSink(s Sink) Option {
 func WithClock(c clock.PassiveClock) Option {
 	return func(r *Recorder) {
 		if c == nil {
-			panic("events: WithClock(nil)")
+			r.bad = append(r.bad, errors.New("WithClock(nil)"))
+			return
 		}
 		r.clock = c
 	}
@@ -87,7 +90,8 @@ func WithClock(c clock.PassiveClock) Option {
 func WithRateLimit(burst int, refill time.Duration) Option {
 	return func(r *Recorder) {
 		if burst < 1 || refill <= 0 {
-			panic(fmt.Sprintf("events: WithRateLimit(%d, %v): want burst >= 1 and refill > 0", burst, refill))
+			r.bad = append(r.bad, fmt.Errorf("WithRateLimit(%d, %v): want burst >= 1 and refill > 0", burst, refill))
+			return
 		}
 		r.burst, r.refill = burst, refill
 	}
@@ -99,7 +103,8 @@ func WithRateLimit(burst int, refill time.Duration) Option {
 func WithMaxKeys(n int) Option {
 	return func(r *Recorder) {
 		if n < 1 {
-			panic(fmt.Sprintf("events: WithMaxKeys(%d): want >= 1", n))
+			r.bad = append(r.bad, fmt.Errorf("WithMaxKeys(%d): want >= 1", n))
+			return
 		}
 		r.maxKeys = n
 	}
@@ -110,7 +115,8 @@ func WithMaxKeys(n int) Option {
 func WithMaxMessageBytes(n int) Option {
 	return func(r *Recorder) {
 		if n < 16 {
-			panic(fmt.Sprintf("events: WithMaxMessageBytes(%d): want >= 16", n))
+			r.bad = append(r.bad, fmt.Errorf("WithMaxMessageBytes(%d): want >= 16", n))
+			return
 		}
 		r.maxMessage = n
 	}
@@ -122,7 +128,8 @@ func WithMaxMessageBytes(n int) Option {
 func WithContextID(id func(context.Context) string) Option {
 	return func(r *Recorder) {
 		if id == nil {
-			panic("events: WithContextID(nil)")
+			r.bad = append(r.bad, errors.New("WithContextID(nil)"))
+			return
 		}
 		r.contextID = id
 	}
@@ -140,6 +147,8 @@ type Recorder struct {
 	maxKeys    int
 	maxMessage int
 	contextID  func(context.Context) string
+	// bad holds the options' errors, for NewRecorder to return.
+	bad []error
 
 	mu sync.Mutex
 	// keys holds the correlated keys, and lru orders them, most recently
@@ -162,11 +171,13 @@ type keyState struct {
 }
 
 // NewRecorder returns a recorder whose events name source as their Source
-// (the component, e.g. "replicaset-controller"). It panics on an empty
-// source or a bad option: both are fixed when the program is written.
-func NewRecorder(source string, opts ...Option) *Recorder {
+// (the component, e.g. "replicaset-controller"). It returns an error,
+// naming the option, for an empty source, a nil option or a bad option value
+// (a nil sink, clock or context function, a burst below 1 or a refill not
+// above 0, fewer than 1 key, a message bound below 16 bytes).
+func NewRecorder(source string, opts ...Option) (*Recorder, error) {
 	if source == "" {
-		panic("events: NewRecorder: empty source")
+		return nil, errors.New("events.NewRecorder: empty source")
 	}
 	r := &Recorder{
 		source:     source,
@@ -178,10 +189,17 @@ func NewRecorder(source string, opts ...Option) *Recorder {
 		keys:       make(map[string]*keyState),
 		lru:        list.New(),
 	}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("events.NewRecorder(%q): option %d is nil", source, i)
+		}
 		o(r)
 	}
-	return r
+	if err := errors.Join(r.bad...); err != nil {
+		return nil, fmt.Errorf("events.NewRecorder(%q): %w", source, err)
+	}
+	r.bad = nil
+	return r, nil
 }
 
 // Source returns the recorder's source.

@@ -14,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-go/converge/events"
+	"github.com/converge-go/converge/internal/must"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -21,8 +22,8 @@ var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // newRecorder returns a recorder on a fake clock at t0 with a memory sink.
 func newRecorder(opts ...events.Option) (*events.Recorder, *events.MemorySink, *clocktesting.FakePassiveClock) {
 	clk := clocktesting.NewFakePassiveClock(t0)
-	mem := events.NewMemorySink(0)
-	return events.NewRecorder("test-controller", append([]events.Option{events.WithClock(clk), events.WithSink(mem)}, opts...)...), mem, clk
+	mem := must.Do(events.NewMemorySink(0))
+	return must.Do(events.NewRecorder("test-controller", append([]events.Option{events.WithClock(clk), events.WithSink(mem)}, opts...)...)), mem, clk
 }
 
 // repeat records one event n times, step apart on the fake clock, and
@@ -205,19 +206,22 @@ func TestEventIDSeparatesFieldsAndIsStable(t *testing.T) {
 	assert.Equal(t, "e4bc4fd9252be94f", events.EventID("", "", "", "", ""), "FNV-1a of five NUL bytes, computed independently: stored IDs depend on it")
 }
 
-func TestBadOptionsPanicAtStartUp(t *testing.T) {
-	for name, f := range map[string]func(){
-		"source":  func() { events.NewRecorder("") },
-		"sink":    func() { events.NewRecorder("s", events.WithSink(nil)) },
-		"clock":   func() { events.NewRecorder("s", events.WithClock(nil)) },
-		"burst":   func() { events.NewRecorder("s", events.WithRateLimit(0, time.Second)) },
-		"refill":  func() { events.NewRecorder("s", events.WithRateLimit(1, 0)) },
-		"keys":    func() { events.NewRecorder("s", events.WithMaxKeys(0)) },
-		"message": func() { events.NewRecorder("s", events.WithMaxMessageBytes(15)) },
-		"id":      func() { events.NewRecorder("s", events.WithContextID(nil)) },
-		"memory":  func() { events.NewMemorySink(-1) },
+func TestBadOptionsShouldBeAnErrorNamingTheConstructorAndTheOption(t *testing.T) {
+	for want, f := range map[string]func() (any, error){
+		"events.NewRecorder: empty source":           func() (any, error) { return events.NewRecorder("") },
+		"events.NewRecorder(\"s\"): WithSink(nil)":   func() (any, error) { return events.NewRecorder("s", events.WithSink(nil)) },
+		"events.NewRecorder(\"s\"): WithClock(nil)":  func() (any, error) { return events.NewRecorder("s", events.WithClock(nil)) },
+		"WithRateLimit(0, 1s): want burst >= 1":      func() (any, error) { return events.NewRecorder("s", events.WithRateLimit(0, time.Second)) },
+		"WithRateLimit(1, 0s)":                       func() (any, error) { return events.NewRecorder("s", events.WithRateLimit(1, 0)) },
+		"WithMaxKeys(0): want >= 1":                  func() (any, error) { return events.NewRecorder("s", events.WithMaxKeys(0)) },
+		"WithMaxMessageBytes(15): want >= 16":        func() (any, error) { return events.NewRecorder("s", events.WithMaxMessageBytes(15)) },
+		"WithContextID(nil)":                         func() (any, error) { return events.NewRecorder("s", events.WithContextID(nil)) },
+		"events.NewRecorder(\"s\"): option 0 is nil": func() (any, error) { return events.NewRecorder("s", nil) },
+		"events.NewMemorySink(-1): want >= 0":        func() (any, error) { return events.NewMemorySink(-1) },
 	} {
-		assert.Panics(t, f, name)
+		v, err := f()
+		assert.ErrorContains(t, err, want)
+		assert.Nil(t, v, want)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // keysUnder returns the store's keys that start with prefix.
@@ -42,9 +43,9 @@ func at(key, msg string, count int, t time.Time) events.Event {
 func TestTheStoreSinkShouldKeepAtMostMaxEventsPerKeyRecordsOfAKey(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(t0)
-	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st, events.WithStoreClock(clk))
-	rec := events.NewRecorder("c", events.WithSink(sink), events.WithClock(clk))
+	st := must.Do(memstore.New[string, events.Event]())
+	sink := must.Do(events.NewStoreSink(st, events.WithStoreClock(clk)))
+	rec := must.Do(events.NewRecorder("c", events.WithSink(sink), events.WithClock(clk)))
 	const n = 1000
 	for i := range n {
 		rec.Eventf(ctx, "web", events.Warning, "BackOff", "Back-off restarting failed pod web-%d", i)
@@ -69,9 +70,9 @@ func TestTheStoreSinkShouldKeepAtMostMaxEventsPerKeyRecordsOfAKey(t *testing.T) 
 func TestTheStoreSinkShouldKeepARepeatedEventAsOneCountedRecord(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(t0)
-	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st, events.WithStoreClock(clk))
-	rec := events.NewRecorder("c", events.WithSink(sink), events.WithClock(clk))
+	st := must.Do(memstore.New[string, events.Event]())
+	sink := must.Do(events.NewStoreSink(st, events.WithStoreClock(clk)))
+	rec := must.Do(events.NewRecorder("c", events.WithSink(sink), events.WithClock(clk)))
 	for range 1000 {
 		rec.Event(ctx, "web", events.Warning, "BackOff", "Back-off restarting failed container")
 		clk.Step(events.DefaultRefill)
@@ -86,8 +87,8 @@ func TestTheStoreSinkShouldKeepARepeatedEventAsOneCountedRecord(t *testing.T) {
 func TestPruneShouldDeleteEventsNotSeenForTheTTLAndKeepTheOthers(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(t0)
-	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st, events.WithStoreClock(clk), events.WithTTL(time.Hour))
+	st := must.Do(memstore.New[string, events.Event]())
+	sink := must.Do(events.NewStoreSink(st, events.WithStoreClock(clk), events.WithTTL(time.Hour)))
 	sink.Write(ctx, at("web", "old", 1, t0))
 	sink.Write(ctx, at("web", "again", 1, t0))
 	require.NoError(t, sink.Flush(ctx))
@@ -115,14 +116,14 @@ func TestPruneShouldDeleteEventsNotSeenForTheTTLAndKeepTheOthers(t *testing.T) {
 func TestPruneShouldExpireRecordsAnotherSinkWroteUnderItsPrefixOnly(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(t0.Add(2 * time.Hour))
-	st := memstore.New[string, events.Event]()
+	st := must.Do(memstore.New[string, events.Event]())
 	old := at("web", "from before the restart", 1, t0)
 	st.Put("events/web/"+old.ID, old)
 	st.Put("pods/web/"+old.ID, old) // another sink's prefix
 	fresh := at("web", "fresh", 1, clk.Now())
 	st.Put("events/web/"+fresh.ID, fresh)
 
-	sink := events.NewStoreSink(st, events.WithStoreClock(clk))
+	sink := must.Do(events.NewStoreSink(st, events.WithStoreClock(clk)))
 	require.NoError(t, sink.Prune(ctx))
 	assert.Equal(t, []string{"events/web/" + fresh.ID}, keysUnder(t, st, "events/"))
 	assert.Len(t, keysUnder(t, st, "pods/"), 1, "another prefix is another sink's")
@@ -133,8 +134,8 @@ func TestPruneShouldExpireRecordsAnotherSinkWroteUnderItsPrefixOnly(t *testing.T
 func TestPruneShouldKeepARecordAnotherWriterRefreshed(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(t0)
-	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st, events.WithStoreClock(clk))
+	st := must.Do(memstore.New[string, events.Event]())
+	sink := must.Do(events.NewStoreSink(st, events.WithStoreClock(clk)))
 	e := at("web", "m", 1, t0)
 	sink.Write(ctx, e)
 	require.NoError(t, sink.Flush(ctx))
@@ -151,8 +152,8 @@ func TestPruneShouldKeepARecordAnotherWriterRefreshed(t *testing.T) {
 
 func TestDeleteKeyShouldDeleteTheKeysEventsAndDropItsPendingOnes(t *testing.T) {
 	ctx := context.Background()
-	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st)
+	st := must.Do(memstore.New[string, events.Event]())
+	sink := must.Do(events.NewStoreSink(st))
 	sink.Write(ctx, ev("web", "a", 1))
 	sink.Write(ctx, ev("web", "b", 1))
 	sink.Write(ctx, ev("db", "a", 1))
@@ -169,8 +170,8 @@ func TestDeleteKeyShouldDeleteTheKeysEventsAndDropItsPendingOnes(t *testing.T) {
 
 func TestTheDeletionHandlerShouldDeleteTheEventsOfADeletedKey(t *testing.T) {
 	ctx := context.Background()
-	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st)
+	st := must.Do(memstore.New[string, events.Event]())
+	sink := must.Do(events.NewStoreSink(st))
 	sink.Write(ctx, ev("7", "a", 1))
 	require.NoError(t, sink.Flush(ctx))
 
@@ -185,8 +186,8 @@ func TestTheDeletionHandlerShouldDeleteTheEventsOfADeletedKey(t *testing.T) {
 
 func TestRunShouldPruneExpiredEventsOnItsOwn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New[string, events.Event]()
-		sink := events.NewStoreSink(st, events.WithTTL(time.Hour))
+		st := must.Do(memstore.New[string, events.Event]())
+		sink := must.Do(events.NewStoreSink(st, events.WithTTL(time.Hour)))
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- sink.Run(ctx) }()
@@ -204,11 +205,18 @@ func TestRunShouldPruneExpiredEventsOnItsOwn(t *testing.T) {
 	})
 }
 
-func TestBadRetentionOptionsShouldPanicAtStartUp(t *testing.T) {
-	st := memstore.New[string, events.Event]()
-	assert.Panics(t, func() { events.NewStoreSink(st, events.WithTTL(0)) })
-	assert.Panics(t, func() { events.NewStoreSink(st, events.WithTTL(time.Millisecond)) })
-	assert.Panics(t, func() { events.NewStoreSink(st, events.WithMaxPerKey(0)) })
-	assert.Panics(t, func() { events.NewStoreSink(st, events.WithStoreClock(nil)) })
-	assert.Panics(t, func() { events.NewStoreSink(st, events.WithRetryInterval(0)) })
+func TestBadRetentionOptionsShouldBeAnErrorAndWriteNothing(t *testing.T) {
+	st := must.Do(memstore.New[string, events.Event]())
+	for want, o := range map[string]events.StoreOption{
+		"events.NewStoreSink: WithTTL(0s): want >= 1s": events.WithTTL(0),
+		"WithTTL(1ms): want >= 1s":                     events.WithTTL(time.Millisecond),
+		"WithMaxPerKey(0): want >= 1":                  events.WithMaxPerKey(0),
+		"WithStoreClock(nil)":                          events.WithStoreClock(nil),
+		"WithRetryInterval(0s): want > 0":              events.WithRetryInterval(0),
+	} {
+		s, err := events.NewStoreSink(st, o)
+		assert.ErrorContains(t, err, want)
+		assert.Nil(t, s)
+	}
+	assert.Zero(t, st.Len(), "a refused sink wrote to the store")
 }

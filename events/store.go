@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,8 @@ const (
 	DefaultTTL = time.Hour
 )
 
-// StoreOption configures a StoreSink; a bad value panics in NewStoreSink.
+// StoreOption configures a StoreSink; NewStoreSink returns an error for a
+// bad value.
 type StoreOption func(*StoreSink)
 
 // WithPrefix sets the prefix of the sink's store keys. The sink owns the
@@ -41,7 +43,8 @@ func WithPrefix(p string) StoreOption { return func(s *StoreSink) { s.prefix = p
 func WithMaxPending(n int) StoreOption {
 	return func(s *StoreSink) {
 		if n < 1 {
-			panic(fmt.Sprintf("events: WithMaxPending(%d): want >= 1", n))
+			s.bad = append(s.bad, fmt.Errorf("WithMaxPending(%d): want >= 1", n))
+			return
 		}
 		s.maxPending = n
 	}
@@ -54,7 +57,8 @@ func WithMaxPending(n int) StoreOption {
 func WithStoreClock(c clock.Clock) StoreOption {
 	return func(s *StoreSink) {
 		if c == nil {
-			panic("events: WithStoreClock(nil)")
+			s.bad = append(s.bad, errors.New("WithStoreClock(nil)"))
+			return
 		}
 		s.clock = c
 	}
@@ -65,7 +69,8 @@ func WithStoreClock(c clock.Clock) StoreOption {
 func WithRetryInterval(d time.Duration) StoreOption {
 	return func(s *StoreSink) {
 		if d <= 0 {
-			panic(fmt.Sprintf("events: WithRetryInterval(%v): want > 0", d))
+			s.bad = append(s.bad, fmt.Errorf("WithRetryInterval(%v): want > 0", d))
+			return
 		}
 		s.retry = d
 	}
@@ -77,7 +82,8 @@ func WithRetryInterval(d time.Duration) StoreOption {
 func WithTTL(d time.Duration) StoreOption {
 	return func(s *StoreSink) {
 		if d < time.Second {
-			panic(fmt.Sprintf("events: WithTTL(%v): want >= 1s", d))
+			s.bad = append(s.bad, fmt.Errorf("WithTTL(%v): want >= 1s", d))
+			return
 		}
 		s.ttl = d
 	}
@@ -89,7 +95,8 @@ func WithTTL(d time.Duration) StoreOption {
 func WithMaxPerKey(n int) StoreOption {
 	return func(s *StoreSink) {
 		if n < 1 {
-			panic(fmt.Sprintf("events: WithMaxPerKey(%d): want >= 1", n))
+			s.bad = append(s.bad, fmt.Errorf("WithMaxPerKey(%d): want >= 1", n))
+			return
 		}
 		s.maxPerKey = n
 	}
@@ -153,6 +160,8 @@ type StoreSink struct {
 	retry      time.Duration
 	ttl        time.Duration
 	maxPerKey  int
+	// bad holds the options' errors, for NewStoreSink to return.
+	bad []error
 
 	mu sync.Mutex
 	// pending maps a store key to the latest version to write there, and
@@ -173,19 +182,28 @@ type StoreSink struct {
 
 // NewStoreSink returns a sink writing to st. Start its Run (a Manager's
 // AddFunc suits it) for the events to reach the store and for retention.
-// It panics on a nil st or a bad option.
-func NewStoreSink(st informer.Store[string, Event], opts ...StoreOption) *StoreSink {
+// It returns an error, naming the option, for a nil st, a nil option or a
+// bad option value (a nil clock, fewer than 1 pending event or record per
+// key, a retry interval not above 0, a TTL under a second).
+func NewStoreSink(st informer.Store[string, Event], opts ...StoreOption) (*StoreSink, error) {
 	if st == nil {
-		panic("events: NewStoreSink(nil)")
+		return nil, errors.New("events.NewStoreSink: nil store")
 	}
 	s := &StoreSink{st: st, prefix: DefaultStorePrefix, maxPending: DefaultMaxPending,
 		clock: clock.RealClock{}, retry: DefaultRetryInterval, ttl: DefaultTTL, maxPerKey: MaxEventsPerKey,
 		pending: make(map[string]Event), wake: make(chan struct{}, 1)}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("events.NewStoreSink: option %d is nil", i)
+		}
 		o(s)
 	}
+	if err := errors.Join(s.bad...); err != nil {
+		return nil, fmt.Errorf("events.NewStoreSink: %w", err)
+	}
+	s.bad = nil
 	s.records.keys = make(map[string]map[string]time.Time)
-	return s
+	return s, nil
 }
 
 // StoreKey returns the store key the sink writes e under.

@@ -14,6 +14,7 @@ import (
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // stored reads e's record from the store the sink writes to.
@@ -25,8 +26,8 @@ func stored(t *testing.T, st informer.ReadWriter[string, events.Event], sink *ev
 }
 
 func TestTheStoreSinkWritesEventsThroughTheStore(t *testing.T) {
-	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st)
+	st := must.Do(memstore.New[string, events.Event]())
+	sink := must.Do(events.NewStoreSink(st))
 	rec, _, _ := newRecorder(events.WithSink(sink))
 	ctx := context.Background()
 	rec.Event(ctx, "web", events.Normal, "SuccessfulCreate", "Created pod: web-1")
@@ -44,8 +45,8 @@ func TestTheStoreSinkWritesEventsThroughTheStore(t *testing.T) {
 }
 
 func TestTheStoreSinkCoalescesTheVersionsOfOneEventIntoOneWrite(t *testing.T) {
-	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st)
+	st := must.Do(memstore.New[string, events.Event]())
+	sink := must.Do(events.NewStoreSink(st))
 	rec, _, _ := newRecorder(events.WithSink(sink))
 	ctx := context.Background()
 	for range 100 {
@@ -65,8 +66,8 @@ func TestTheStoreSinkCoalescesTheVersionsOfOneEventIntoOneWrite(t *testing.T) {
 }
 
 func TestTheStoreSinkNeverMovesAStoredCountBack(t *testing.T) {
-	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st)
+	st := must.Do(memstore.New[string, events.Event]())
+	sink := must.Do(events.NewStoreSink(st))
 	ctx := context.Background()
 	ahead := ev("web", "m", 10) // another writer got further
 	ahead.First = t0.Add(-time.Hour)
@@ -88,8 +89,8 @@ func TestTheStoreSinkNeverMovesAStoredCountBack(t *testing.T) {
 }
 
 func TestTheStoreSinkBoundsItsPendingEvents(t *testing.T) {
-	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st, events.WithMaxPending(2))
+	st := must.Do(memstore.New[string, events.Event]())
+	sink := must.Do(events.NewStoreSink(st, events.WithMaxPending(2)))
 	ctx := context.Background()
 	sink.Write(ctx, ev("web", "a", 1))
 	sink.Write(ctx, ev("web", "b", 1))
@@ -102,8 +103,8 @@ func TestTheStoreSinkBoundsItsPendingEvents(t *testing.T) {
 }
 
 func TestAFlushWithADoneContextKeepsTheEventsPending(t *testing.T) {
-	st := memstore.New[string, events.Event]()
-	sink := events.NewStoreSink(st)
+	st := must.Do(memstore.New[string, events.Event]())
+	sink := must.Do(events.NewStoreSink(st))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	sink.Write(ctx, ev("web", "a", 1))
@@ -132,9 +133,9 @@ func (f *flaky) Create(ctx context.Context, k string, v events.Event) (informer.
 
 func TestRunWritesQueuedEventsRetriesAfterAFailureAndStopsWithItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := &flaky{Store: memstore.New[string, events.Event]()}
+		st := &flaky{Store: must.Do(memstore.New[string, events.Event]())}
 		st.n.Store(1)
-		sink := events.NewStoreSink(st, events.WithRetryInterval(5*time.Second))
+		sink := must.Do(events.NewStoreSink(st, events.WithRetryInterval(5*time.Second)))
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- sink.Run(ctx) }()
@@ -162,8 +163,12 @@ func TestRunWritesQueuedEventsRetriesAfterAFailureAndStopsWithItsContext(t *test
 	})
 }
 
-func TestBadStoreSinkOptionsPanicAtStartUp(t *testing.T) {
-	st := memstore.New[string, events.Event]()
-	assert.Panics(t, func() { events.NewStoreSink(nil) })
-	assert.Panics(t, func() { events.NewStoreSink(st, events.WithMaxPending(0)) })
+func TestBadStoreSinkOptionsShouldBeAnError(t *testing.T) {
+	st := must.Do(memstore.New[string, events.Event]())
+	_, err := events.NewStoreSink(nil)
+	assert.ErrorContains(t, err, "events.NewStoreSink: nil store")
+	_, err = events.NewStoreSink(st, events.WithMaxPending(0))
+	assert.ErrorContains(t, err, "events.NewStoreSink: WithMaxPending(0): want >= 1")
+	_, err = events.NewStoreSink(st, nil)
+	assert.ErrorContains(t, err, "events.NewStoreSink: option 0 is nil")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log"
 
 	"github.com/converge-go/converge/informer"
 )
@@ -53,7 +54,10 @@ func ExampleInformer_BadKeys() {
 	raw.Put("web", `{"replicas": 2}`)
 	raw.Put("api", `{"replicas": "three"}`)
 
-	inf := informer.New[string, spec]("apps", jsonSource{raw})
+	inf, err := informer.New[string, spec]("apps", jsonSource{raw})
+	if err != nil {
+		log.Fatal(err)
+	}
 	added := make(chan string)
 	_, _ = inf.AddHandler(informer.HandlerFuncs[string, spec]{
 		AddFunc: func(k string, v spec, _ bool) { added <- fmt.Sprintf("add %s replicas=%d", k, v.Replicas) },

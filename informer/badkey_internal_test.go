@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"github.com/converge-go/converge/internal/must"
 	"log/slog"
 	"strconv"
 	"testing"
@@ -11,7 +12,7 @@ import (
 // change pays whether or not a key is ever bad.
 func BenchmarkApplyPut(b *testing.B) {
 	const keys = 1024
-	inf := New[string, int]("bench", noSource{}, WithLogger(slog.New(slog.DiscardHandler)))
+	inf := must.Do(New[string, int]("bench", noSource{}, WithLogger(slog.New(slog.DiscardHandler))))
 	names := make([]string, keys)
 	entries := make([]Entry[string, int], keys)
 	for i := range names {

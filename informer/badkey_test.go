@@ -15,6 +15,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // errUndecodable stands for a value the Source could not decode.
@@ -58,7 +59,7 @@ func badKeys(inf *informer.Informer[string, int]) []string {
 func TestABadValueInTheInitialListShouldMarkItsKeyBadAndCacheEveryOtherKey(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet, informer.WithClock(clk))
+	inf := must.Do(informer.New[string, int]("t", src, quiet, informer.WithClock(clk)))
 	h := newRecorder()
 	_, err := inf.AddHandler(h)
 	require.NoError(t, err)
@@ -95,7 +96,7 @@ func TestABadValueInTheInitialListShouldMarkItsKeyBadAndCacheEveryOtherKey(t *te
 
 func TestABadPutShouldKeepTheLastGoodValueAndLetEveryOtherKeyFlowOnTheSameWatch(t *testing.T) {
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet)
+	inf := must.Do(informer.New[string, int]("t", src, quiet))
 	h := newRecorder()
 	_, err := inf.AddHandler(h)
 	require.NoError(t, err)
@@ -126,7 +127,7 @@ func TestABadPutShouldKeepTheLastGoodValueAndLetEveryOtherKeyFlowOnTheSameWatch(
 
 func TestABadPutBelowTheKeysBadRevisionShouldBeAViolation(t *testing.T) {
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet)
+	inf := must.Do(informer.New[string, int]("t", src, quiet))
 	src.list(1, nil)
 	start(t, inf)
 	w := src.nextWatch(t)
@@ -140,7 +141,7 @@ func TestABadPutBelowTheKeysBadRevisionShouldBeAViolation(t *testing.T) {
 
 func TestARelistShouldNeverDeleteAKeyBecauseItsValueIsBad(t *testing.T) {
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet)
+	inf := must.Do(informer.New[string, int]("t", src, quiet))
 	h := newRecorder()
 	_, err := inf.AddHandler(h)
 	require.NoError(t, err)
@@ -176,7 +177,7 @@ func TestARelistShouldNeverDeleteAKeyBecauseItsValueIsBad(t *testing.T) {
 
 func TestARelistOfAnEmptyCacheShouldForgetABadKeyItNoLongerLists(t *testing.T) {
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet)
+	inf := must.Do(informer.New[string, int]("t", src, quiet))
 	src.listEntries(1, bad("a", 1))
 	start(t, inf)
 	w := src.nextWatch(t)
@@ -190,12 +191,12 @@ func TestARelistOfAnEmptyCacheShouldForgetABadKeyItNoLongerLists(t *testing.T) {
 func TestATransformThatPanicsShouldMarkTheKeyBad(t *testing.T) {
 	var logs logBuffer
 	src := newScript()
-	inf := informer.New("t", src, logs.option(), informer.WithTransform(func(v int) int {
+	inf := must.Do(informer.New("t", src, logs.option(), informer.WithTransform(func(v int) int {
 		if v == 13 {
 			panic("unlucky")
 		}
 		return v
-	}))
+	})))
 	src.list(1, map[string]int{"a": 1, "b": 13})
 	start(t, inf)
 	w := src.nextWatch(t)
@@ -216,7 +217,7 @@ func TestATransformThatPanicsShouldMarkTheKeyBad(t *testing.T) {
 
 func TestDeletingABadKeyShouldClearItAndTellHandlersOnlyOfAKeyTheyHad(t *testing.T) {
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet)
+	inf := must.Do(informer.New[string, int]("t", src, quiet))
 	h := newRecorder()
 	_, err := inf.AddHandler(h)
 	require.NoError(t, err)
@@ -243,7 +244,7 @@ func TestDeletingABadKeyShouldClearItAndTellHandlersOnlyOfAKeyTheyHad(t *testing
 func TestABadKeyShouldBeLoggedOncePerRevision(t *testing.T) {
 	var logs logBuffer
 	src := newScript()
-	inf := informer.New[string, int]("t", src, logs.option())
+	inf := must.Do(informer.New[string, int]("t", src, logs.option()))
 	src.list(1, map[string]int{"a": 1})
 	start(t, inf)
 	w := src.nextWatch(t)
@@ -265,7 +266,7 @@ func TestABadKeyShouldBeLoggedOncePerRevision(t *testing.T) {
 
 func TestEntriesShouldCarryTheKeysCachedRevision(t *testing.T) {
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet, informer.WithIndex("parity", parity))
+	inf := must.Do(informer.New[string, int]("t", src, quiet, informer.WithIndex("parity", parity)))
 	src.listEntries(9, informer.Entry[string, int]{Key: "a", Value: 1, Revision: 4}, good("b", 2))
 	start(t, inf)
 	w := src.nextWatch(t)
@@ -288,7 +289,7 @@ func TestEntriesShouldCarryTheKeysCachedRevision(t *testing.T) {
 
 func TestABadPutInABatchShouldNotHoldUpTheRestOfTheBatch(t *testing.T) {
 	src := newBatchSource(1, map[string]int{"a": 1, "b": 1})
-	inf := informer.New[string, int]("t", src, quiet)
+	inf := must.Do(informer.New[string, int]("t", src, quiet))
 	start(t, inf)
 	require.NoError(t, inf.WaitForSync(t.Context()))
 	require.NoError(t, src.send(t,
@@ -306,14 +307,14 @@ func TestABadPutInABatchShouldNotHoldUpTheRestOfTheBatch(t *testing.T) {
 
 func TestAWriteConditionalOnAListedEntrysRevisionShouldSucceedOnMemstore(t *testing.T) {
 	ctx := t.Context()
-	st := memstore.New[string, int]()
+	st := must.Do(memstore.New[string, int]())
 	_, err := st.Create(ctx, "a", 1)
 	require.NoError(t, err)
 	_, err = st.Create(ctx, "b", 1)
 	require.NoError(t, err)
 	_, err = st.Create(ctx, "c", 1) // the list's revision is above a's and b's
 	require.NoError(t, err)
-	inf := informer.New[string, int]("t", st, quiet, informer.WithIndex("parity", parity))
+	inf := must.Do(informer.New[string, int]("t", st, quiet, informer.WithIndex("parity", parity)))
 	start(t, inf)
 	require.NoError(t, inf.WaitForSync(ctx))
 	revOf := func(entries []informer.Entry[string, int], key string) informer.Revision {
@@ -338,7 +339,7 @@ func TestAWriteConditionalOnAListedEntrysRevisionShouldSucceedOnMemstore(t *test
 func TestABadEntryListedAgainWithoutARevisionShouldNotBeLoggedAgain(t *testing.T) {
 	var logs logBuffer
 	src := newScript()
-	inf := informer.New[string, int]("t", src, logs.option())
+	inf := must.Do(informer.New[string, int]("t", src, logs.option()))
 	src.listEntries(1, good("a", 1), bad("b", 0))
 	start(t, inf)
 	w := src.nextWatch(t)
@@ -371,11 +372,11 @@ func (b badBuckets) ListBuckets(ctx context.Context, buckets []int) ([]informer.
 }
 
 func TestABucketLoadedWithABadKeyShouldMarkItAndItsReleaseShouldForgetIt(t *testing.T) {
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("1/a", 1)
 	store.Put("1/bad", 1)
 	store.Put("2/a", 1)
-	inf := informer.New("ints", informer.Bucketed(badBuckets{memstore.WithBuckets(store, digitBucket), "1/bad"}, digitBucket), quiet)
+	inf := must.Do(informer.New("ints", informer.Bucketed(badBuckets{memstore.WithBuckets(store, digitBucket), "1/bad"}, digitBucket), quiet))
 	ctx := runInformer(t, inf)
 	require.NoError(t, inf.AcquireBucket(ctx, 1))
 	assert.Equal(t, []string{"1/a"}, keysOf(inf.List()))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // batchSource is a plain Source the test drives: List returns the entries
@@ -78,7 +79,7 @@ func del(key string, rev informer.Revision) informer.Event[string, int] {
 
 func TestABurstShouldBeAppliedInOrderAndEveryHandlerEndWithEachKeysLatestState(t *testing.T) {
 	src := newBatchSource(10, map[string]int{"a": 1, "b": 1})
-	inf := informer.New[string, int]("t", src, quiet)
+	inf := must.Do(informer.New[string, int]("t", src, quiet))
 	fast, slow := newRecorder(), newRecorder()
 	slow.slow = time.Millisecond
 	for _, h := range []*recorder{fast, slow} {
@@ -116,7 +117,7 @@ func TestABurstShouldBeAppliedInOrderAndEveryHandlerEndWithEachKeysLatestState(t
 
 func TestEveryKeyOfABurstLongerThanOneLockHoldShouldReachTheHandlerInRevisionOrder(t *testing.T) {
 	src := newBatchSource(1, nil)
-	inf := informer.New[string, int]("t", src, quiet)
+	inf := must.Do(informer.New[string, int]("t", src, quiet))
 	h := newRecorder()
 	reg, err := inf.AddHandler(h)
 	require.NoError(t, err)
@@ -149,12 +150,12 @@ func TestCancellingTheContextInTheMiddleOfABurstShouldStopApplyingItAtTheNextLoc
 	defer cancel()
 	const cancelAt = 300
 	src := newBatchSource(1, nil)
-	inf := informer.New[string, int]("t", src, quiet, informer.WithTransform(func(v int) int {
+	inf := must.Do(informer.New[string, int]("t", src, quiet, informer.WithTransform(func(v int) int {
 		if v == cancelAt {
 			cancel() // while the informer applies the batch
 		}
 		return v
-	}))
+	})))
 	done := make(chan error, 1)
 	go func() { done <- inf.Run(ctx) }()
 	require.NoError(t, inf.WaitForSync(ctx))

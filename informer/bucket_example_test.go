@@ -3,6 +3,7 @@ package informer_test
 import (
 	"context"
 	"fmt"
+	"log"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
@@ -13,12 +14,18 @@ import (
 // controller (reconcile.WithShards) makes these calls itself as its
 // replica acquires and hands over buckets.
 func ExampleBucketed() {
-	store := memstore.New[string, int]()
+	store, err := memstore.New[string, int]()
+	if err != nil {
+		log.Fatal(err)
+	}
 	for i, k := range []string{"0/a", "1/a", "1/b", "2/a"} {
 		store.Put(k, i)
 	}
 	bucketOf := func(k string) int { return int(k[0] - '0') } // "<bucket>/<name>"
-	inf := informer.New("ints", informer.Bucketed(memstore.WithBuckets(store, bucketOf), bucketOf))
+	inf, err := informer.New("ints", informer.Bucketed(memstore.WithBuckets(store, bucketOf), bucketOf))
+	if err != nil {
+		log.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- inf.Run(ctx) }()

@@ -12,6 +12,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/informer/sourcetest"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // digitBucket files "<d>/name" under bucket d.
@@ -30,11 +31,11 @@ func runInformer(t *testing.T, inf *informer.Informer[string, int]) context.Cont
 }
 
 func TestABucketedInformerCachesOnlyTheBucketsItHolds(t *testing.T) {
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for _, k := range []string{"0/a", "1/a", "1/b", "2/a"} {
 		store.Put(k, 1)
 	}
-	inf := informer.New("ints", informer.Bucketed(memstore.WithBuckets(store, digitBucket), digitBucket))
+	inf := must.Do(informer.New("ints", informer.Bucketed(memstore.WithBuckets(store, digitBucket), digitBucket)))
 	var mu sync.Mutex
 	var told []string
 	_, err := inf.AddHandler(informer.HandlerFuncs[string, int]{AddFunc: func(k string, _ int, _ bool) {
@@ -97,11 +98,11 @@ func (s *racingSource) ListBuckets(ctx context.Context, buckets []int) ([]inform
 }
 
 func TestABucketedInformerKeepsTheChangesMadeWhileABucketLoads(t *testing.T) {
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("1/a", 1)
 	store.Put("1/b", 1)
 	src := &racingSource{Buckets: memstore.WithBuckets(store, digitBucket), rev: make(chan informer.Revision, 1)}
-	inf := informer.New("ints", informer.Bucketed[string, int](src, digitBucket))
+	inf := must.Do(informer.New("ints", informer.Bucketed[string, int](src, digitBucket)))
 	ctx := runInformer(t, inf)
 
 	require.NoError(t, inf.AcquireBucket(ctx, 1))
@@ -112,10 +113,10 @@ func TestABucketedInformerKeepsTheChangesMadeWhileABucketLoads(t *testing.T) {
 }
 
 func TestAnInformerThatIsNotBucketedCachesEveryBucket(t *testing.T) {
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("1/a", 1)
 	store.Put("2/a", 1)
-	inf := informer.New("ints", store)
+	inf := must.Do(informer.New("ints", store))
 	ctx := runInformer(t, inf)
 	require.NoError(t, inf.AcquireBucket(ctx, 1))
 	inf.ReleaseBucket(1)
@@ -123,7 +124,7 @@ func TestAnInformerThatIsNotBucketedCachesEveryBucket(t *testing.T) {
 }
 
 func TestABucketedInformerOverTheMemoryStoreCachesOnlyTheBucketsItHolds(t *testing.T) {
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	of := func(k string) int { return int(k[len(k)-1]-'0') % 4 }
 	sourcetest.RunBucketed(t, sourcetest.BucketSuite[int]{Source: memstore.WithBuckets(store, of), Store: store,
 		BucketOf: of, Buckets: 4, Value: func(i int) int { return i }})

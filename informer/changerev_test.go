@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // revRecorder is a recorder that is also a RevisionHandler: each call it
@@ -68,7 +69,7 @@ func (r *revRecorder) Revs() []revCall {
 
 func TestARevisionHandlerIsToldEachChangesOwnRevisionNotTheInformers(t *testing.T) {
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet)
+	inf := must.Do(informer.New[string, int]("t", src, quiet))
 	h := newRevRecorder()
 	h.gate = make(chan struct{}, 16)
 	_, err := inf.AddHandler(h)
@@ -109,7 +110,7 @@ func TestARevisionHandlerIsToldEachChangesOwnRevisionNotTheInformers(t *testing.
 func TestListsResyncsAndReplaysTellTheRevisionOfTheValueDelivered(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet, informer.WithClock(clk), informer.WithResync(time.Minute))
+	inf := must.Do(informer.New[string, int]("t", src, quiet, informer.WithClock(clk), informer.WithResync(time.Minute)))
 	early := newRevRecorder()
 	_, err := inf.AddHandler(early)
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/faults"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // The informer's central contract: whatever the source does within its
@@ -43,11 +44,11 @@ func convergeUnderFaults(t *testing.T, seed uint64) {
 	)
 	// A short history makes the store expire watches that fall behind,
 	// on top of the simulated compactions.
-	store := memstore.New[string, int](memstore.WithHistory(256))
-	src := faults.New(store, seed)
-	inf := informer.New("converge", src, quiet,
+	store := must.Do(memstore.New[string, int](memstore.WithHistory(256)))
+	src := must.Do(faults.New(store, seed))
+	inf := must.Do(informer.New("converge", src, quiet,
 		informer.WithIndex("parity", parity),
-		informer.WithWatchBackoff(backoff.Exponential{Base: time.Millisecond, Cap: 5 * time.Millisecond, Jitter: backoff.FullJitter}))
+		informer.WithWatchBackoff(backoff.Exponential{Base: time.Millisecond, Cap: 5 * time.Millisecond, Jitter: backoff.FullJitter})))
 	fast, slow := newRecorder(), newRecorder()
 	slow.slow = 100 * time.Microsecond
 	_, err := inf.AddHandler(fast)

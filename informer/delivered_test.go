@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // gatedHandler records the keys it is given, in order, with the callbacks
@@ -61,7 +62,7 @@ func (h *gatedHandler) holdNext() chan struct{} {
 func registered(t *testing.T) (*gatedHandler, *informer.Registration[string, int], *informer.Informer[string, int], *watchCall) {
 	t.Helper()
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet)
+	inf := must.Do(informer.New[string, int]("t", src, quiet))
 	h := &gatedHandler{}
 	reg, err := inf.AddHandler(h.funcs())
 	require.NoError(t, err)
@@ -93,7 +94,7 @@ func TestRegistrationAfterRevisionShouldRunOnlyOnceTheHandlerHasBeenGivenTheChan
 func TestRegistrationAfterRevisionShouldRunAtOnceWhenTheHandlerHasEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		h := &gatedHandler{}
 		reg, err := inf.AddHandler(h.funcs())
 		require.NoError(t, err)
@@ -110,7 +111,7 @@ func TestRegistrationAfterRevisionShouldRunAtOnceWhenTheHandlerHasEverything(t *
 func TestRegistrationAfterRevisionShouldWaitForAReplayToALateHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		w, stop := running(t, src, inf, 1, map[string]int{"a": 1, "b": 1, "c": 1})
 		defer stop()
 		synctest.Wait()

@@ -3,6 +3,7 @@ package informer_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"sync"
 
 	"github.com/converge-go/converge/informer"
@@ -69,7 +70,10 @@ func Example() {
 	src := &mapSource{data: map[string]string{}, changed: make(chan struct{})}
 	src.Put("web", "v1")
 
-	inf := informer.New[string, string]("apps", src)
+	inf, err := informer.New[string, string]("apps", src)
+	if err != nil {
+		log.Fatal(err)
+	}
 	seen := make(chan string)
 	_, _ = inf.AddHandler(informer.HandlerFuncs[string, string]{
 		AddFunc:    func(k, v string, initial bool) { seen <- fmt.Sprintf("add %s=%s initial=%v", k, v, initial) },

@@ -3,6 +3,7 @@ package informer_test
 import (
 	"context"
 	"fmt"
+	"log"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
@@ -14,7 +15,10 @@ import (
 // the finalizer deletes the key.
 func ExampleFinalize() {
 	ctx := context.Background()
-	store := memstore.New[string, Database]()
+	store, err := memstore.New[string, Database]()
+	if err != nil {
+		log.Fatal(err)
+	}
 	store.Put("db", Database{Size: 10})
 	const fin = "databases.example.com/backups"
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 )
 
@@ -41,7 +42,7 @@ func read(t *testing.T, s *memstore.Store[string, widget], key string) widget {
 // its deletion if deleting, and returns the store and the value read back.
 func stored(t *testing.T, deleting bool, fins ...string) (*memstore.Store[string, widget], widget) {
 	t.Helper()
-	s := memstore.New[string, widget]()
+	s := must.Do(memstore.New[string, widget]())
 	s.Put("w", widget{Size: 1, Meta: object.Meta{Finalizers: fins}})
 	if deleting {
 		_, _, err := informer.RequestDelete(t.Context(), s, "w")

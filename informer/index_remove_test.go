@@ -7,11 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestRemoveIndexShouldDropOneIndexAndKeepTheOthersFollowingChanges(t *testing.T) {
 	src := newScript()
-	inf := informer.New("t", src, quiet, informer.WithIndex("parity", parity))
+	inf := must.Do(informer.New("t", src, quiet, informer.WithIndex("parity", parity)))
 	src.list(10, map[string]int{"a": 1, "b": 2})
 	start(t, inf)
 	w := src.nextWatch(t)

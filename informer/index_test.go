@@ -8,11 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestAddIndexBeforeRunIndexesTheFirstListAndLaterChanges(t *testing.T) {
 	src := newScript()
-	inf := informer.New("t", src, quiet)
+	inf := must.Do(informer.New("t", src, quiet))
 	require.NoError(t, inf.AddIndex("parity", parity))
 	assert.True(t, inf.HasIndex("parity"))
 	src.list(10, map[string]int{"a": 1, "b": 2})
@@ -26,7 +27,7 @@ func TestAddIndexBeforeRunIndexesTheFirstListAndLaterChanges(t *testing.T) {
 
 func TestAddIndexOnARunningInformerFilesTheCachedEntriesThenFollowsChanges(t *testing.T) {
 	src := newScript()
-	inf := informer.New("t", src, quiet, informer.WithIndex("parity", parity))
+	inf := must.Do(informer.New("t", src, quiet, informer.WithIndex("parity", parity)))
 	src.list(10, map[string]int{"a": 1, "b": 2, "c": 3})
 	start(t, inf)
 	w := src.nextWatch(t)
@@ -48,7 +49,7 @@ func TestAddIndexOnARunningInformerFilesTheCachedEntriesThenFollowsChanges(t *te
 
 func TestAddIndexRejectsANameInUseANilFuncAndAPanicWithoutChangingAnything(t *testing.T) {
 	src := newScript()
-	inf := informer.New("t", src, quiet, informer.WithIndex("parity", parity))
+	inf := must.Do(informer.New("t", src, quiet, informer.WithIndex("parity", parity)))
 	src.list(10, map[string]int{"a": 1})
 	start(t, inf)
 	src.nextWatch(t)
@@ -70,7 +71,7 @@ func TestAddIndexRejectsANameInUseANilFuncAndAPanicWithoutChangingAnything(t *te
 // and ByIndex from other goroutines while the informer applies changes.
 func TestAddIndexRacesWithChangesAndReaders(t *testing.T) {
 	src := newScript()
-	inf := informer.New("t", src, quiet)
+	inf := must.Do(informer.New("t", src, quiet))
 	src.list(1, map[string]int{"a": 1})
 	start(t, inf)
 	w := src.nextWatch(t)

@@ -95,18 +95,25 @@ type Informer[K comparable, V any] struct {
 }
 
 // New returns an informer named name (for errors and logs) that follows
-// src. It panics, with a message naming the informer, on a nil src (or a
-// nil pointer, map, channel or function that implements Source), on
-// options built for other key or value types, and on duplicate or nil
-// indexes: programming errors, which would otherwise surface only when Run
-// fails on another goroutine.
-func New[K comparable, V any](name string, src Source[K, V], opts ...Option) *Informer[K, V] {
+// src. It returns an error naming the informer and the option for a nil src
+// (or a nil pointer, map, channel or function that implements Source), a nil
+// option, options built for other key or value types, and duplicate or nil
+// indexes, which would otherwise surface only when Run fails on another
+// goroutine.
+func New[K comparable, V any](name string, src Source[K, V], opts ...Option) (*Informer[K, V], error) {
 	if isNil(src) {
-		panic(fmt.Sprintf("informer %q: New: nil Source %T", name, src))
+		return nil, fmt.Errorf("informer.New(%q): nil Source %T", name, src)
 	}
 	var c config
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("informer.New(%q): option %d is nil", name, i)
+		}
 		o(&c)
+	}
+	transform, err := optionFor[func(V) V]("WithTransform", c.transform)
+	if err != nil {
+		return nil, fmt.Errorf("informer.New(%q): %w", name, err)
 	}
 	inf := &Informer[K, V]{
 		name:        name,
@@ -115,7 +122,7 @@ func New[K comparable, V any](name string, src Source[K, V], opts ...Option) *In
 		backoff:     defaultWatchBackoff,
 		clock:       c.clock,
 		log:         c.logger,
-		transform:   optionFor[func(V) V]("WithTransform", c.transform),
+		transform:   transform,
 		cacheSynced: make(chan struct{}),
 		done:        make(chan struct{}),
 	}
@@ -131,18 +138,21 @@ func New[K comparable, V any](name string, src Source[K, V], opts ...Option) *In
 	inf.log = inf.log.With("informer", name)
 	inf.cache = newCache[K, V]()
 	for _, ix := range c.indexes {
-		fn := optionFor[IndexFunc[K, V]]("WithIndex", ix.fn)
+		fn, err := optionFor[IndexFunc[K, V]](fmt.Sprintf("WithIndex(%q)", ix.name), ix.fn)
+		if err != nil {
+			return nil, fmt.Errorf("informer.New(%q): %w", name, err)
+		}
 		if fn == nil {
-			panic(fmt.Sprintf("informer %q: WithIndex(%q): nil IndexFunc", name, ix.name))
+			return nil, fmt.Errorf("informer.New(%q): WithIndex(%q): nil IndexFunc", name, ix.name)
 		}
 		if inf.cache.hasIndex(ix.name) {
-			panic(fmt.Sprintf("informer %q: WithIndex(%q): duplicate index name", name, ix.name))
+			return nil, fmt.Errorf("informer.New(%q): WithIndex(%q): duplicate index name", name, ix.name)
 		}
 		if err := inf.cache.addIndex(ix.name, fn); err != nil {
-			panic(fmt.Sprintf("informer %q: WithIndex(%q): %v", name, ix.name, err)) // unreachable: the cache is empty
+			return nil, fmt.Errorf("informer.New(%q): WithIndex(%q): %w", name, ix.name, err)
 		}
 	}
-	return inf
+	return inf, nil
 }
 
 // isNil reports whether src is nil, or a nil value of a kind whose methods

@@ -15,6 +15,7 @@ import (
 
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 )
 
 var quiet = informer.WithLogger(slog.New(slog.DiscardHandler))
@@ -38,7 +39,7 @@ func keysOf(entries []informer.Entry[string, int]) []string {
 
 func TestCacheAndIndexFollowListAndWatch(t *testing.T) {
 	src := newScript()
-	inf := informer.New("t", src, quiet, informer.WithIndex("parity", parity))
+	inf := must.Do(informer.New("t", src, quiet, informer.WithIndex("parity", parity)))
 	src.list(10, map[string]int{"a": 1, "b": 2, "c": 3})
 	start(t, inf)
 	w := src.nextWatch(t)
@@ -63,22 +64,27 @@ func TestCacheAndIndexFollowListAndWatch(t *testing.T) {
 }
 
 func TestByIndexPanicsOnAnUnknownIndex(t *testing.T) {
-	inf := informer.New[string, int]("t", newScript(), quiet)
+	inf := must.Do(informer.New[string, int]("t", newScript(), quiet))
 	assert.PanicsWithValue(t, `informer: no index named "nope"`, func() { inf.ByIndex("nope", "x") })
 }
 
-func TestNewPanicsOnOptionsForOtherTypes(t *testing.T) {
-	assert.Panics(t, func() {
-		informer.New[string, int]("t", newScript(), informer.WithTransform(func(s string) string { return s }))
-	})
-	assert.Panics(t, func() {
-		informer.New[string, int]("t", newScript(), informer.WithIndex("p", parity), informer.WithIndex("p", parity))
-	})
+func TestNewShouldReturnAnErrorForOptionsThatCannotWork(t *testing.T) {
+	inf, err := informer.New[string, int]("t", newScript(), informer.WithTransform(func(s string) string { return s }))
+	assert.ErrorContains(t, err, `informer.New("t"): WithTransform: got func(string) string, want func(int) int: the option was built for other key or value types`)
+	assert.Nil(t, inf)
+	_, err = informer.New[string, int]("t", newScript(), informer.WithIndex("p", parity), informer.WithIndex("p", parity))
+	assert.ErrorContains(t, err, `informer.New("t"): WithIndex("p"): duplicate index name`)
+	_, err = informer.New[string, int]("t", newScript(), informer.WithIndex[string, int]("p", nil))
+	assert.ErrorContains(t, err, `informer.New("t"): WithIndex("p"): nil IndexFunc`)
+	_, err = informer.New[string, int]("t", newScript(), informer.WithIndex[string, string]("p", nil))
+	assert.ErrorContains(t, err, `informer.New("t"): WithIndex("p"): got informer.IndexFunc[string,string]`)
+	_, err = informer.New[string, int]("t", newScript(), nil)
+	assert.ErrorContains(t, err, `informer.New("t"): option 0 is nil`)
 }
 
 func TestTransformAppliesToListedAndWatchedValues(t *testing.T) {
 	src := newScript()
-	inf := informer.New("t", src, quiet, informer.WithTransform(func(v int) int { return v * 10 }))
+	inf := must.Do(informer.New("t", src, quiet, informer.WithTransform(func(v int) int { return v * 10 })))
 	h := newRecorder()
 	_, err := inf.AddHandler(h)
 	require.NoError(t, err)
@@ -92,7 +98,7 @@ func TestTransformAppliesToListedAndWatchedValues(t *testing.T) {
 
 func TestDuplicateEventsChangeNothing(t *testing.T) {
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet)
+	inf := must.Do(informer.New[string, int]("t", src, quiet))
 	h := newRecorder()
 	_, err := inf.AddHandler(h)
 	require.NoError(t, err)
@@ -122,7 +128,7 @@ func TestDuplicateEventsChangeNothing(t *testing.T) {
 
 func TestHandlerAddedLateGetsTheCacheReplayedAsInitialAdds(t *testing.T) {
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet)
+	inf := must.Do(informer.New[string, int]("t", src, quiet))
 	src.list(5, map[string]int{"a": 1, "b": 2})
 	start(t, inf)
 	w := src.nextWatch(t)
@@ -157,7 +163,7 @@ func compareStrings(a, b string) int {
 func TestHasSyncedWaitsUntilEveryEarlyHandlerHasTheFirstList(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		fast, slow := newRecorder(), newRecorder()
 		slow.gate = make(chan struct{})
 		_, err := inf.AddHandler(fast)
@@ -205,7 +211,7 @@ func TestHasSyncedWaitsUntilEveryEarlyHandlerHasTheFirstList(t *testing.T) {
 
 func TestWaitForSyncFailsWhenContextEndsOrRunStops(t *testing.T) {
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet)
+	inf := must.Do(informer.New[string, int]("t", src, quiet))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, inf.WaitForSync(ctx), context.DeadlineExceeded)
@@ -218,7 +224,7 @@ func TestWaitForSyncFailsWhenContextEndsOrRunStops(t *testing.T) {
 
 func TestRelistAfterExpiryEmitsTheDifferenceWithLastKnownValues(t *testing.T) {
 	src := newScript()
-	inf := informer.New("t", src, quiet, informer.WithIndex("parity", parity))
+	inf := must.Do(informer.New("t", src, quiet, informer.WithIndex("parity", parity)))
 	h := newRecorder()
 	_, err := inf.AddHandler(h)
 	require.NoError(t, err)
@@ -250,8 +256,8 @@ func TestRelistAfterExpiryEmitsTheDifferenceWithLastKnownValues(t *testing.T) {
 func TestWatchErrorsResumeAfterTheLastRevisionWithExponentialBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet,
-			informer.WithWatchBackoff(backoff.Exponential{Base: time.Second, Cap: time.Minute}))
+		inf := must.Do(informer.New[string, int]("t", src, quiet,
+			informer.WithWatchBackoff(backoff.Exponential{Base: time.Second, Cap: time.Minute})))
 		src.list(1, nil)
 		start(t, inf)
 		w := src.nextWatch(t)
@@ -300,8 +306,8 @@ func nextWatchAfter(t *testing.T, src *script, d time.Duration) *watchCall {
 func TestListErrorsAreRetriedWithBackoff(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet, informer.WithClock(clk),
-		informer.WithWatchBackoff(backoff.Exponential{Base: time.Second, Cap: time.Minute}))
+	inf := must.Do(informer.New[string, int]("t", src, quiet, informer.WithClock(clk),
+		informer.WithWatchBackoff(backoff.Exponential{Base: time.Second, Cap: time.Minute})))
 	src.lists <- listReply{err: assert.AnError}
 	start(t, inf)
 	require.Eventually(t, clk.HasWaiters, wait, time.Millisecond)
@@ -316,7 +322,7 @@ func TestListErrorsAreRetriedWithBackoff(t *testing.T) {
 func TestResyncRedeliversEveryKeyAsAnUpdate(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet, informer.WithClock(clk), informer.WithResync(time.Minute))
+	inf := must.Do(informer.New[string, int]("t", src, quiet, informer.WithClock(clk), informer.WithResync(time.Minute)))
 	h := newRecorder()
 	_, err := inf.AddHandler(h)
 	require.NoError(t, err)
@@ -338,7 +344,7 @@ func TestResyncRedeliversEveryKeyAsAnUpdate(t *testing.T) {
 
 func TestSlowHandlerDoesNotBlockAnotherHandlerOrTheCache(t *testing.T) {
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet)
+	inf := must.Do(informer.New[string, int]("t", src, quiet))
 	blocked, fast := newRecorder(), newRecorder()
 	blocked.gate = make(chan struct{})
 	_, err := inf.AddHandler(blocked)
@@ -382,7 +388,7 @@ func assertMapEqual(a, b map[string]int) bool {
 
 func TestRunStopsEverythingWhenTheContextEnds(t *testing.T) {
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet, informer.WithResync(time.Hour))
+	inf := must.Do(informer.New[string, int]("t", src, quiet, informer.WithResync(time.Hour)))
 	for range 3 {
 		_, err := inf.AddHandler(newRecorder())
 		require.NoError(t, err)

@@ -31,7 +31,8 @@ const backoffResetAfter = time.Minute
 //
 // Options are not generic, so that most call sites stay short; the two
 // that carry typed functions (WithTransform, WithIndex) are checked against
-// the informer's types when New runs, and New panics on a mismatch.
+// the informer's types when New runs, and New returns an error on a
+// mismatch.
 type Option func(*config)
 
 type config struct {
@@ -86,7 +87,8 @@ func WithLogger(l *slog.Logger) Option {
 // cache (from lists and from watch events), before indexing and before
 // handlers see it: typically to drop fields nobody reads, and so save
 // memory. It must not modify a value the source may still hold; return a
-// trimmed copy instead. V must be the informer's value type, or New panics.
+// trimmed copy instead. V must be the informer's value type, or New returns
+// an error.
 // Default: values are cached as the source returns them.
 func WithTransform[V any](fn func(V) V) Option {
 	return func(c *config) {
@@ -97,22 +99,24 @@ func WithTransform[V any](fn func(V) V) Option {
 }
 
 // WithIndex adds a secondary index named name, queried with
-// Informer.ByIndex. K and V must be the informer's types, and names must be
-// unique, or New panics. Default: no indexes.
+// Informer.ByIndex. K and V must be the informer's types, fn must not be
+// nil, and names must be unique, or New returns an error. Default: no
+// indexes.
 func WithIndex[K comparable, V any](name string, fn IndexFunc[K, V]) Option {
 	return func(c *config) { c.indexes = append(c.indexes, namedIndex{name: name, fn: fn}) }
 }
 
-// optionFor returns v as T, or the zero T if v is nil. It panics if v holds
-// another type: that is an option built for another key or value type.
-func optionFor[T any](option string, v any) T {
+// optionFor returns v as T, or the zero T if v is nil. It returns an error
+// if v holds another type: that is an option built for another key or value
+// type.
+func optionFor[T any](option string, v any) (T, error) {
 	var zero T
 	if v == nil {
-		return zero
+		return zero, nil
 	}
 	t, ok := v.(T)
 	if !ok {
-		panic(fmt.Sprintf("informer: %s: got %T, want %v: the option was built for other key or value types", option, v, reflect.TypeFor[T]()))
+		return zero, fmt.Errorf("%s: got %T, want %v: the option was built for other key or value types", option, v, reflect.TypeFor[T]())
 	}
-	return t
+	return t, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/poll"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // named is what the polled backend lists.
@@ -47,10 +48,10 @@ func TestATransientPollErrorShouldResumeTheWatchWithoutARelist(t *testing.T) {
 			defer mu.Unlock()
 			calls = append(calls, fmt.Sprintf(format, args...))
 		}
-		src := poll.New(list, func(o named) string { return o.Name },
-			poll.WithInterval(interval), poll.WithJitter(0))
-		inf := informer.New("polled", src, quiet,
-			informer.WithWatchBackoff(backoff.Exponential{Base: time.Second, Cap: time.Second}))
+		src := must.Do(poll.New(list, func(o named) string { return o.Name },
+			poll.WithInterval(interval), poll.WithJitter(0)))
+		inf := must.Do(informer.New("polled", src, quiet,
+			informer.WithWatchBackoff(backoff.Exponential{Base: time.Second, Cap: time.Second})))
 		_, err := inf.AddHandler(informer.HandlerFuncs[string, named]{
 			AddFunc:    func(k string, v named, _ bool) { record("add %s %d", k, v.N) },
 			UpdateFunc: func(k string, o, v named, resync bool) { record("update %s %d->%d resync=%v", k, o.N, v.N, resync) },

@@ -9,12 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestRemoveShouldWaitForTheCallInProgressAfterWhichNoCallFollows(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		entered, release := make(chan struct{}), make(chan struct{})
 		var calls []string
 		reg, err := inf.AddHandler(informer.HandlerFuncs[string, int]{
@@ -56,7 +57,7 @@ func TestRemoveShouldWaitForTheCallInProgressAfterWhichNoCallFollows(t *testing.
 
 func TestRemovedHandlerGetsNothingMore(t *testing.T) {
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet)
+	inf := must.Do(informer.New[string, int]("t", src, quiet))
 	h, other := newRecorder(), newRecorder()
 	reg, err := inf.AddHandler(h)
 	require.NoError(t, err)
@@ -76,7 +77,7 @@ func TestRemovedHandlerGetsNothingMore(t *testing.T) {
 
 func TestARegistrationIsIdleOnceItsHandlerReturnedForEveryChange(t *testing.T) {
 	src := newScript()
-	inf := informer.New("t", src, quiet)
+	inf := must.Do(informer.New("t", src, quiet))
 	gate := make(chan struct{})
 	reg, err := inf.AddHandler(informer.HandlerFuncs[string, int]{
 		UpdateFunc: func(string, int, int, bool) { <-gate },
@@ -99,7 +100,7 @@ func TestARegistrationIsIdleOnceItsHandlerReturnedForEveryChange(t *testing.T) {
 func TestHandlersRemovedWhileRunReturnsAreAllHalted(t *testing.T) {
 	for range 20 {
 		src := newScript()
-		inf := informer.New("t", src, quiet)
+		inf := must.Do(informer.New("t", src, quiet))
 		var regs []*informer.Registration[string, int]
 		for range 8 {
 			reg, err := inf.AddHandler(informer.HandlerFuncs[string, int]{})

@@ -15,15 +15,16 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestAHandlerAddedWhileTheStoreChangesShouldBeGivenEachKeysReplayBeforeItsChanges(t *testing.T) {
 	const keys = 5000
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for i := range keys {
 		store.Put("k"+strconv.Itoa(i), i)
 	}
-	inf := informer.New[string, int]("t", store, quiet)
+	inf := must.Do(informer.New[string, int]("t", store, quiet))
 	start(t, inf)
 	require.NoError(t, inf.WaitForSync(context.Background()))
 
@@ -71,11 +72,11 @@ func TestAHandlerAddedWhileTheStoreChangesShouldBeGivenEachKeysReplayBeforeItsCh
 //	go test -run '^$' -bench GetWhileAddHandlerReplays -benchtime 5x ./informer/
 func BenchmarkGetWhileAddHandlerReplays(b *testing.B) {
 	const n = 1_000_000
-	store := memstore.New[int, int](memstore.WithHistory(1))
+	store := must.Do(memstore.New[int, int](memstore.WithHistory(1)))
 	for i := range n {
 		store.Put(i, i)
 	}
-	inf := informer.New[int, int]("bench", store, quiet)
+	inf := must.Do(informer.New[int, int]("bench", store, quiet))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- inf.Run(ctx) }()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 
 	"github.com/converge-go/converge/informer"
@@ -36,7 +37,10 @@ func ExampleRevisionHandler() {
 	src := &mapSource{data: map[string]string{}, changed: make(chan struct{})}
 	src.Put("a", "1")
 	src.Put("b", "1")
-	inf := informer.New[string, string]("example", src, informer.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	inf, err := informer.New[string, string]("example", src, informer.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		log.Fatal(err)
+	}
 	h := &revLogger{done: make(chan struct{})}
 	if _, err := inf.AddHandler(h); err != nil {
 		panic(err)

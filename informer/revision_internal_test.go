@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/converge-go/converge/internal/must"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -39,7 +40,7 @@ func waiting(inf *Informer[string, int]) int {
 
 func TestWaitersThatGiveUpOrAreStoppedLeaveTheHeap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		inf := New[string, int]("t", noSource{})
+		inf := must.Do(New[string, int]("t", noSource{}))
 		ctx, cancel := context.WithCancel(t.Context())
 		errs := make(chan error, 3)
 		for _, rev := range []Revision{5, 3, 7} {
@@ -64,7 +65,7 @@ func TestWaitersThatGiveUpOrAreStoppedLeaveTheHeap(t *testing.T) {
 }
 
 func TestWaiterHeapPopsByRevisionThenArrival(t *testing.T) {
-	inf := New[string, int]("t", noSource{})
+	inf := must.Do(New[string, int]("t", noSource{}))
 	for _, rev := range []Revision{8, 2, 6, 4, 2} {
 		inf.addWaiterLocked(&revWaiter{rev: rev, ch: make(chan struct{})})
 	}
@@ -82,7 +83,7 @@ func TestWaiterHeapPopsByRevisionThenArrival(t *testing.T) {
 }
 
 func TestWakingClosesOnlyTheWaitersAtOrBelowLastRev(t *testing.T) {
-	inf := New[string, int]("t", noSource{})
+	inf := must.Do(New[string, int]("t", noSource{}))
 	chs := map[Revision]chan struct{}{}
 	for _, rev := range []Revision{8, 2, 6, 4} {
 		chs[rev] = make(chan struct{})

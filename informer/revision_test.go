@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // These tests run in synctest bubbles: after synctest.Wait, everything the
@@ -48,7 +49,7 @@ func running(t *testing.T, src *script, inf *informer.Informer[string, int], rev
 func TestWaitForRevisionReturnsOnceTheRevisionIsAppliedAndNotBefore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		rec := newRecorder()
 		_, err := inf.AddHandler(rec)
 		require.NoError(t, err)
@@ -80,7 +81,7 @@ func TestWaitForRevisionReturnsOnceTheRevisionIsAppliedAndNotBefore(t *testing.T
 func TestWaitForRevisionReturnsAtOnceWhenTheRevisionIsAlreadyReached(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		done, cancel := context.WithCancel(t.Context())
 		cancel() // a done context proves that nothing waits
 
@@ -99,7 +100,7 @@ func TestWaitForRevisionReturnsAtOnceWhenTheRevisionIsAlreadyReached(t *testing.
 func TestWaitForRevisionReturnsTheContextErrorWhenTheContextEndsFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		w, stop := running(t, src, inf, 1, nil)
 
 		ctx, cancel := context.WithCancel(t.Context())
@@ -136,7 +137,7 @@ func TestWaitForRevisionReturnsTheContextErrorWhenTheContextEndsFirst(t *testing
 func TestWaitForRevisionReturnsErrStoppedWhenRunReturnsFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		_, stop := running(t, src, inf, 1, nil)
 		done := waitAsync(t.Context(), inf, 2)
 		synctest.Wait()
@@ -152,7 +153,7 @@ func TestWaitForRevisionReturnsErrStoppedWhenRunReturnsFirst(t *testing.T) {
 func TestWaitForRevisionWakesManyWaitersInRevisionOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		w, stop := running(t, src, inf, 1, nil)
 		// Registered out of order, several per revision.
 		revs := []informer.Revision{9, 2, 5, 5, 3, 8, 2, 7, 4, 6, 9, 3}
@@ -183,7 +184,7 @@ func TestWaitForRevisionWakesManyWaitersInRevisionOrder(t *testing.T) {
 func TestWaitForRevisionIsWokenByABookmark(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		w, stop := running(t, src, inf, 1, map[string]int{"a": 1})
 		done := waitAsync(t.Context(), inf, 7)
 		w.send(t, informer.Event[string, int]{Type: informer.Bookmark, Revision: 6})
@@ -203,7 +204,7 @@ func TestWaitForRevisionIsWokenByABookmark(t *testing.T) {
 func TestWaitForRevisionIsWokenByADuplicateOnlyIfItsRevisionIsNew(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		w, stop := running(t, src, inf, 1, nil)
 		w.put(t, "a", 1, 3)
 		done := waitAsync(t.Context(), inf, 4)
@@ -222,7 +223,7 @@ func TestWaitForRevisionIsWokenByADuplicateOnlyIfItsRevisionIsNew(t *testing.T) 
 func TestWaitForRevisionAcrossARelistWakesOnlyWaitersAtOrBelowTheListedRevision(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		w, stop := running(t, src, inf, 10, map[string]int{"a": 1})
 		above := waitAsync(t.Context(), inf, 12)
 		far := waitAsync(t.Context(), inf, 15)
@@ -266,7 +267,7 @@ func TestWaitForRevisionAcrossARelistWakesOnlyWaitersAtOrBelowTheListedRevision(
 func TestAfterRevisionCallsFOnceWhenTheRevisionIsReached(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		w, stop := running(t, src, inf, 1, nil)
 		var calls atomic.Int32
 		var seen atomic.Int64
@@ -294,7 +295,7 @@ func TestAfterRevisionCallsFOnceWhenTheRevisionIsReached(t *testing.T) {
 func TestAfterRevisionCallsFSoonWhenTheRevisionIsAlreadyReached(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		_, stop := running(t, src, inf, 4, nil)
 		synctest.Wait()
 		called := make(chan struct{})
@@ -313,7 +314,7 @@ func TestAfterRevisionCallsFSoonWhenTheRevisionIsAlreadyReached(t *testing.T) {
 func TestAfterRevisionStopBeforeTheRevisionPreventsTheCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		w, stop := running(t, src, inf, 1, nil)
 		var calls atomic.Int32
 		cancel := inf.AfterRevision(2, func() { calls.Add(1) })
@@ -331,7 +332,7 @@ func TestAfterRevisionStopBeforeTheRevisionPreventsTheCall(t *testing.T) {
 func TestAfterRevisionSlowFDoesNotStallTheCacheAndRunWaitsForIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		src.list(1, nil)
 		ctx, cancel := context.WithCancel(t.Context())
 		ran := make(chan error, 1)
@@ -368,7 +369,7 @@ func TestAfterRevisionSlowFDoesNotStallTheCacheAndRunWaitsForIt(t *testing.T) {
 func TestAfterRevisionNeverCallsFAfterRunReturned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newScript()
-		inf := informer.New[string, int]("t", src, quiet)
+		inf := must.Do(informer.New[string, int]("t", src, quiet))
 		_, stop := running(t, src, inf, 3, nil)
 		var calls atomic.Int32
 		pending := inf.AfterRevision(4, func() { calls.Add(1) })
@@ -384,6 +385,6 @@ func TestAfterRevisionNeverCallsFAfterRunReturned(t *testing.T) {
 }
 
 func TestAfterRevisionPanicsOnANilFunc(t *testing.T) {
-	inf := informer.New[string, int]("t", newScript(), quiet)
+	inf := must.Do(informer.New[string, int]("t", newScript(), quiet))
 	assert.PanicsWithValue(t, `informer "t": AfterRevision: nil func`, func() { inf.AfterRevision(1, nil) })
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // logBuffer is a slog text handler's output, safe to read while the
@@ -42,18 +43,17 @@ func (b *logBuffer) option() informer.Option {
 	return informer.WithLogger(slog.New(slog.NewTextHandler(b, nil)))
 }
 
-func TestNewShouldPanicNamingTheInformerOnANilSource(t *testing.T) {
-	assert.PanicsWithValue(t, `informer "jobs": New: nil Source <nil>`, func() {
-		informer.New[string, int]("jobs", nil)
-	})
+func TestNewShouldReturnAnErrorNamingTheInformerOnANilSource(t *testing.T) {
+	inf, err := informer.New[string, int]("jobs", nil)
+	assert.EqualError(t, err, `informer.New("jobs"): nil Source <nil>`)
+	assert.Nil(t, inf)
 	var store *memstore.Store[string, int]
-	assert.PanicsWithValue(t, `informer "jobs": New: nil Source *memstore.Store[string,int]`, func() {
-		informer.New[string, int]("jobs", store)
-	})
+	_, err = informer.New[string, int]("jobs", store)
+	assert.EqualError(t, err, `informer.New("jobs"): nil Source *memstore.Store[string,int]`)
 }
 
 func TestHasIndexShouldSayWhichNamesByIndexAccepts(t *testing.T) {
-	inf := informer.New("t", newScript(), quiet, informer.WithIndex("parity", parity))
+	inf := must.Do(informer.New("t", newScript(), quiet, informer.WithIndex("parity", parity)))
 	assert.True(t, inf.HasIndex("parity"))
 	assert.False(t, inf.HasIndex("typo"))
 	assert.NotPanics(t, func() { inf.ByIndex("parity", "odd") })
@@ -79,7 +79,7 @@ func (p panicky) OnUpdate(key string, old, new int, resync bool) {
 func TestAHandlerThatPanicsShouldBeRecoveredLoggedCountedAndGetTheNextChange(t *testing.T) {
 	var logs logBuffer
 	src := newScript()
-	inf := informer.New[string, int]("t", src, logs.option())
+	inf := must.Do(informer.New[string, int]("t", src, logs.option()))
 	h, other := panicky{newRecorder()}, newRecorder()
 	_, err := inf.AddHandler(h)
 	require.NoError(t, err)
@@ -109,7 +109,7 @@ func TestAnIndexLookupThatPanicsInAHandlerShouldNotStopTheInformer(t *testing.T)
 	// reconcile.ByIndex with a typo in the index name does this on another
 	// informer's dispatcher.
 	src := newScript()
-	inf := informer.New[string, int]("t", src, quiet)
+	inf := must.Do(informer.New[string, int]("t", src, quiet))
 	var calls []string
 	var mu sync.Mutex
 	_, err := inf.AddHandler(informer.HandlerFuncs[string, int]{AddFunc: func(k string, _ int, _ bool) {
@@ -131,12 +131,12 @@ func TestAnIndexLookupThatPanicsInAHandlerShouldNotStopTheInformer(t *testing.T)
 func TestATransformThatPanicsShouldSkipTheValueAndNeverDeleteTheKey(t *testing.T) {
 	var logs logBuffer
 	src := newScript()
-	inf := informer.New("t", src, logs.option(), informer.WithTransform(func(v int) int {
+	inf := must.Do(informer.New("t", src, logs.option(), informer.WithTransform(func(v int) int {
 		if v == 13 {
 			panic("unlucky")
 		}
 		return v
-	}))
+	})))
 	h := newRecorder()
 	_, err := inf.AddHandler(h)
 	require.NoError(t, err)
@@ -167,13 +167,13 @@ func TestATransformThatPanicsShouldSkipTheValueAndNeverDeleteTheKey(t *testing.T
 
 func TestAnIndexFuncThatPanicsShouldLeaveTheCacheAndItsIndexesAsTheyWere(t *testing.T) {
 	src := newScript()
-	inf := informer.New("t", src, quiet, informer.WithIndex("parity", parity),
+	inf := must.Do(informer.New("t", src, quiet, informer.WithIndex("parity", parity),
 		informer.WithIndex("picky", func(_ string, v int) []string {
 			if v == 13 {
 				panic("unlucky")
 			}
 			return []string{"any"}
-		}))
+		})))
 	src.list(1, map[string]int{"a": 1, "b": 2})
 	start(t, inf)
 	w := src.nextWatch(t)
@@ -193,8 +193,8 @@ func TestAnIndexFuncThatPanicsShouldLeaveTheCacheAndItsIndexesAsTheyWere(t *test
 func TestEventsThatBreakTheRevisionContractShouldBeCountedLoggedAndSkipped(t *testing.T) {
 	var logs logBuffer
 	src := newScript()
-	inf := informer.New[string, int]("t", src, logs.option(),
-		informer.WithWatchBackoff(backoff.Exponential{Base: time.Millisecond, Cap: time.Millisecond}))
+	inf := must.Do(informer.New[string, int]("t", src, logs.option(),
+		informer.WithWatchBackoff(backoff.Exponential{Base: time.Millisecond, Cap: time.Millisecond})))
 	src.list(10, map[string]int{"a": 1, "b": 1})
 	start(t, inf)
 	w := src.nextWatch(t)
@@ -270,18 +270,18 @@ func (s *swappable) Watch(ctx context.Context, after informer.Revision, emit fun
 }
 
 func TestAnInformerWhoseStoreIsReplacedByOneAtALowerRevisionShouldRelistAndFollowIt(t *testing.T) {
-	old := memstore.New[string, int]()
+	old := must.Do(memstore.New[string, int]())
 	for i := range 10 {
 		old.Put("k"+strconv.Itoa(i%3), i)
 	}
 	src := &swappable{store: old, swapped: make(chan struct{})}
-	inf := informer.New[string, int]("t", src, quiet,
-		informer.WithWatchBackoff(backoff.Exponential{Base: time.Millisecond, Cap: time.Millisecond}))
+	inf := must.Do(informer.New[string, int]("t", src, quiet,
+		informer.WithWatchBackoff(backoff.Exponential{Base: time.Millisecond, Cap: time.Millisecond})))
 	start(t, inf)
 	require.NoError(t, inf.WaitForSync(context.Background()))
 	require.Eventually(t, func() bool { return inf.LastRevision() == 10 }, wait, time.Millisecond)
 
-	restored := memstore.New[string, int]()
+	restored := must.Do(memstore.New[string, int]())
 	restored.Put("k0", 100)
 	restored.Put("k9", 100) // revision 2
 	src.swap(restored)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // A list of thousands of keys is cached in several maps (the cache sizes
@@ -19,7 +20,7 @@ import (
 func TestAnInformerFilledFromALargeListShouldFollowItsChangesAsASmallOneDoes(t *testing.T) {
 	const n = 5000
 	src := newScript()
-	inf := informer.New("t", src, quiet, informer.WithIndex("parity", parity))
+	inf := must.Do(informer.New("t", src, quiet, informer.WithIndex("parity", parity)))
 	early := newRecorder()
 	_, err := inf.AddHandler(early)
 	require.NoError(t, err)

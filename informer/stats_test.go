@@ -11,12 +11,13 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestStatsLastEventShouldBeTheTimeOfTheLastEventThatMovedTheRevision(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
 	src := newScript()
-	inf := informer.New("t", src, quiet, informer.WithClock(clk))
+	inf := must.Do(informer.New("t", src, quiet, informer.WithClock(clk)))
 	src.list(10, map[string]int{"a": 1})
 	defer start(t, inf)()
 	w := src.nextWatch(t)
@@ -44,13 +45,13 @@ type headSource struct {
 func (h *headSource) Revision(context.Context) (informer.Revision, error) { return h.head, h.err }
 
 func TestHeadShouldAskASourceThatCanTellAndSayUnknownForOneThatCannot(t *testing.T) {
-	plain := informer.New[string, int]("plain", newScript(), quiet)
+	plain := must.Do(informer.New[string, int]("plain", newScript(), quiet))
 	_, ok, err := plain.Head(context.Background())
 	assert.False(t, ok)
 	assert.NoError(t, err)
 
 	src := &headSource{script: newScript(), head: 42}
-	inf := informer.New[string, int]("head", src, quiet)
+	inf := must.Do(informer.New[string, int]("head", src, quiet))
 	rev, ok, err := inf.Head(context.Background())
 	require.NoError(t, err)
 	assert.True(t, ok)

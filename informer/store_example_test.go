@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
@@ -34,7 +35,10 @@ func setReady(ctx context.Context, s informer.Store[string, App], name string) e
 // store.
 func ExampleStore() {
 	ctx := context.Background()
-	store := memstore.New[string, App]()
+	store, err := memstore.New[string, App]()
+	if err != nil {
+		log.Fatal(err)
+	}
 	store.Put("web", App{Replicas: 3})
 	if err := setReady(ctx, store, "web"); err != nil {
 		fmt.Println(err)
@@ -42,7 +46,7 @@ func ExampleStore() {
 	app, _, _, _ := store.Get(ctx, "web")
 	fmt.Printf("%+v\n", app)
 
-	_, err := store.Create(ctx, "web", App{})
+	_, err = store.Create(ctx, "web", App{})
 	fmt.Println(errors.Is(err, informer.ErrConflict))
 	// Output:
 	// {Replicas:3 Ready:true}

@@ -12,11 +12,12 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 )
 
 func TestRequestDeleteShouldDeleteAKeyWithoutFinalizersAtTheRevisionRead(t *testing.T) {
-	s := memstore.New[string, widget]()
+	s := must.Do(memstore.New[string, widget]())
 	s.Put("w", widget{Size: 1})
 	rev, op, err := informer.RequestDelete(t.Context(), s, "w")
 	require.NoError(t, err)
@@ -26,7 +27,7 @@ func TestRequestDeleteShouldDeleteAKeyWithoutFinalizersAtTheRevisionRead(t *test
 }
 
 func TestRequestDeleteShouldDeleteAValueThatIsNoObject(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	s.Put("n", 1)
 	_, op, err := informer.RequestDelete(t.Context(), s, "n")
 	require.NoError(t, err)
@@ -35,7 +36,7 @@ func TestRequestDeleteShouldDeleteAValueThatIsNoObject(t *testing.T) {
 }
 
 func TestRequestDeleteShouldOnlyMarkAKeyWithFinalizersOnceAtTheClocksTime(t *testing.T) {
-	s := memstore.New[string, widget]()
+	s := must.Do(memstore.New[string, widget]())
 	s.Put("w", widget{Meta: object.Meta{Finalizers: []string{"a"}}})
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.FixedZone("x", 3600))
 	clk := clocktesting.NewFakeClock(at)
@@ -81,7 +82,7 @@ func TestRequestDeleteShouldHonourAFinalizerAddedBeforeItsDelete(t *testing.T) {
 }
 
 func TestRequestDeleteThenRemovingTheLastFinalizerShouldDeleteTheKey(t *testing.T) {
-	s := memstore.New[string, widget]()
+	s := must.Do(memstore.New[string, widget]())
 	_, _, err := informer.CreateOrUpdate(t.Context(), s, "w", func(w *widget) error { w.AddFinalizer("f"); return nil })
 	require.NoError(t, err)
 	_, op, err := informer.RequestDelete(t.Context(), s, "w")

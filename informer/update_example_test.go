@@ -3,6 +3,7 @@ package informer_test
 import (
 	"context"
 	"fmt"
+	"log"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
@@ -22,7 +23,10 @@ type Database struct {
 // a conflict.
 func ExampleUpdate() {
 	ctx := context.Background()
-	store := memstore.New[string, Database]()
+	store, err := memstore.New[string, Database]()
+	if err != nil {
+		log.Fatal(err)
+	}
 	const fin = "databases.example.com/backups"
 
 	// Create with the controller's finalizer, so that no deletion goes
@@ -83,7 +87,10 @@ func (c *Cluster) ObjectSpec() any { return c.Spec }
 // on, and a reader compares the two.
 func ExampleUpdate_generation() {
 	ctx := context.Background()
-	store := memstore.New[string, Cluster]()
+	store, err := memstore.New[string, Cluster]()
+	if err != nil {
+		log.Fatal(err)
+	}
 	show := func() {
 		c, _, _, _ := store.Get(ctx, "c")
 		fmt.Println("generation", c.Generation, "observed", c.Status.ObservedGeneration)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 )
 
@@ -37,7 +38,7 @@ func getApp(t *testing.T, s *memstore.Store[string, app], key string) app {
 }
 
 func TestCreateOrUpdateShouldCreateASpecObjectAtGenerationOne(t *testing.T) {
-	s := memstore.New[string, app]()
+	s := must.Do(memstore.New[string, app]())
 	_, op, err := informer.CreateOrUpdate(t.Context(), s, "a", func(a *app) error {
 		a.Spec.Replicas = 3
 		a.Generation = 7 // the helper's to keep, not mutate's
@@ -49,7 +50,7 @@ func TestCreateOrUpdateShouldCreateASpecObjectAtGenerationOne(t *testing.T) {
 }
 
 func TestUpdateShouldBumpTheGenerationOfASpecObjectOnlyWhenItsSpecChanges(t *testing.T) {
-	s := memstore.New[string, app]()
+	s := must.Do(memstore.New[string, app]())
 	s.Put("a", app{Meta: object.Meta{Generation: 4}, Spec: appSpec{Replicas: 1, Images: []string{"x"}}})
 	for _, tc := range []struct {
 		name   string
@@ -89,7 +90,7 @@ func TestUpdateShouldBumpTheGenerationFromTheValueReadAgainAfterAConflict(t *tes
 }
 
 func TestRequestDeleteShouldBumpTheGenerationOfASpecObjectItMarks(t *testing.T) {
-	s := memstore.New[string, app]()
+	s := must.Do(memstore.New[string, app]())
 	s.Put("a", app{Meta: object.Meta{Generation: 2, Finalizers: []string{"f"}}})
 	_, op, err := informer.RequestDelete(t.Context(), s, "a")
 	require.NoError(t, err)
@@ -103,7 +104,7 @@ func TestRequestDeleteShouldBumpTheGenerationOfASpecObjectItMarks(t *testing.T) 
 }
 
 func TestTheHelpersShouldKeepTheGenerationOfAPointerSpecObject(t *testing.T) {
-	s := memstore.New[string, *app]()
+	s := must.Do(memstore.New[string, *app]())
 	_, _, err := informer.CreateOrUpdate(t.Context(), s, "a", func(a **app) error {
 		*a = &app{Spec: appSpec{Replicas: 1}}
 		return nil
@@ -117,7 +118,7 @@ func TestTheHelpersShouldKeepTheGenerationOfAPointerSpecObject(t *testing.T) {
 }
 
 func TestTheHelpersShouldLeaveTheGenerationOfAValueWithoutASpecAsMutateSetsIt(t *testing.T) {
-	s := memstore.New[string, widget]()
+	s := must.Do(memstore.New[string, widget]())
 	_, _, err := informer.CreateOrUpdate(t.Context(), s, "w", func(w *widget) error { w.Size = 1; return nil })
 	require.NoError(t, err)
 	_, _, err = informer.Update(t.Context(), s, "w", func(w *widget) error { w.Size = 2; return nil })

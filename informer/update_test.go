@@ -19,6 +19,7 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 )
 
@@ -45,7 +46,7 @@ type hookedStore[V any] struct {
 }
 
 func newHooked[V any]() *hookedStore[V] {
-	return &hookedStore[V]{Store: memstore.New[string, V]()}
+	return &hookedStore[V]{Store: must.Do(memstore.New[string, V]())}
 }
 
 var errStoreConflict = fmt.Errorf("hooked: %w", informer.ErrConflict)
@@ -101,7 +102,7 @@ func fixedBackoff(d time.Duration) backoff.Exponential {
 }
 
 func TestUpdateShouldWriteAMutatedCopyAtTheRevisionRead(t *testing.T) {
-	s := memstore.New[string, widget]()
+	s := must.Do(memstore.New[string, widget]())
 	r0 := s.Put("w", widget{Size: 1, Labels: []string{"a"}})
 	shared, _, _, _ := s.Get(t.Context(), "w")
 
@@ -120,7 +121,7 @@ func TestUpdateShouldWriteAMutatedCopyAtTheRevisionRead(t *testing.T) {
 }
 
 func TestUpdateShouldWriteNothingWhenMutateChangesNothing(t *testing.T) {
-	s := memstore.New[string, widget]()
+	s := must.Do(memstore.New[string, widget]())
 	r0 := s.Put("w", widget{Size: 1, Labels: []string{"a"}})
 	rev, op, err := informer.Update(t.Context(), s, "w", func(w *widget) error {
 		w.Labels = []string{"a"} // a new slice, equal by DeepEqual
@@ -133,7 +134,7 @@ func TestUpdateShouldWriteNothingWhenMutateChangesNothing(t *testing.T) {
 }
 
 func TestUpdateShouldReturnMutatesErrorAsIsWithoutRetryingOrWriting(t *testing.T) {
-	s := memstore.New[string, widget]()
+	s := must.Do(memstore.New[string, widget]())
 	r0 := s.Put("w", widget{Size: 1})
 	mine := fmt.Errorf("mutate: %w", informer.ErrConflict) // not the store's: no retry
 	calls := 0
@@ -149,7 +150,7 @@ func TestUpdateShouldReturnMutatesErrorAsIsWithoutRetryingOrWriting(t *testing.T
 }
 
 func TestUpdateShouldReportAnAbsentKeyAsErrNotFound(t *testing.T) {
-	s := memstore.New[string, widget]()
+	s := must.Do(memstore.New[string, widget]())
 	_, _, err := informer.Update(t.Context(), s, "w", func(*widget) error {
 		t.Error("mutate called for an absent key")
 		return nil
@@ -173,7 +174,7 @@ func TestUpdateShouldWrapTheStoresOtherErrorsWithoutRetrying(t *testing.T) {
 }
 
 func TestCreateOrUpdateShouldCreateAnAbsentKeyFromTheZeroValueThenUpdateIt(t *testing.T) {
-	s := memstore.New[string, widget]()
+	s := must.Do(memstore.New[string, widget]())
 	mutate := func(size int) func(*widget) error {
 		return func(w *widget) error {
 			w.Size = size
@@ -218,7 +219,7 @@ func TestCreateOrUpdateShouldRetryACreateThatConflictsAsAnUpdate(t *testing.T) {
 }
 
 func TestCreateOrUpdateShouldNotCreateAValueThatWouldBeDeletedAtOnce(t *testing.T) {
-	s := memstore.New[string, widget]()
+	s := must.Do(memstore.New[string, widget]())
 	rev, op, err := informer.CreateOrUpdate(t.Context(), s, "w", func(w *widget) error {
 		w.DeletionRequested = time.Unix(1, 0)
 		return nil
@@ -365,7 +366,7 @@ func (c valueCopied) DeepCopy() valueCopied { return valueCopied{Tags: maps.Clon
 // map is the store's.
 func TestUpdateShouldMutateTheValuesDeepCopyLeavingTheSharedValueUnchanged(t *testing.T) {
 	t.Run("pointer receiver, DeepCopy() *V", func(t *testing.T) {
-		s := memstore.New[string, copied]()
+		s := must.Do(memstore.New[string, copied]())
 		s.Put("k", copied{Tags: map[string]string{"a": "1"}})
 		shared, _, _, _ := s.Get(t.Context(), "k")
 		_, op, err := informer.Update(t.Context(), s, "k", func(c *copied) error { c.Tags["a"] = "2"; return nil })
@@ -374,7 +375,7 @@ func TestUpdateShouldMutateTheValuesDeepCopyLeavingTheSharedValueUnchanged(t *te
 		assert.Equal(t, "1", shared.Tags["a"])
 	})
 	t.Run("value receiver, DeepCopy() V", func(t *testing.T) {
-		s := memstore.New[string, valueCopied]()
+		s := must.Do(memstore.New[string, valueCopied]())
 		s.Put("k", valueCopied{Tags: map[string]string{"a": "1"}})
 		shared, _, _, _ := s.Get(t.Context(), "k")
 		_, op, err := informer.Update(t.Context(), s, "k", func(c *valueCopied) error { c.Tags["a"] = "2"; return nil })
@@ -383,7 +384,7 @@ func TestUpdateShouldMutateTheValuesDeepCopyLeavingTheSharedValueUnchanged(t *te
 		assert.Equal(t, "1", shared.Tags["a"])
 	})
 	t.Run("V a pointer with DeepCopy() V", func(t *testing.T) {
-		s := memstore.New[string, *copied]()
+		s := must.Do(memstore.New[string, *copied]())
 		s.Put("k", &copied{Tags: map[string]string{"a": "1"}})
 		shared, _, _, _ := s.Get(t.Context(), "k")
 		_, op, err := informer.Update(t.Context(), s, "k", func(c **copied) error { (*c).Tags["a"] = "2"; return nil })
@@ -392,7 +393,7 @@ func TestUpdateShouldMutateTheValuesDeepCopyLeavingTheSharedValueUnchanged(t *te
 		assert.Equal(t, "1", shared.Tags["a"])
 	})
 	t.Run("V a pointer without DeepCopy: the pointee is copied", func(t *testing.T) {
-		s := memstore.New[string, *widget]()
+		s := must.Do(memstore.New[string, *widget]())
 		s.Put("k", &widget{Size: 1})
 		shared, _, _, _ := s.Get(t.Context(), "k")
 		_, op, err := informer.Update(t.Context(), s, "k", func(w **widget) error { (*w).Size = 2; return nil })
@@ -414,7 +415,7 @@ type heartbeat struct {
 func (h heartbeat) Equal(o heartbeat) bool { return h.Spec == o.Spec }
 
 func TestUpdateShouldCompareWithTheValuesEqualMethod(t *testing.T) {
-	s := memstore.New[string, heartbeat]()
+	s := must.Do(memstore.New[string, heartbeat]())
 	r0 := s.Put("k", heartbeat{Spec: "a"})
 	rev, op, err := informer.Update(t.Context(), s, "k", func(h *heartbeat) error { h.Beat++; return nil })
 	require.NoError(t, err)
@@ -427,7 +428,7 @@ func TestUpdateShouldCompareWithTheValuesEqualMethod(t *testing.T) {
 }
 
 func TestUpdateShouldDeleteADeletingKeyWhenItsLastFinalizerIsRemoved(t *testing.T) {
-	s := memstore.New[string, widget]()
+	s := must.Do(memstore.New[string, widget]())
 	s.Put("w", widget{Meta: object.Meta{Finalizers: []string{"a", "b"}, DeletionRequested: time.Unix(1, 0)}})
 	remove := func(name string) func(*widget) error {
 		return func(w *widget) error { w.RemoveFinalizer(name); return nil }
@@ -445,7 +446,7 @@ func TestUpdateShouldDeleteADeletingKeyWhenItsLastFinalizerIsRemoved(t *testing.
 }
 
 func TestUpdateShouldDeleteADeletingKeyWithoutFinalizersEvenIfMutateChangesNothing(t *testing.T) {
-	s := memstore.New[string, widget]()
+	s := must.Do(memstore.New[string, widget]())
 	s.Put("w", widget{Meta: object.Meta{DeletionRequested: time.Unix(1, 0)}}) // a raw write left it so
 	_, op, err := informer.Update(t.Context(), s, "w", func(*widget) error { return nil })
 	require.NoError(t, err)
@@ -454,7 +455,7 @@ func TestUpdateShouldDeleteADeletingKeyWithoutFinalizersEvenIfMutateChangesNothi
 }
 
 func TestUpdateShouldNotDeleteALiveKeyWithoutFinalizers(t *testing.T) {
-	s := memstore.New[string, widget]()
+	s := must.Do(memstore.New[string, widget]())
 	s.Put("w", widget{Meta: object.Meta{Finalizers: []string{"a"}}})
 	_, op, err := informer.Update(t.Context(), s, "w", func(w *widget) error { w.RemoveFinalizer("a"); return nil })
 	require.NoError(t, err)

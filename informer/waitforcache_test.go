@@ -11,15 +11,16 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestWaitForCacheReturnsBeforeAHandlerHasBeenGivenTheList(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	_, err := store.Create(ctx, "a", 1)
 	require.NoError(t, err)
-	inf := informer.New("ints", store)
+	inf := must.Do(informer.New("ints", store))
 	release := make(chan struct{})
 	_, err = inf.AddHandler(informer.HandlerFuncs[string, int]{AddFunc: func(string, int, bool) { <-release }})
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/converge-go/converge/internal/must"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -39,12 +40,12 @@ func TestAPlainWatchShouldKeepEmittingWhileTheInformerAppliesAndBeHeldUpOnlyByAF
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		src := &burstSource{n: 4 * watchBuffer}
-		inf := New[string, int]("t", src, WithLogger(slog.New(slog.DiscardHandler)), WithTransform(func(v int) int {
+		inf := must.Do(New[string, int]("t", src, WithLogger(slog.New(slog.DiscardHandler)), WithTransform(func(v int) int {
 			if v == 0 {
 				<-release // the applier is held up at the first change
 			}
 			return v
-		}))
+		})))
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- inf.Run(ctx) }()

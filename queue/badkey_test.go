@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/queue"
 )
 
@@ -20,7 +21,7 @@ type withFloat struct {
 
 func TestAddOfAKeyThatIsNotEqualToItselfShouldPanicNamingTheProblem(t *testing.T) {
 	nan := math.NaN()
-	q := queue.New[float64]()
+	q := must.Do(queue.New[float64]())
 	t.Cleanup(q.ShutDown)
 	assert.PanicsWithValue(t, "queue: key NaN is not equal to itself (it is or holds a NaN), so the queue could never find it again; use keys without NaN",
 		func() { q.Add(nan) })
@@ -32,19 +33,19 @@ func TestAddOfAKeyThatIsNotEqualToItselfShouldPanicNamingTheProblem(t *testing.T
 	assert.True(t, q.ShuttingDown() == false)
 	assert.Equal(t, 0, q.NumRequeues(nan), "a refused key counts no failure")
 
-	s := queue.New[withFloat]()
+	s := must.Do(queue.New[withFloat]())
 	t.Cleanup(s.ShutDown)
 	assert.PanicsWithValue(t, "queue: key {a NaN} is not equal to itself (it is or holds a NaN), so the queue could never find it again; use keys without NaN",
 		func() { s.Add(withFloat{"a", nan}) })
 
-	i := queue.New[any]()
+	i := must.Do(queue.New[any]())
 	t.Cleanup(i.ShutDown)
 	assert.Panics(t, func() { i.Add(nan) })
 	assert.Panics(t, func() { i.Add(withFloat{"a", nan}) })
 }
 
 func TestAddOfAnUnhashableInterfaceKeyShouldPanicNamingTheProblem(t *testing.T) {
-	q := queue.New[any]()
+	q := must.Do(queue.New[any]())
 	t.Cleanup(q.ShutDown)
 	assert.PanicsWithValue(t, "queue: key [1 2] of type []int cannot be compared or hashed, so it cannot be a queue key: runtime error: comparing uncomparable type []int",
 		func() { q.Add([]int{1, 2}) })
@@ -58,7 +59,7 @@ func TestAddOfAnUnhashableInterfaceKeyShouldPanicNamingTheProblem(t *testing.T) 
 }
 
 func TestKeysThatCannotBeUsedShouldNotHangShutDownWithDrain(t *testing.T) {
-	q := queue.New[float64]()
+	q := must.Do(queue.New[float64]())
 	func() {
 		defer func() { _ = recover() }() // the delivery path recovers and logs
 		q.Add(math.NaN())

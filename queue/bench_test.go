@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/workqueue"
 	"github.com/converge-go/converge/queue"
 )
@@ -20,27 +21,29 @@ func BenchmarkAddGetDone(b *testing.B) {
 	for i := range strs {
 		strs[i] = fmt.Sprintf("namespace-%d/object-%06d", i%50, i)
 	}
-	b.Run("string", func(b *testing.B) { benchAddGetDone(b, queue.New[string](), strs) })
+	b.Run("string", func(b *testing.B) { benchAddGetDone(b, must.Do(queue.New[string]()), strs) })
 	b.Run("string/metrics", func(b *testing.B) {
 		m, err := queue.NewMetrics(prometheus.NewRegistry(), "bench", "bench")
 		if err != nil {
 			b.Fatal(err)
 		}
-		benchAddGetDone(b, queue.New[string](queue.WithMetrics(m)), strs)
+		benchAddGetDone(b, must.Do(queue.New[string](queue.WithMetrics(m))), strs)
 	})
-	b.Run("string/options", func(b *testing.B) { benchAddWithOptionsGetDone(b, queue.New[string](), strs) })
+	b.Run("string/options", func(b *testing.B) { benchAddWithOptionsGetDone(b, must.Do(queue.New[string]()), strs) })
 	ints := make([]int, 1024)
 	for i := range ints {
 		ints[i] = i
 	}
-	b.Run("int", func(b *testing.B) { benchAddGetDone(b, queue.New[int](), ints) })
-	b.Run("int/no-ageing", func(b *testing.B) { benchAddGetDone(b, queue.New[int](queue.WithAgeing(queue.NoAgeing)), ints) })
+	b.Run("int", func(b *testing.B) { benchAddGetDone(b, must.Do(queue.New[int]()), ints) })
+	b.Run("int/no-ageing", func(b *testing.B) {
+		benchAddGetDone(b, must.Do(queue.New[int](queue.WithAgeing(queue.NoAgeing))), ints)
+	})
 	// Key types that can hold NaN are checked on every Add and Done.
 	floats := make([]float64, 1024)
 	for i := range floats {
 		floats[i] = float64(i) + 0.5
 	}
-	b.Run("float64", func(b *testing.B) { benchAddGetDone(b, queue.New[float64](), floats) })
+	b.Run("float64", func(b *testing.B) { benchAddGetDone(b, must.Do(queue.New[float64]()), floats) })
 }
 
 func benchAddGetDone[K comparable](b *testing.B, q *queue.Queue[K], keys []K) {
@@ -73,7 +76,7 @@ func BenchmarkForwarding(b *testing.B) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("namespace-%d/object-%06d", i%50, i)
 	}
-	b.Run("queue", func(b *testing.B) { benchAddGetDone(b, queue.New[string](), keys) })
+	b.Run("queue", func(b *testing.B) { benchAddGetDone(b, must.Do(queue.New[string]()), keys) })
 	b.Run("engine", func(b *testing.B) {
 		q := workqueue.New[string]()
 		defer q.ShutDown()
@@ -89,7 +92,7 @@ func BenchmarkForwarding(b *testing.B) {
 // BenchmarkAddGetDoneBehindABacklog keeps a backlog of ready keys at two
 // priorities, so Get picks between levels on every call.
 func BenchmarkAddGetDoneBehindABacklog(b *testing.B) {
-	q := queue.New[int]()
+	q := must.Do(queue.New[int]())
 	defer q.ShutDown()
 	for i := range 1000 {
 		q.AddWithOptions(queue.AddOptions{Priority: queue.PriorityLow}, 1_000_000+i)

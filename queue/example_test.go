@@ -2,15 +2,18 @@ package queue_test
 
 import (
 	"fmt"
-	"sync"
-
 	"github.com/converge-go/converge/queue"
+	"log"
+	"sync"
 )
 
 // A controller's workers: Get a key, work on it, tell the queue how it went,
 // then Done. Keys added while a worker holds them are handed out once more.
 func Example() {
-	q := queue.New[string]()
+	q, err := queue.New[string]()
+	if err != nil {
+		log.Fatal(err)
+	}
 	for _, key := range []string{"default/web", "default/db", "default/web"} {
 		q.Add(key) // the second "default/web" is deduplicated
 	}
@@ -44,7 +47,10 @@ func Example() {
 // Keys from an informer's initial list go in at low priority, so that a fresh
 // change does not wait behind thousands of unchanged objects.
 func ExampleQueue_AddWithOptions() {
-	q := queue.New[string]()
+	q, err := queue.New[string]()
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer q.ShutDown()
 	q.AddWithOptions(queue.AddOptions{Priority: queue.PriorityLow}, "listed-1", "listed-2", "listed-3")
 	q.Add("changed-just-now")
@@ -63,7 +69,10 @@ func ExampleQueue_AddWithOptions() {
 // With a group function, one tenant's flood cannot starve another tenant.
 func ExampleWithGroup() {
 	tenant := func(key string) string { return key[:1] }
-	q := queue.New[string](queue.WithGroup(tenant))
+	q, err := queue.New[string](queue.WithGroup(tenant))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer q.ShutDown()
 	for _, key := range []string{"a1", "a2", "a3", "b1", "b2", "c1"} {
 		q.Add(key)

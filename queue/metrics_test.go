@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/queue"
 )
 
@@ -77,7 +78,7 @@ func TestCountersShouldKeepCountingWhenANewQueueReplacesAShutDownOne(t *testing.
 	reg := prometheus.NewRegistry()
 	m := newMetrics(t, reg, "c")
 	for term := 1; term <= 3; term++ {
-		q := queue.New[string](queue.WithMetrics(m))
+		q := must.Do(queue.New[string](queue.WithMetrics(m)))
 		q.Add("a")
 		q.AddAfter("b", time.Hour)
 		q.Done(get(t, q))

@@ -21,6 +21,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/queue"
 )
 
@@ -405,7 +406,7 @@ func newModelHarness(t modelTB, grouped, metrics bool) *modelHarness {
 		}
 		opts = append(opts, queue.WithMetrics(m))
 	}
-	q := queue.New[string](opts...)
+	q := must.Do(queue.New[string](opts...))
 	t.Cleanup(q.ShutDown)
 	return &modelHarness{t: t, q: q, clk: clk, m: newModel(grouped), metrics: metrics}
 }

@@ -35,7 +35,7 @@ func (c *config) add(o workqueue.Option) { c.opts = append(c.opts, o) }
 // (per-key exponential 5ms to 1000s, and an overall 10 qps bucket with a
 // burst of 100). A limiter that returns rate.InfDuration (a zero-rate
 // bucket) parks the key: see AddAfter. K must be the queue's key type, or
-// New panics.
+// New returns an error.
 func WithRateLimiter[K comparable](l backoff.Limiter[K]) Option {
 	return func(c *config) { c.add(workqueue.WithRateLimiter(l)) }
 }
@@ -59,8 +59,8 @@ func WithMetrics(m *Metrics) Option {
 // group returns (a tenant, a namespace) round-robin, so one group's flood of
 // keys cannot starve another's. group must be fast and return the same
 // group for a key every time. K must be the queue's key type, or New
-// panics. Default, and when group is nil: no groups, plain FIFO within a
-// priority.
+// returns an error. Default, and when group is nil: no groups, plain FIFO
+// within a priority.
 func WithGroup[K comparable](group func(K) string) Option {
 	return func(c *config) { c.add(workqueue.WithGroup(group)) }
 }

@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/queue"
 )
 
@@ -131,7 +132,7 @@ func runConcurrentRound(t *testing.T, seed uint64) {
 	if grouped {
 		opts = append(opts, queue.WithGroup(func(k int) string { return string(rune('a' + k%3)) }))
 	}
-	q := queue.New[int](opts...)
+	q := must.Do(queue.New[int](opts...))
 	t.Cleanup(q.ShutDown)
 
 	var (

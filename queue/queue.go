@@ -45,10 +45,10 @@ type Queue[K comparable] struct {
 
 // New returns an empty queue configured by opts.
 //
-// New panics on options that cannot work, with a message naming the option:
-// a rate limiter or group function built for another key type. Nil options
+// New returns an error, naming the option, for options that cannot work: a
+// rate limiter or group function built for another key type. Nil options
 // are ignored.
-func New[K comparable](opts ...Option) *Queue[K] {
+func New[K comparable](opts ...Option) (*Queue[K], error) {
 	var c config
 	for _, o := range opts {
 		if o != nil {
@@ -56,8 +56,10 @@ func New[K comparable](opts ...Option) *Queue[K] {
 		}
 	}
 	q := new(Queue[K])
-	workqueue.Init(&q.e, c.opts...)
-	return q
+	if err := workqueue.Init(&q.e, c.opts...); err != nil {
+		return nil, err
+	}
+	return q, nil
 }
 
 // Add marks key as needing processing now, at PriorityNormal.

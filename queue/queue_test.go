@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-go/converge/backoff"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/queuetest"
 	"github.com/converge-go/converge/queue"
 )
@@ -21,7 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func newTestQueue(t *testing.T, opts ...queue.Option) (*queue.Queue[string], *clocktesting.FakeClock) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	q := queue.New[string](append([]queue.Option{queue.WithClock(clk)}, opts...)...)
+	q := must.Do(queue.New[string](append([]queue.Option{queue.WithClock(clk)}, opts...)...))
 	t.Cleanup(q.ShutDown)
 	return q, clk
 }
@@ -91,7 +92,7 @@ func TestDoneAfterShutDownShouldStillHandOutAKeyAddedWhileProcessing(t *testing.
 
 func TestShutDownWithDrainShouldWaitForKeysInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := queue.New[string]()
+		q := must.Do(queue.New[string]())
 		q.Add("a")
 		k, _ := q.Get()
 		drained := make(chan struct{})
@@ -131,7 +132,7 @@ func TestShutDownShouldInterruptAWaitingShutDownWithDrain(t *testing.T) {
 
 func TestGetShouldBlockUntilAKeyIsAddedAndReportShutdownWhenEmpty(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := queue.New[string]()
+		q := must.Do(queue.New[string]())
 		got := make(chan string)
 		go func() {
 			k, _ := q.Get()
@@ -304,20 +305,21 @@ func TestAddWithOptionsRateLimitedShouldWaitTheLongerOfAfterAndTheLimiter(t *tes
 	assert.Equal(t, 1, q.Len())
 }
 
-func TestNewShouldPanicClearlyOnOptionsThatCannotWork(t *testing.T) {
+func TestNewShouldReturnAClearErrorForOptionsThatCannotWork(t *testing.T) {
 	intLimiter := backoff.NewPerKey[int](backoff.Exponential{})
-	assert.PanicsWithValue(t,
-		"queue: WithRateLimiter: got *backoff.PerKey[int], want backoff.Limiter[string]: the option was built for another key type",
-		func() { queue.New[string](queue.WithRateLimiter[int](intLimiter)) })
-	assert.PanicsWithValue(t,
-		"queue: WithGroup: got func(int) string, want func(string) string: the option was built for another key type",
-		func() { queue.New[string](queue.WithGroup(func(int) string { return "" })) })
+	q, err := queue.New[string](queue.WithRateLimiter[int](intLimiter))
+	assert.EqualError(t, err,
+		"queue.New: WithRateLimiter: got *backoff.PerKey[int], want backoff.Limiter[string]: the option was built for another key type")
+	assert.Nil(t, q)
+	_, err = queue.New[string](queue.WithGroup(func(int) string { return "" }))
+	assert.EqualError(t, err,
+		"queue.New: WithGroup: got func(int) string, want func(string) string: the option was built for another key type")
 }
 
 func TestNewShouldIgnoreNilOptionsLikeNilValues(t *testing.T) {
 	var unset queue.Option
-	q := queue.New[string](nil, unset, queue.WithClock(nil), queue.WithRateLimiter[string](nil),
-		queue.WithGroup[string](nil), queue.WithMetrics(nil))
+	q := must.Do(queue.New[string](nil, unset, queue.WithClock(nil), queue.WithRateLimiter[string](nil),
+		queue.WithGroup[string](nil), queue.WithMetrics(nil)))
 	defer q.ShutDown()
 	q.Add("a")
 	assert.Equal(t, 1, q.Len())

@@ -16,6 +16,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/internal/debugpage"
 )
@@ -39,9 +40,9 @@ func (u undecodable) List(ctx context.Context) ([]informer.Entry[string, int], i
 // for it, until the test ends.
 func runUndecodable(t *testing.T) (*reconcile.Manager, registry) {
 	t.Helper()
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("good", 1)
-	inf := informer.New[string, int]("docs", undecodable{store}, informer.WithLogger(quietLogger))
+	inf := must.Do(informer.New[string, int]("docs", undecodable{store}, informer.WithLogger(quietLogger)))
 	c, err := reconcile.New("docs", newRecorder(store), reconcile.For(inf), quiet)
 	require.NoError(t, err)
 	reg := newRegistry()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // A sharded reconcile whose bucket was lost returns what its cancelled
@@ -22,7 +23,7 @@ import (
 func TestAnErrorFromAReconcileWhoseBucketWasLostShouldBeLoggedAtDebugAndCounted(t *testing.T) {
 	var logs bytes.Buffer
 	c, err := New("c", Func(func(context.Context, string) (Result, error) { return Result{}, nil }),
-		For(informer.New("ints", memstore.New[string, int]())), WithMetrics(prometheus.NewRegistry()),
+		For(must.Do(informer.New("ints", must.Do(memstore.New[string, int]())))), WithMetrics(prometheus.NewRegistry()),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	require.NoError(t, err)
 	c.shards = &sharding[string]{} // sharded, as WithShards makes it

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -30,7 +31,7 @@ type cancelledRun struct {
 func startCancelledRun(t *testing.T, opts ...reconcile.Option) *cancelledRun {
 	t.Helper()
 	h := reconciletest.New(t)
-	r := &cancelledRun{b: newBlocker(), store: memstore.New[string, int](), logs: &syncBuffer{}, reg: newRegistry(),
+	r := &cancelledRun{b: newBlocker(), store: must.Do(memstore.New[string, int]()), logs: &syncBuffer{}, reg: newRegistry(),
 		done: make(chan error, 1), h: h}
 	r.store.Put("a", 1)
 	inf := reconciletest.Informer(h, "ints", r.store)
@@ -99,7 +100,7 @@ func TestAReconcileCancelledByLostLeadershipShouldNotBeLoggedOrCountedAsAFailure
 // A reconcile that fails on its own during the grace is still a failure.
 func TestAReconcileThatFailsDuringTheShutdownGraceShouldStillBeAFailure(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	started, fail := make(chan struct{}), make(chan struct{})
 	rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
@@ -126,7 +127,7 @@ func TestAReconcileThatFailsDuringTheShutdownGraceShouldStillBeAFailure(t *testi
 // its work: a success.
 func TestAReconcileThatSucceedsAfterTheShutdownCancelledItShouldCountAsASuccess(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	started := make(chan struct{})
 	rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {

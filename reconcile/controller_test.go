@@ -19,6 +19,7 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -85,7 +86,7 @@ func (r *recorder) count(key string) int {
 
 func TestEveryKeyInTheStoreIsReconciledAfterStart(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for i := range 50 {
 		store.Put(fmt.Sprint("k", i), i)
 	}
@@ -103,7 +104,7 @@ func TestEveryKeyInTheStoreIsReconciledAfterStart(t *testing.T) {
 
 func TestAChangeReconcilesItsKeyAndADeleteIsSeenAsGone(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	rec := newRecorder(store)
 	inf := reconciletest.Informer(h, "ints", store)
 	reconciletest.Controller(h, "ints", rec, reconcile.For(inf))
@@ -120,7 +121,7 @@ func TestAChangeReconcilesItsKeyAndADeleteIsSeenAsGone(t *testing.T) {
 
 func TestAFailingKeyBacksOffExponentiallyAndResetsOnSuccess(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	rec := newRecorder(store)
 	var failUntil = 4
@@ -162,7 +163,7 @@ func TestAFailingKeyBacksOffExponentiallyAndResetsOnSuccess(t *testing.T) {
 
 func TestRequeueAfterReconcilesTheKeyAgainAtThatTime(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	rec := newRecorder(store)
 	rec.outcome = func(string, int) (reconcile.Result, error) {
@@ -182,7 +183,7 @@ func TestRequeueAfterReconcilesTheKeyAgainAtThatTime(t *testing.T) {
 
 func TestRequeueJitterStaysWithinItsFraction(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for i := range 20 {
 		store.Put(fmt.Sprint("k", i), i)
 	}
@@ -204,7 +205,7 @@ func TestRequeueJitterStaysWithinItsFraction(t *testing.T) {
 
 func TestATerminalErrorIsNotRetriedUntilTheKeyChanges(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	rec := newRecorder(store)
 	rec.outcome = func(string, int) (reconcile.Result, error) {
@@ -228,7 +229,7 @@ func TestATerminalErrorIsNotRetriedUntilTheKeyChanges(t *testing.T) {
 
 func TestAPanicIsRecoveredAndRetried(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	rec := newRecorder(store)
 	rec.outcome = func(_ string, n int) (reconcile.Result, error) {
@@ -283,7 +284,7 @@ func trySend[T any](ch chan T, v T) {
 
 func TestTheReconcileTimeoutIsADeadlineOnTheControllersClock(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	rec := newTimedReconciler()
 	inf := reconciletest.Informer(h, "ints", store)
@@ -310,9 +311,9 @@ func TestTheReconcileTimeoutIsADeadlineOnTheControllersClock(t *testing.T) {
 }
 
 func TestTheReconcileTimeoutOnTheRealClockIsTheStandardDeadline(t *testing.T) {
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
-	inf := informer.New("ints", store)
+	inf := must.Do(informer.New("ints", store))
 	rec := newTimedReconciler()
 	c, err := reconcile.New("ints", rec, reconcile.For(inf), reconcile.WithReconcileTimeout(50*time.Millisecond), quiet)
 	require.NoError(t, err)
@@ -334,13 +335,13 @@ func TestTheReconcileTimeoutOnTheRealClockIsTheStandardDeadline(t *testing.T) {
 func TestAKeyThatVanishedBetweenRunsIsForgottenByTheRateLimiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-		store := memstore.New[string, int]()
+		store := must.Do(memstore.New[string, int]())
 		store.Put("doomed", 1)
 		limiter := backoff.NewPerKey[string](backoff.Exponential{Base: time.Millisecond, Cap: time.Second})
 		rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 			return reconcile.Result{}, errors.New("always failing")
 		})
-		inf := informer.New("ints", store, informer.WithClock(clk))
+		inf := must.Do(informer.New("ints", store, informer.WithClock(clk)))
 		c, err := reconcile.New("c", rec, reconcile.For(inf), reconcile.WithClock(clk), reconcile.WithRateLimiter(limiter),
 			reconcile.WithShutdownGrace(0), quiet)
 		require.NoError(t, err)
@@ -374,7 +375,7 @@ func TestAKeyThatVanishedBetweenRunsIsForgottenByTheRateLimiter(t *testing.T) {
 
 func TestAKeyIsParkedAfterItsAttemptBudgetAndRetriedOnItsNextChange(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	store.Put("b", 1)
 	rec := newRecorder(store)
@@ -410,7 +411,7 @@ func TestAKeyIsParkedAfterItsAttemptBudgetAndRetriedOnItsNextChange(t *testing.T
 
 func TestCancelOnChangeCancelsTheReconcileInProgressAndRunsItAgain(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	var mu sync.Mutex
 	var outcomes []string
@@ -474,7 +475,7 @@ func (r *orderRecorder) keys() []string {
 
 func TestFreshChangesGoBeforeTheInitialList(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for i := range 100 {
 		store.Put(fmt.Sprint("old", i), i)
 	}
@@ -497,8 +498,8 @@ func TestFreshChangesGoBeforeTheInitialList(t *testing.T) {
 
 func TestSecondaryWatchesMapChangesToPrimaryKeys(t *testing.T) {
 	h := reconciletest.New(t)
-	owners := memstore.New[string, int]()
-	children := memstore.New[string, string]() // child -> owner
+	owners := must.Do(memstore.New[string, int]())
+	children := must.Do(memstore.New[string, string]()) // child -> owner
 	owners.Put("o1", 0)
 	owners.Put("o2", 0)
 	rec := newRecorder(owners)
@@ -526,7 +527,7 @@ func TestSecondaryWatchesMapChangesToPrimaryKeys(t *testing.T) {
 
 func TestPredicatesDropChangesTheyRejectButNotTheInitialList(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	rec := newRecorder(store)
 	inf := reconciletest.Informer(h, "ints", store)
@@ -566,7 +567,7 @@ func TestFromChannelReconcilesKeysSentOnIt(t *testing.T) {
 
 func TestWithGroupsServesTheGroupsRoundRobin(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for i := range 50 {
 		store.Put(fmt.Sprint("a", i), i) // a flood of group a's keys
 	}
@@ -589,7 +590,7 @@ func TestWithGroupsServesTheGroupsRoundRobin(t *testing.T) {
 
 func TestTheDefaultRateLimiterFollowsTheControllersClockPastItsBurst(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for i := range 110 {
 		store.Put(fmt.Sprintf("k%03d", i), i)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -54,7 +55,7 @@ type pagesFixture struct {
 func newPagesFixture(b *testing.B, workers, failing int, queued func(ctx context.Context, key string)) *pagesFixture {
 	b.Helper()
 	f := &pagesFixture{queued: queued}
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for i := range failing {
 		store.Put(fmt.Sprintf("f-%d", i), 1)
 	}
@@ -71,7 +72,7 @@ func newPagesFixture(b *testing.B, workers, failing int, queued func(ctx context
 		f.queued(ctx, key)
 		return reconcile.Result{}, nil
 	})
-	inf := informer.New[string, int]("ints", store, informer.WithLogger(quietLogger))
+	inf := must.Do(informer.New[string, int]("ints", store, informer.WithLogger(quietLogger)))
 	c, err := reconcile.New("ints", rec, reconcile.For(inf), source, reconcile.WithWorkers(workers), quiet,
 		reconcile.WithShutdownGrace(0),
 		reconcile.WithRateLimiter(backoff.NewPerKey[string](backoff.Exponential{Base: time.Hour, Cap: time.Hour})))

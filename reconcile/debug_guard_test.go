@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/internal/debugpage"
 	"github.com/converge-go/converge/reconcile/reconciletest"
@@ -78,7 +79,7 @@ func TestTheLastErrorShouldBeShownNotFoldedAway(t *testing.T) {
 
 func TestAHealthyKeyShouldHaveAPageAfterItsReconcilesLeftTheHistory(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("quiet", 1)
 	inf := reconciletest.Informer(h, "ints", store)
 	c := reconciletest.Controller(h, "ints", newRecorder(store), reconcile.For(inf), reconcile.WithWorkers(1), quiet)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/reconcile"
@@ -139,7 +140,7 @@ func TestTheOverviewsShouldShowABucketMovingAsReleasingOnTheOldOwnerAndWantedOnT
 // storeOfKeysOwnedBy returns a store of n keys whose buckets owners
 // assigns to owner.
 func storeOfKeysOwnedBy(owners []string, owner string, n int) *memstore.Store[string, int] {
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for i := 0; store.Len() < n; i++ {
 		if key := fmt.Sprintf("key-%03d", i); owners[shard.BucketOf(key, shardBuckets)] == owner {
 			store.Put(key, i)

@@ -19,6 +19,7 @@ import (
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/internal/debugpage"
 	"github.com/converge-go/converge/reconcile/reconciletest"
@@ -34,13 +35,13 @@ const scriptKey = "<script>alert(1)</script>"
 func debugFixture(t *testing.T, opts reconcile.DebugOptions) (*reconcile.Manager, *reconcile.Controller[string]) {
 	t.Helper()
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for _, k := range []string{"ok", "long", "parked", scriptKey} {
 		store.Put(k, 1)
 	}
 	rec := newRecorder(store)
-	mem := events.NewMemorySink(0)
-	ev := events.NewRecorder("ints-controller", events.WithSink(mem), events.WithClock(h.Clock))
+	mem := must.Do(events.NewMemorySink(0))
+	ev := must.Do(events.NewRecorder("ints-controller", events.WithSink(mem), events.WithClock(h.Clock)))
 	rec.outcome = func(key string, _ int) (reconcile.Result, error) {
 		if key == "ok" {
 			ev.Event(context.Background(), key, events.Normal, "Synced", "all good")
@@ -255,8 +256,8 @@ func TestNewManagerShouldRejectDebugWithoutAnAddrOrWithASubSecondRefresh(t *test
 
 func TestTheManagersServerShouldServeTheDebugPagesOnlyWhenEnabled(t *testing.T) {
 	for _, enabled := range []bool{false, true} {
-		store := memstore.New[string, int]()
-		inf := informer.New[string, int]("ints", store, informer.WithLogger(quietLogger))
+		store := must.Do(memstore.New[string, int]())
+		inf := must.Do(informer.New[string, int]("ints", store, informer.WithLogger(quietLogger)))
 		c, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(inf), quiet)
 		require.NoError(t, err)
 		m, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: "127.0.0.1:0", Logger: quietLogger,

@@ -12,18 +12,19 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 )
 
 func TestWorkersReconcileListedKeysWhileTheHandlerIsStillQueueingThem(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for _, k := range []string{"a", "b"} {
 		_, err := store.Create(ctx, k, 1)
 		require.NoError(t, err)
 	}
-	inf := informer.New("ints", store)
+	inf := must.Do(informer.New("ints", store))
 	firstReconcile := make(chan struct{})
 	var once sync.Once
 	var reconciled atomic.Int32

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"sync"
 	"time"
 
@@ -28,8 +29,14 @@ func waitIdle(c interface{ Idle() bool }, inf *informer.Informer[string, Spec], 
 // A controller that scales a pretend set of replicas to what the store
 // asks for, run by a Manager.
 func Example() {
-	store := memstore.New[string, Spec]() // desired state: the embedded store
-	specs := informer.New("specs", store) // a cache that follows it
+	store, err := memstore.New[string, Spec]() // desired state: the embedded store
+	if err != nil {
+		log.Fatal(err)
+	}
+	specs, err := informer.New("specs", store) // a cache that follows it
+	if err != nil {
+		log.Fatal(err)
+	}
 	var mu sync.Mutex
 	running := map[string]int{} // observed state: what we run
 
@@ -100,9 +107,23 @@ func ExampleResult() {
 // to: here a pod's change reconciles its owner.
 func ExampleWatch() {
 	type Pod struct{ Owner string }
-	apps := informer.New("apps", memstore.New[string, Spec]())
-	pods := informer.New("pods", memstore.New[string, Pod]())
-	_, err := reconcile.New("apps", reconcile.Func(noop),
+	appStore, err := memstore.New[string, Spec]()
+	if err != nil {
+		log.Fatal(err)
+	}
+	podStore, err := memstore.New[string, Pod]()
+	if err != nil {
+		log.Fatal(err)
+	}
+	apps, err := informer.New("apps", appStore)
+	if err != nil {
+		log.Fatal(err)
+	}
+	pods, err := informer.New("pods", podStore)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = reconcile.New("apps", reconcile.Func(noop),
 		reconcile.For(apps),
 		reconcile.Watch(pods, func(_ string, p Pod) []string { return []string{p.Owner} }),
 	)
@@ -113,9 +134,15 @@ func ExampleWatch() {
 // Leader election: every replica runs the informers, only the leader the
 // controllers, and each reconcile knows its term, for fencing its writes.
 func ExampleManager_leaderElection() {
-	store := memstore.New[string, Spec]()
+	store, err := memstore.New[string, Spec]()
+	if err != nil {
+		log.Fatal(err)
+	}
 	store.Put("web", Spec{Replicas: 3})
-	specs := informer.New("specs", store)
+	specs, err := informer.New("specs", store)
+	if err != nil {
+		log.Fatal(err)
+	}
 	c, _ := reconcile.New("scaler", reconcile.Func(func(ctx context.Context, name string) (reconcile.Result, error) {
 		term, _ := leader.TermFromContext(ctx)
 		fmt.Printf("reconciling %s in term %d\n", name, term)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -26,11 +27,11 @@ func BenchmarkHeadBarrier(b *testing.B) {
 	const keys = 10_000
 	for _, load := range []string{"idle", "writes"} {
 		b.Run(load, func(b *testing.B) {
-			store := memstore.New[string, int]()
+			store := must.Do(memstore.New[string, int]())
 			for i := range keys {
 				store.Put(fmt.Sprintf("key-%05d", i), i)
 			}
-			inf := informer.New[string, int]("ints", store, informer.WithLogger(quietLogger))
+			inf := must.Do(informer.New[string, int]("ints", store, informer.WithLogger(quietLogger)))
 			ctx, cancel := context.WithCancel(context.Background())
 			infDone := make(chan error, 1)
 			go func() { infDone <- inf.Run(ctx) }()

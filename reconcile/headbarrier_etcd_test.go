@@ -15,6 +15,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 	"github.com/converge-go/converge/reconcile"
 )
@@ -33,11 +34,11 @@ func TestOnEtcdTheFirstReconcileReadsACacheAtTheClustersHeadRevision(t *testing.
 	prefix := "/converge-test/head-barrier-" + hex.EncodeToString(b) + "/"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	store := etcdstore.New[int](cli, prefix)
+	store := must.Do(etcdstore.New[int](cli, prefix))
 	_, err = store.Create(ctx, "k", 1)
 	require.NoError(t, err)
 
-	inf := informer.New[string, int]("things", store, informer.WithLogger(quietLogger))
+	inf := must.Do(informer.New[string, int]("things", store, informer.WithLogger(quietLogger)))
 	firstAt := make(chan informer.Revision, 1)
 	rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		select {

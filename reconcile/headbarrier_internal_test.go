@@ -7,6 +7,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // BenchmarkWaitForHead is the head barrier's own cost at a Run's start,
@@ -23,11 +24,11 @@ func BenchmarkWaitForHead(b *testing.B) {
 			var opts []Option
 			var done []chan error
 			for i := range n {
-				store := memstore.New[string, int]()
+				store := must.Do(memstore.New[string, int]())
 				for k := range 1000 {
 					store.Put(fmt.Sprint(k), k)
 				}
-				inf := informer.New[string, int](fmt.Sprint("ints-", i), store)
+				inf := must.Do(informer.New[string, int](fmt.Sprint("ints-", i), store))
 				ch := make(chan error, 1)
 				go func() { ch <- inf.Run(ctx) }()
 				done = append(done, ch)

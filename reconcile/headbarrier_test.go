@@ -14,6 +14,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -74,7 +75,7 @@ func (h headless) Watch(ctx context.Context, after informer.Revision, emit func(
 func staleStart(t *testing.T, src informer.Source[string, int], held *heldSource, opts ...reconcile.Option) (seen func() []int, stop func()) {
 	t.Helper()
 	held.Put("k", 1)
-	inf := informer.New[string, int]("things", src, informer.WithLogger(quietLogger))
+	inf := must.Do(informer.New[string, int]("things", src, informer.WithLogger(quietLogger)))
 	var mu sync.Mutex
 	var values []int
 	rec := reconcile.Func(func(_ context.Context, key string) (reconcile.Result, error) {
@@ -108,7 +109,7 @@ func staleStart(t *testing.T, src informer.Source[string, int], held *heldSource
 
 func TestWorkersWaitUntilTheCacheHoldsTheStoresHeadWhenARunStarts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := &heldSource{Store: memstore.New[string, int]()}
+		src := &heldSource{Store: must.Do(memstore.New[string, int]())}
 		seen, stop := staleStart(t, src, src, reconcile.WithHeadBarrier())
 		defer stop()
 		synctest.Wait()
@@ -124,7 +125,7 @@ func TestWorkersWaitUntilTheCacheHoldsTheStoresHeadWhenARunStarts(t *testing.T) 
 func TestWorkersStartAfterTheSyncTimeoutIfTheCacheNeverReachesTheHead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs bytes.Buffer
-		src := &heldSource{Store: memstore.New[string, int]()}
+		src := &heldSource{Store: must.Do(memstore.New[string, int]())}
 		seen, stop := staleStart(t, src, src, reconcile.WithHeadBarrier(), reconcile.WithSyncTimeout(time.Minute),
 			reconcile.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		defer func() {
@@ -145,7 +146,7 @@ func TestWorkersStartAfterTheSyncTimeoutIfTheCacheNeverReachesTheHead(t *testing
 
 func TestWorkersStartAtOnceWhenTheSourceCannotTellItsHead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := &heldSource{Store: memstore.New[string, int]()}
+		src := &heldSource{Store: must.Do(memstore.New[string, int]())}
 		seen, stop := staleStart(t, headless{src}, src, reconcile.WithHeadBarrier())
 		defer func() {
 			src.unhold()
@@ -158,7 +159,7 @@ func TestWorkersStartAtOnceWhenTheSourceCannotTellItsHead(t *testing.T) {
 
 func TestWorkersDoNotWaitForTheStoresHeadUnlessTheBarrierIsOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := &heldSource{Store: memstore.New[string, int]()}
+		src := &heldSource{Store: must.Do(memstore.New[string, int]())}
 		seen, stop := staleStart(t, src, src)
 		defer func() {
 			src.unhold()

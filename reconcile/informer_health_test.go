@@ -15,6 +15,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/internal/debugpage"
 )
@@ -45,10 +46,10 @@ func stuckFixture(t *testing.T) (m *reconcile.Manager, inf *informer.Informer[st
 // stuckFixtureAfter is stuckFixture with StuckAfter set to after.
 func stuckFixtureAfter(t *testing.T, after time.Duration) (m *reconcile.Manager, inf *informer.Informer[string, int], src heldWatch, clk *clocktesting.FakeClock, reg registry) {
 	t.Helper()
-	src = heldWatch{memstore.New[string, int](), make(chan struct{})}
+	src = heldWatch{must.Do(memstore.New[string, int]()), make(chan struct{})}
 	src.Put("a", 1)
 	clk = clocktesting.NewFakeClock(time.Now())
-	inf = informer.New("held", src, informer.WithLogger(quietLogger))
+	inf = must.Do(informer.New("held", src, informer.WithLogger(quietLogger)))
 	reg = newRegistry()
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: "127.0.0.1:0", Gatherer: reg, Logger: quietLogger,
 		StuckAfter: after, Clock: clk})
@@ -151,12 +152,12 @@ func TestManagersShouldShareARegistryUnlessTheirInformersShareAName(t *testing.T
 	require.NoError(t, err)
 	m2, err := reconcile.NewManager(reconcile.ManagerOptions{Registerer: reg})
 	require.NoError(t, err)
-	require.NoError(t, m1.AddInformer(informer.New("a", memstore.New[string, int]())))
-	require.NoError(t, m2.AddInformer(informer.New("b", memstore.New[string, int]())))
-	err = m2.AddInformer(informer.New("a", memstore.New[string, int]()))
+	require.NoError(t, m1.AddInformer(must.Do(informer.New("a", must.Do(memstore.New[string, int]())))))
+	require.NoError(t, m2.AddInformer(must.Do(informer.New("b", must.Do(memstore.New[string, int]())))))
+	err = m2.AddInformer(must.Do(informer.New("a", must.Do(memstore.New[string, int]()))))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `informer "a": the Registerer has metrics for an informer of this name already`)
-	assert.NoError(t, m2.AddInformer(informer.New("c", memstore.New[string, int]())), "the failed add claimed nothing")
+	assert.NoError(t, m2.AddInformer(must.Do(informer.New("c", must.Do(memstore.New[string, int]())))), "the failed add claimed nothing")
 }
 
 // slowHead is a memstore whose head takes until the asker gives up,
@@ -184,7 +185,7 @@ func TestTheOverviewShouldAskEveryStoreForItsHeadAtOnce(t *testing.T) {
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Addr: "127.0.0.1:0", Debug: reconcile.DebugOptions{Enabled: true}, Logger: quietLogger})
 	require.NoError(t, err)
 	for _, name := range []string{"a", "b", "c", "d"} {
-		require.NoError(t, m.AddInformer(informer.New(name, slowHead{memstore.New[string, int](), &asking, &most})))
+		require.NoError(t, m.AddInformer(must.Do(informer.New(name, slowHead{must.Do(memstore.New[string, int]()), &asking, &most}))))
 	}
 	code, body := getPage(t, m.DebugHandler(), "/debug/converge/?format=json", "")
 	require.Equal(t, http.StatusOK, code, body)
@@ -216,7 +217,7 @@ func TestScrapesAndProbesShouldAskTheStoreForItsHeadAtMostOnceASecond(t *testing
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Registerer: reg, Clock: clk,
 		Addr: "127.0.0.1:0", Debug: reconcile.DebugOptions{Enabled: true}, Logger: quietLogger})
 	require.NoError(t, err)
-	require.NoError(t, m.AddInformer(informer.New("counted", countedHead{memstore.New[string, int](), &asks})))
+	require.NoError(t, m.AddInformer(must.Do(informer.New("counted", countedHead{must.Do(memstore.New[string, int]()), &asks}))))
 	for range 10 {
 		_, err := reg.Gather()
 		require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/internal/debugpage"
 	"github.com/converge-go/converge/reconcile/reconciletest"
@@ -20,7 +21,7 @@ import (
 
 func TestInspectShouldListFailingKeysByAttemptsAndParkedOnesWithTruncatedErrors(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for _, k := range []string{"ok", "flaky", "broken", "long"} {
 		store.Put(k, 1)
 	}
@@ -93,7 +94,7 @@ func TestInspectShouldShowAReconcileInProgressWithItsAgeAndTheKeysWaitingBehindI
 
 func TestInspectKeyShouldListRecentReconcilesNewestFirstWithLastSuccessAndDuration(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	rec := newRecorder(store)
 	rec.outcome = func(_ string, n int) (reconcile.Result, error) {

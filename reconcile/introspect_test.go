@@ -8,26 +8,27 @@ import (
 
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
 
 func TestWithEventRecorderShouldNeedARecorderWithASinkThatListsEvents(t *testing.T) {
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	h := reconciletest.New(t)
 	inf := reconciletest.Informer(h, "ints", store)
 	_, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(inf), reconcile.WithEventRecorder(nil))
 	assert.ErrorContains(t, err, "WithEventRecorder(nil)")
 	_, err = reconcile.New("c", reconcile.Func(noop), reconcile.For(inf),
-		reconcile.WithEventRecorder(events.NewRecorder("src")))
+		reconcile.WithEventRecorder(must.Do(events.NewRecorder("src"))))
 	assert.ErrorContains(t, err, `WithEventRecorder("src"): the recorder has no sink that lists events`)
 	_, err = reconcile.New("c", reconcile.Func(noop), reconcile.For(inf),
-		reconcile.WithEventRecorder(events.NewRecorder("src", events.WithSink(events.NewMemorySink(0)))))
+		reconcile.WithEventRecorder(must.Do(events.NewRecorder("src", events.WithSink(must.Do(events.NewMemorySink(0)))))))
 	assert.NoError(t, err)
 }
 
 func TestWithDebugValueShouldRejectAnotherKeyTypeAndReplaceTheInformersValue(t *testing.T) {
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	h := reconciletest.New(t)
 	inf := reconciletest.Informer(h, "ints", store)

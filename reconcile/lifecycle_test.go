@@ -19,6 +19,7 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/queue"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
@@ -78,9 +79,9 @@ func metricValue(m *dto.Metric) float64 {
 }
 
 func TestNewRejectsBadInputWithClearErrors(t *testing.T) {
-	store := memstore.New[string, int]()
-	inf := informer.New("ints", store)
-	other := informer.New("others", memstore.New[int, int]())
+	store := must.Do(memstore.New[string, int]())
+	inf := must.Do(informer.New("ints", store))
+	other := must.Do(informer.New("others", must.Do(memstore.New[int, int]())))
 	ok := reconcile.Func(func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
 	reg := newRegistry()
 	_, err := reconcile.New("taken", ok, reconcile.For(inf), reconcile.WithMetrics(reg))
@@ -125,7 +126,7 @@ func TestNewRejectsBadInputWithClearErrors(t *testing.T) {
 
 func TestRunWaitsForSyncAndNamesTheInformerThatDidNot(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
-	inf := informer.New("never-runs", memstore.New[string, int]())
+	inf := must.Do(informer.New("never-runs", must.Do(memstore.New[string, int]())))
 	c, err := reconcile.New("c", reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		return reconcile.Result{}, nil
 	}), reconcile.For(inf), reconcile.WithClock(clk), reconcile.WithSyncTimeout(time.Minute))
@@ -150,7 +151,7 @@ func TestAFailingSourceEndsRunWithItsError(t *testing.T) {
 
 func TestRunTwiceAtOnceIsAnError(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	inf := reconciletest.Informer(h, "ints", store)
 	c := reconciletest.Controller(h, "ints", newRecorder(store), reconcile.For(inf))
 	h.Settle()
@@ -203,7 +204,7 @@ type blockedController struct {
 func startBlocked(t *testing.T, opts []reconcile.Option, keys ...string) (blockedController, context.CancelCauseFunc, chan error, *reconciletest.Harness) {
 	t.Helper()
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for _, k := range keys {
 		store.Put(k, 1)
 	}
@@ -256,7 +257,7 @@ func TestLosingLeadershipCancelsReconcilesAtOnce(t *testing.T) {
 
 func TestMetricsUseControllerRuntimeNames(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for _, k := range []string{"ok", "err", "term", "panic", "later"} {
 		store.Put(k, 1)
 	}
@@ -295,7 +296,7 @@ func TestMetricsUseControllerRuntimeNames(t *testing.T) {
 
 func TestLogLinesCarryControllerKeyAndReconcileID(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	var mu sync.Mutex
 	var buf bytes.Buffer
@@ -336,7 +337,7 @@ func same(k string, _ int) []string              { return []string{k} }
 func passAll(reconcile.Change[string, int]) bool { return true }
 
 func TestQueueMetricsAlreadyRegisteredAreAnErrorFromNewNotAPanicAtRun(t *testing.T) {
-	inf := informer.New("ints", memstore.New[string, int]())
+	inf := must.Do(informer.New("ints", must.Do(memstore.New[string, int]())))
 	ok := reconcile.Func(func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
 	reg := newRegistry()
 	_, err := queue.NewMetrics(reg, "c", "c") // a user's queue with the controller's name
@@ -353,10 +354,10 @@ func TestQueueMetricsAlreadyRegisteredAreAnErrorFromNewNotAPanicAtRun(t *testing
 
 func TestWorkqueueCountersCarryTheControllerLabelAndKeepCountingAcrossRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memstore.New[string, int]()
+		store := must.Do(memstore.New[string, int]())
 		store.Put("a", 1)
 		store.Put("b", 2)
-		inf := informer.New("ints", store)
+		inf := must.Do(informer.New("ints", store))
 		ok := reconcile.Func(func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
 		reg := newRegistry()
 		c, err := reconcile.New("things", ok, reconcile.For(inf), reconcile.WithMetrics(reg), quiet)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/reconcile"
@@ -43,15 +44,15 @@ func (s *seenKeys) has(key string) bool {
 
 func TestAddControllerShouldRunTheInformersItsControllerWatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		parents := memstore.New[string, int]()
-		children := memstore.New[string, string]() // child -> owner
-		refs := memstore.New[string, string]()     // ref -> the parent it names
+		parents := must.Do(memstore.New[string, int]())
+		children := must.Do(memstore.New[string, string]()) // child -> owner
+		refs := must.Do(memstore.New[string, string]())     // ref -> the parent it names
 		parents.Put("p1", 1)
 		children.Put("c1", "p2")
 		refs.Put("r1", "p3")
-		parentInf := informer.New("parents", parents)
-		childInf := informer.New("children", children)
-		refInf := informer.New("refs", refs)
+		parentInf := must.Do(informer.New("parents", parents))
+		childInf := must.Do(informer.New("children", children))
+		refInf := must.Do(informer.New("refs", refs))
 		var seen seenKeys
 		c, err := reconcile.New("parents", reconcile.Func(seen.reconcile), reconcile.For(parentInf),
 			reconcile.Owns(childInf, func(_ string, owner string) (string, bool) { return owner, true }),
@@ -83,9 +84,9 @@ func TestAddControllerShouldRunTheInformersItsControllerWatches(t *testing.T) {
 
 func TestTwoControllersWatchingOneInformerShouldBothBeAdded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memstore.New[string, int]()
+		store := must.Do(memstore.New[string, int]())
 		store.Put("k", 1)
-		inf := informer.New("ints", store)
+		inf := must.Do(informer.New("ints", store))
 		var a, b seenKeys
 		ca, err := reconcile.New("a", reconcile.Func(a.reconcile), reconcile.For(inf), reconcile.WithLogger(quietLogger))
 		require.NoError(t, err)
@@ -109,14 +110,14 @@ func TestTwoControllersWatchingOneInformerShouldBothBeAdded(t *testing.T) {
 }
 
 func TestAddControllerShouldAddNothingWhenItFails(t *testing.T) {
-	store := memstore.New[string, int]()
-	inf := informer.New("ints", store)
-	other := informer.New("ints", store) // another informer of the same name
+	store := must.Do(memstore.New[string, int]())
+	inf := must.Do(informer.New("ints", store))
+	other := must.Do(informer.New("ints", store)) // another informer of the same name
 	c, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(inf))
 	require.NoError(t, err)
 	d, err := reconcile.New("d", reconcile.Func(noop), reconcile.For(other))
 	require.NoError(t, err)
-	fresh := informer.New("fresh", store)
+	fresh := must.Do(informer.New("fresh", store))
 	e, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(fresh))
 	require.NoError(t, err)
 
@@ -178,11 +179,11 @@ func TestAddControllerWhoseInformersMetricsClashShouldRegisterNoneOfThem(t *test
 	reg := prometheus.NewRegistry()
 	m1, err := reconcile.NewManager(reconcile.ManagerOptions{Registerer: reg})
 	require.NoError(t, err)
-	require.NoError(t, m1.AddInformer(informer.New("b", memstore.New[string, int]())))
+	require.NoError(t, m1.AddInformer(must.Do(informer.New("b", must.Do(memstore.New[string, int]())))))
 	m2, err := reconcile.NewManager(reconcile.ManagerOptions{Registerer: reg})
 	require.NoError(t, err)
-	a := informer.New("a", memstore.New[string, int]())
-	b := informer.New("b", memstore.New[string, int]())
+	a := must.Do(informer.New("a", must.Do(memstore.New[string, int]())))
+	b := must.Do(informer.New("b", must.Do(memstore.New[string, int]())))
 	c, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(a),
 		reconcile.Watch(b, func(k string, _ int) []string { return []string{k} }))
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/internal/leasetest"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/reconcile"
@@ -41,7 +42,7 @@ type leasedReplica struct {
 
 func startLeasedReplica(t *testing.T, id string, lock leader.Lock, store *memstore.Store[string, int], j *leasetest.Journal) *leasedReplica {
 	t.Helper()
-	inf := informer.New("ints", store)
+	inf := must.Do(informer.New("ints", store))
 	c, err := reconcile.New("ints", j.Holding(id, hold), reconcile.For(inf), quiet)
 	require.NoError(t, err)
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Lock: lock, Logger: quietLogger, Leader: leader.Config{
@@ -66,7 +67,7 @@ func (r *leasedReplica) stop() error {
 // one key, and returns once a leads and reconciles the key.
 func reconcilingLeader(t *testing.T) (*memlock.Lock, *memstore.Store[string, int], *leasetest.Journal, *leasedReplica) {
 	t.Helper()
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("k", 1)
 	lock := memlock.NewLock()
 	j := leasetest.New()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/reconcile"
@@ -28,9 +29,9 @@ var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 func noop(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil }
 
 func TestManagerRejectsBadInputWhenBuilt(t *testing.T) {
-	store := memstore.New[string, int]()
-	inf := informer.New("ints", store)
-	impostor := informer.New("ints", store)
+	store := must.Do(memstore.New[string, int]())
+	inf := must.Do(informer.New("ints", store))
+	impostor := must.Do(informer.New("ints", store))
 	c, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(inf))
 	require.NoError(t, err)
 
@@ -88,9 +89,9 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestManagerServesHealthReadinessAndMetrics(t *testing.T) {
-	src := gatedSource{memstore.New[string, int](), make(chan struct{})}
+	src := gatedSource{must.Do(memstore.New[string, int]()), make(chan struct{})}
 	src.Put("a", 1)
-	inf := informer.New("gated", src)
+	inf := must.Do(informer.New("gated", src))
 	reg := newRegistry()
 	c, err := reconcile.New("c", reconcile.Func(noop), reconcile.For(inf), reconcile.WithMetrics(reg))
 	require.NoError(t, err)
@@ -147,7 +148,7 @@ func fastLeader(id string) leader.Config {
 func startReplica(t *testing.T, id string, lock leader.Lock, store *memstore.Store[string, int], standby bool) *replica {
 	t.Helper()
 	r := &replica{seen: map[string]int{}, terms: map[leader.Term]bool{}, done: make(chan error, 1)}
-	inf := informer.New("ints", store)
+	inf := must.Do(informer.New("ints", store))
 	c, err := reconcile.New("ints", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		term, ok := leader.TermFromContext(ctx)
 		require.True(t, ok, "a leader's reconcile carries the term")
@@ -196,7 +197,7 @@ func TestOnlyTheLeaderReconcilesAndANewLeaderReconcilesEveryKey(t *testing.T) {
 	// In a bubble: the 200ms of standby below is virtual time, in which b
 	// campaigns exactly four times, however loaded the machine is.
 	synctest.Test(t, func(t *testing.T) {
-		store := memstore.New[string, int]()
+		store := must.Do(memstore.New[string, int]())
 		for i := range 10 {
 			store.Put(fmt.Sprint("k", i), i)
 		}
@@ -249,7 +250,7 @@ func steal(t *testing.T, lock leader.Lock, thief string) leader.Record {
 }
 
 func TestLosingLeadershipStopsTheControllersAndEndsRun(t *testing.T) {
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	lock := memlock.NewLock()
 	r := startReplica(t, "a", lock, store, false)
@@ -265,7 +266,7 @@ func TestLosingLeadershipStopsTheControllersAndEndsRun(t *testing.T) {
 }
 
 func TestAStandbyManagerStandsByAfterLosingLeadershipAndLeadsAgain(t *testing.T) {
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	lock := memlock.NewLock()
 	r := startReplica(t, "a", lock, store, true)
@@ -387,7 +388,7 @@ func TestRunShouldReturnBothAFailureAndAShutdownThatTimedOut(t *testing.T) {
 }
 
 func TestAnInformerThatFailsShouldBeNamedOnceInRunsError(t *testing.T) {
-	inf := informer.New("ints", memstore.New[string, int]())
+	inf := must.Do(informer.New("ints", must.Do(memstore.New[string, int]())))
 	ctx, cancel := context.WithCancel(context.Background())
 	byHand := make(chan error, 1)
 	go func() { byHand <- inf.Run(ctx) }()

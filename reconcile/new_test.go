@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/reconcile"
@@ -20,8 +21,8 @@ import (
 // A New whose metrics cannot be registered must leave nothing behind: a
 // later, correct New over the same child informer is accepted.
 func TestANewWhoseMetricsFailShouldLeaveNoOwnerIndexBehind(t *testing.T) {
-	rs := informer.New("rs", memstore.New[string, int]())
-	pods := informer.New("pods", memstore.New[string, pod]())
+	rs := must.Do(informer.New("rs", must.Do(memstore.New[string, int]())))
+	pods := must.Do(informer.New("pods", must.Do(memstore.New[string, pod]())))
 	reg := prometheus.NewRegistry()
 	_, err := reconcile.New("rs", &keyLog{}, reconcile.For(rs), reconcile.WithMetrics(reg))
 	require.NoError(t, err)
@@ -38,10 +39,10 @@ func TestANewWhoseMetricsFailShouldLeaveNoOwnerIndexBehind(t *testing.T) {
 // The second of two Owns fails on a child whose cached entry makes its
 // owner function panic: the first Owns's index is removed again.
 func TestANewWhoseSecondOwnsFailsShouldRemoveTheFirstOwnsIndex(t *testing.T) {
-	pods := informer.New("pods", memstore.New[string, pod]())
-	bad := memstore.New[string, pod]()
+	pods := must.Do(informer.New("pods", must.Do(memstore.New[string, pod]())))
+	bad := must.Do(memstore.New[string, pod]())
 	bad.Put("b1", pod{owner: "x"})
-	badInf := informer.New("bad", bad)
+	badInf := must.Do(informer.New("bad", bad))
 	runInformer(t, badInf)
 	_, err := reconcile.New("rs", &keyLog{}, reconcile.Owns(pods, podOwner),
 		reconcile.Owns(badInf, func(string, pod) (string, bool) { panic("boom") }))
@@ -59,10 +60,10 @@ func TestAShardedNewThatFailsShouldLeaveNoHandlerOnTheSharder(t *testing.T) {
 		s, err := shard.New(memlock.NewLocks(), shard.Config{Name: "ints", Identity: "a", Buckets: shardBuckets,
 			LeaseDuration: bubbleLease, RenewDeadline: bubbleRenew, RetryPeriod: bubbleRetry})
 		require.NoError(t, err)
-		inf := informer.New("ints", informer.Bucketed[string, int](memstore.WithBuckets(store, shardBucketOf), shardBucketOf),
-			informer.WithLogger(quietLogger))
+		inf := must.Do(informer.New("ints", informer.Bucketed[string, int](memstore.WithBuckets(store, shardBucketOf), shardBucketOf),
+			informer.WithLogger(quietLogger)))
 		reg := prometheus.NewRegistry()
-		_, err = reconcile.New("ints", &keyLog{}, reconcile.For(informer.New("other", memstore.New[string, int]())),
+		_, err = reconcile.New("ints", &keyLog{}, reconcile.For(must.Do(informer.New("other", must.Do(memstore.New[string, int]())))),
 			reconcile.WithMetrics(reg))
 		require.NoError(t, err)
 		_, err = reconcile.New("ints", reconcile.Func(func(context.Context, string) (reconcile.Result, error) {

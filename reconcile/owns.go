@@ -128,6 +128,10 @@ type ownsRelation struct {
 //			...
 //		}
 //	}
+//
+// It panics if child has no owner index (it was not given to
+// reconcile.Owns) or is owned by several controllers (use OwnedBy): both
+// are programming errors, and the call sits in every reconcile.
 func Owned[K comparable, CK comparable, CV any](child *informer.Informer[CK, CV], owner K) []informer.Entry[CK, CV] {
 	owners := relationsOf(child)
 	switch len(owners) {

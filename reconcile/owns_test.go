@@ -13,6 +13,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -54,7 +55,7 @@ func entryKeys[K comparable, V any](entries []informer.Entry[K, V]) []K {
 
 func TestOwnsReconcilesTheOwnerOfAChildAndBothOwnersWhenItChangesHands(t *testing.T) {
 	h := reconciletest.New(t)
-	pods := memstore.New[string, pod]()
+	pods := must.Do(memstore.New[string, pod]())
 	podInf := reconciletest.Informer(h, "pods", pods)
 	log := &keyLog{}
 	reconciletest.Controller(h, "rs", log, reconcile.Owns(podInf, podOwner))
@@ -80,7 +81,7 @@ func TestOwnsReconcilesTheOwnerOfAChildAndBothOwnersWhenItChangesHands(t *testin
 
 func TestOwnedListsAnOwnersCachedChildren(t *testing.T) {
 	h := reconciletest.New(t)
-	pods := memstore.New[string, pod]()
+	pods := must.Do(memstore.New[string, pod]())
 	pods.Put("p0", pod{owner: "rs-a"}) // listed before the controller exists
 	podInf := reconciletest.Informer(h, "pods", pods)
 	reconciletest.Controller(h, "rs", &keyLog{}, reconcile.Owns(podInf, podOwner))
@@ -102,7 +103,7 @@ func TestOwnedListsAnOwnersCachedChildren(t *testing.T) {
 
 func TestOwnsFilesOwnersOfOtherKeyTypesByTheirPrintedForm(t *testing.T) {
 	h := reconciletest.New(t)
-	pods := memstore.New[string, int]() // value: the owner's number
+	pods := must.Do(memstore.New[string, int]()) // value: the owner's number
 	podInf := reconciletest.Informer(h, "pods", pods)
 	var mu sync.Mutex
 	var got []int
@@ -123,9 +124,9 @@ func TestOwnsFilesOwnersOfOtherKeyTypesByTheirPrintedForm(t *testing.T) {
 }
 
 func TestOwnsAddsItsIndexToAnInformerThatIsAlreadyRunning(t *testing.T) {
-	pods := memstore.New[string, pod]()
+	pods := must.Do(memstore.New[string, pod]())
 	pods.Put("p1", pod{owner: "rs-a"})
-	podInf := informer.New("pods", pods)
+	podInf := must.Do(informer.New("pods", pods))
 	runInformer(t, podInf)
 	require.False(t, podInf.HasIndex(reconcile.OwnerIndexOf("rs")))
 
@@ -135,7 +136,9 @@ func TestOwnsAddsItsIndexToAnInformerThatIsAlreadyRunning(t *testing.T) {
 }
 
 func TestOwnsRejectsNilArgumentsASecondOwnerIndexAndAnotherKeyType(t *testing.T) {
-	newPods := func() *informer.Informer[string, pod] { return informer.New("pods", memstore.New[string, pod]()) }
+	newPods := func() *informer.Informer[string, pod] {
+		return must.Do(informer.New("pods", must.Do(memstore.New[string, pod]())))
+	}
 	ok := &keyLog{}
 	for _, tc := range []struct {
 		name string
@@ -173,7 +176,7 @@ func TestOwnsRejectsNilArgumentsASecondOwnerIndexAndAnotherKeyType(t *testing.T)
 }
 
 func TestANewThatFailsLeavesNoOwnerIndexBehind(t *testing.T) {
-	pods := informer.New("pods", memstore.New[string, pod]())
+	pods := must.Do(informer.New("pods", must.Do(memstore.New[string, pod]())))
 	_, err := reconcile.New("rs", &keyLog{}, reconcile.Owns(pods, func(string, pod) (int, bool) { return 0, false }))
 	require.Error(t, err)
 	assert.False(t, pods.HasIndex(reconcile.OwnerIndexOf("rs")))
@@ -183,7 +186,7 @@ func TestANewThatFailsLeavesNoOwnerIndexBehind(t *testing.T) {
 }
 
 func TestOwnedPanicsOnAnInformerNotGivenToOwns(t *testing.T) {
-	pods := informer.New("pods", memstore.New[string, pod]())
+	pods := must.Do(informer.New("pods", must.Do(memstore.New[string, pod]())))
 	defer func() {
 		r := recover()
 		require.NotNil(t, r)
@@ -197,7 +200,7 @@ type job struct{ rs, job string }
 
 func TestTwoControllersShouldOwnOneChildInformerEachThroughItsOwnRelation(t *testing.T) {
 	h := reconciletest.New(t)
-	pods := memstore.New[string, job]()
+	pods := must.Do(memstore.New[string, job]())
 	podInf := reconciletest.Informer(h, "pods", pods)
 	rsLog, jobLog := &keyLog{}, &keyLog{}
 	reconciletest.Controller(h, "replicasets", rsLog,
@@ -229,7 +232,7 @@ func TestTwoControllersShouldOwnOneChildInformerEachThroughItsOwnRelation(t *tes
 // it.
 func TestOwnedEntriesShouldCarryTheRevisionThatMakesADeleteConditional(t *testing.T) {
 	h := reconciletest.New(t)
-	pods := memstore.New[string, pod]()
+	pods := must.Do(memstore.New[string, pod]())
 	podInf := reconciletest.Informer(h, "pods", pods)
 	reconciletest.Controller(h, "rs", &keyLog{}, reconcile.Owns(podInf, podOwner))
 	pods.Put("p1", pod{owner: "rs-a"})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -82,7 +83,7 @@ func TestControllerPropertiesUnderRandomWritesAndFailures(t *testing.T) {
 func checkControllerProperties(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 42))
 	h := reconciletest.New(t)
-	store := memstore.New[string, value]()
+	store := must.Do(memstore.New[string, value]())
 	nKeys := 2 + rng.IntN(12)
 	workers := 1 + rng.IntN(6)
 

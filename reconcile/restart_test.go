@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -47,7 +48,7 @@ func runMirror(t *testing.T, name string, desired, observed *memstore.Store[stri
 }
 
 func TestAStoppedControllerConvergesToTheStoreWhenStartedAgain(t *testing.T) {
-	desired, observed := memstore.New[string, int](), memstore.New[string, int]()
+	desired, observed := must.Do(memstore.New[string, int]()), must.Do(memstore.New[string, int]())
 	for i := range 20 {
 		desired.Put(fmt.Sprint("k", i), 0)
 	}

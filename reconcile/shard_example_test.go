@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"maps"
 	"slices"
 	"sync"
@@ -19,7 +20,10 @@ import (
 // the keys of the buckets its Sharder holds, with the bucket's epoch in
 // the context for fenced writes. Here one replica holds every bucket.
 func ExampleWithShards() {
-	store := memstore.New[string, int]()
+	store, err := memstore.New[string, int]()
+	if err != nil {
+		log.Fatal(err)
+	}
 	for _, k := range []string{"a", "b", "c"} {
 		store.Put(k, 1)
 	}
@@ -29,7 +33,10 @@ func ExampleWithShards() {
 	}
 	var mu sync.Mutex
 	seen := map[string]bool{} // a key may be reconciled twice at start-up
-	inf := informer.New("ints", store)
+	inf, err := informer.New("ints", store)
+	if err != nil {
+		log.Fatal(err)
+	}
 	c, err := reconcile.New("ints", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		b, _ := shard.FromContext(ctx)
 		mu.Lock()

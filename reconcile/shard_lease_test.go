@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/reconcile"
@@ -39,7 +40,7 @@ func TestAReconcileShouldNotStartOnABucketWhoseLeaseIsPastItsRenewDeadlineByTheL
 		s, err := shard.New(memlock.NewLocks(), shard.Config{Name: "ints", Identity: "a", Buckets: shardBuckets,
 			LeaseDuration: bubbleLease, RenewDeadline: bubbleRenew, RetryPeriod: bubbleRetry, Clock: clk})
 		require.NoError(t, err)
-		inf := informer.New("ints", store, informer.WithLogger(quietLogger))
+		inf := must.Do(informer.New("ints", store, informer.WithLogger(quietLogger)))
 		log := &shardLog{t: t}
 		c, err := reconcile.New("ints", log.reconciler("a", time.Millisecond), reconcile.For(inf),
 			reconcile.WithShards(s), quiet)

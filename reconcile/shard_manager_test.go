@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/reconcile"
@@ -19,7 +20,7 @@ func newShardedController(t *testing.T) (*shard.Sharder, *informer.Informer[stri
 	s, err := shard.New(memlock.NewLocks(), shard.Config{Name: "t", Identity: "r1", Buckets: 4,
 		LeaseDuration: bubbleLease, RenewDeadline: bubbleRenew, RetryPeriod: bubbleRetry})
 	require.NoError(t, err)
-	inf := informer.New("items", storeWithKeys(10), informer.WithLogger(quietLogger))
+	inf := must.Do(informer.New("items", storeWithKeys(10), informer.WithLogger(quietLogger)))
 	c, err := reconcile.New("c", reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		return reconcile.Result{}, nil
 	}), reconcile.For(inf), reconcile.WithShards(s), quiet)

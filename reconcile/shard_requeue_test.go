@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/reconcile"
@@ -21,7 +22,7 @@ import (
 // holds every bucket and has reconciled what it queued; it returns how
 // many reconciles ran.
 func takeAllBuckets(t *testing.T, n int, watch func(*informer.Informer[string, int]) reconcile.Option) (reconciles int64) {
-	inf := informer.New("items", storeWithKeys(n), informer.WithLogger(quietLogger))
+	inf := must.Do(informer.New("items", storeWithKeys(n), informer.WithLogger(quietLogger)))
 	s, err := shard.New(memlock.NewLocks(), shard.Config{Name: "t", Identity: "r1", Buckets: 64})
 	require.NoError(t, err)
 	var recs atomic.Int64
@@ -82,7 +83,7 @@ func TestTakingManyBucketsAtOnceShouldScanAMappedInformerFarFewerTimesThanBucket
 func TestAKeyFunctionThatPanicsShouldNotKeepAKeyOutOfTheInformer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := storeWithKeys(10)
-		inf := informer.New("items", store, informer.WithLogger(quietLogger))
+		inf := must.Do(informer.New("items", store, informer.WithLogger(quietLogger)))
 		s, err := shard.New(memlock.NewLocks(), shard.Config{Name: "t", Identity: "r1", Buckets: 4})
 		require.NoError(t, err)
 		keyOf := func(k string) string {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/leader/shard"
 	"github.com/converge-go/converge/leader/shard/shardtest"
@@ -125,7 +126,7 @@ func startReplicaOver(t *testing.T, id string, locks shard.Backend, log *shardLo
 	s, err := shard.New(locks, shard.Config{Name: "ints", Identity: id, Buckets: shardBuckets,
 		LeaseDuration: bubbleLease, RenewDeadline: bubbleRenew, RetryPeriod: bubbleRetry})
 	require.NoError(t, err)
-	inf := informer.New("ints", src, informer.WithLogger(quietLogger))
+	inf := must.Do(informer.New("ints", src, informer.WithLogger(quietLogger)))
 	c, err := reconcile.New("ints", log.reconciler(id, hold), reconcile.For(inf), reconcile.WithShards(s),
 		reconcile.WithWorkers(4), quiet)
 	require.NoError(t, err)
@@ -171,7 +172,7 @@ func settled(t *testing.T, rs ...*shardedReplica) {
 }
 
 func storeWithKeys(n int) *memstore.Store[string, int] {
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for i := range n {
 		store.Put(fmt.Sprintf("key-%03d", i), i)
 	}
@@ -247,7 +248,7 @@ func TestAHandOverShouldCancelReconcilesThatOutliveTheGraceWithErrBucketLost(t *
 		// Only keys whose buckets move to b: whichever a is reconciling
 		// when b joins must be handed over.
 		owners := shard.Assign([]string{"a", "b"}, shardBuckets)
-		store := memstore.New[string, int]()
+		store := must.Do(memstore.New[string, int]())
 		for i := 0; store.Len() < 40; i++ {
 			if key := fmt.Sprintf("key-%03d", i); owners[shard.BucketOf(key, shardBuckets)] == "b" {
 				store.Put(key, i)
@@ -278,7 +279,7 @@ func TestWithShardsShouldRejectBadInput(t *testing.T) {
 	locks := memlock.NewLocks()
 	s, err := shard.New(locks, shard.Config{Name: "x", Identity: "a"})
 	require.NoError(t, err)
-	inf := informer.New("ints", memstore.New[string, int]())
+	inf := must.Do(informer.New("ints", must.Do(memstore.New[string, int]())))
 	_, err = reconcile.New("a", reconcile.Func[string](nil), reconcile.For(inf))
 	require.Error(t, err)
 	rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
@@ -291,7 +292,7 @@ func TestWithShardsShouldRejectBadInput(t *testing.T) {
 	_, err = reconcile.New("a", rec, reconcile.For(inf), reconcile.WithShardKey(func(k string) string { return k }))
 	assert.ErrorContains(t, err, "WithShardKey without WithShards")
 
-	ints := informer.New("byint", memstore.New[int, int]())
+	ints := must.Do(informer.New("byint", must.Do(memstore.New[int, int]())))
 	intRec := reconcile.Func(func(context.Context, int) (reconcile.Result, error) { return reconcile.Result{}, nil })
 	_, err = reconcile.New("b", intRec, reconcile.For(ints), reconcile.WithShards(s))
 	assert.ErrorContains(t, err, "keys of type int need WithShardKey")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/converge-go/converge/informer"
@@ -15,9 +16,15 @@ import (
 // prints as one line. Here the key fails once and, with WithMaxAttempts(1),
 // is parked until it changes.
 func ExampleController_Status() {
-	store := memstore.New[string, Spec]()
+	store, err := memstore.New[string, Spec]()
+	if err != nil {
+		log.Fatal(err)
+	}
 	store.Put("web", Spec{Replicas: 3})
-	specs := informer.New("specs", store, informer.WithLogger(quietLogger))
+	specs, err := informer.New("specs", store, informer.WithLogger(quietLogger))
+	if err != nil {
+		log.Fatal(err)
+	}
 	c, err := reconcile.New("scaler", reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		return reconcile.Result{}, errors.New("quota exceeded")
 	}), reconcile.For(specs), reconcile.WithMaxAttempts(1), reconcile.WithLogger(quietLogger))

@@ -14,6 +14,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -63,7 +64,7 @@ func (s *span) End(...trace.SpanEndOption) {
 
 func TestEveryReconcileIsASpanWithItsOutcome(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("good", 1)
 	store.Put("bad", 1)
 	var inside []trace.Span

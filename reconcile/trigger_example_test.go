@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"log"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
@@ -12,9 +13,15 @@ import (
 // A reconciler that logs why it runs: the reasons are for people (logs,
 // spans, debug pages), never an input of what it does.
 func ExampleTriggersFrom() {
-	store := memstore.New[string, Spec]()
+	store, err := memstore.New[string, Spec]()
+	if err != nil {
+		log.Fatal(err)
+	}
 	store.Put("web", Spec{Replicas: 3})
-	specs := informer.New("specs", store)
+	specs, err := informer.New("specs", store)
+	if err != nil {
+		log.Fatal(err)
+	}
 	done := make(chan struct{})
 	c, err := reconcile.New("scaler", reconcile.Func(func(ctx context.Context, name string) (reconcile.Result, error) {
 		for _, t := range reconcile.TriggersFrom(ctx) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -17,7 +18,7 @@ import (
 func TestATriggerRecordsTheRevisionOfItsChangeNotWhereTheInformerHadGotToWhenItDeliveredIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := reconciletest.New(t)
-		store := memstore.New[string, int]()
+		store := must.Do(memstore.New[string, int]())
 		hold := make(chan struct{})
 		// The controller's delivery of a's write waits until the informer
 		// has applied a later write, to b.
@@ -28,7 +29,7 @@ func TestATriggerRecordsTheRevisionOfItsChangeNotWhereTheInformerHadGotToWhenItD
 			return true
 		}
 		w := &whyLog{}
-		inf := informer.New("ints", informer.Source[string, int](store), quietInformer) // not held by the harness
+		inf := must.Do(informer.New("ints", informer.Source[string, int](store), quietInformer)) // not held by the harness
 		h.Go("informer", inf.Run)
 		c, err := reconcile.New("ints", w, reconcile.For(inf, waitOnA), reconcile.WithClock(h.Clock), on, quiet)
 		require.NoError(t, err)

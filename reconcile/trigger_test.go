@@ -17,6 +17,7 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -62,7 +63,7 @@ func kinds[T fmt.Stringer](ts []T) []string {
 
 func TestTriggersShouldSayAKeyRanForTheInitialListThenForAnUpdateWithItsRevision(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	inf := reconciletest.Informer(h, "ints", store)
 	w := &whyLog{}
@@ -88,7 +89,7 @@ func TestTriggersShouldSayAKeyRanForTheInitialListThenForAnUpdateWithItsRevision
 func TestTriggersShouldMergeChangesThatCoalesceWhileTheKeyRunsIntoItsNextRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := reconciletest.New(t)
-		store := memstore.New[string, int]()
+		store := must.Do(memstore.New[string, int]())
 		store.Put("a", 1)
 		started, release := make(chan struct{}), make(chan struct{})
 		w := &whyLog{outcome: func(_ string, n int) (reconcile.Result, error) {
@@ -98,7 +99,7 @@ func TestTriggersShouldMergeChangesThatCoalesceWhileTheKeyRunsIntoItsNextRun(t *
 			}
 			return reconcile.Result{}, nil
 		}}
-		inf := informer.New("ints", informer.Source[string, int](store), quietInformer) // not held by the harness
+		inf := must.Do(informer.New("ints", informer.Source[string, int](store), quietInformer)) // not held by the harness
 		h.Go("informer", inf.Run)
 		c, err := reconcile.New("ints", w, reconcile.For(inf), reconcile.WithClock(h.Clock), on, quiet)
 		require.NoError(t, err)
@@ -135,7 +136,7 @@ func TestTriggersShouldMergeChangesThatCoalesceWhileTheKeyRunsIntoItsNextRun(t *
 
 func TestTriggersShouldSayBackoffAfterAFailureAndRequeueAfterAfterARequestedRequeue(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("fails", 1)
 	store.Put("polls", 1)
 	w := &whyLog{outcome: func(key string, n int) (reconcile.Result, error) {
@@ -161,8 +162,8 @@ func TestTriggersShouldSayBackoffAfterAFailureAndRequeueAfterAfterARequestedRequ
 
 func TestTriggersShouldNameTheWatchAndSourceThatQueuedTheKey(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
-	children := memstore.New[string, string]()
+	store := must.Do(memstore.New[string, int]())
+	children := must.Do(memstore.New[string, string]())
 	inf := reconciletest.Informer(h, "parents", store)
 	childInf := reconciletest.Informer(h, "children", children)
 	ch := make(chan string, 1)
@@ -183,7 +184,7 @@ func TestTriggersShouldNameTheWatchAndSourceThatQueuedTheKey(t *testing.T) {
 
 func TestTheControllersLogLinesAboutAReconcileShouldCarryItsTriggers(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	var buf bytes.Buffer
 	var mu sync.Mutex
@@ -215,7 +216,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 func TestAReconcilesSpanShouldCarryItsTriggers(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	tp := &spans{}
 	inf := reconciletest.Informer(h, "ints", store)
@@ -231,7 +232,7 @@ func TestAReconcilesSpanShouldCarryItsTriggers(t *testing.T) {
 func TestAControllerShouldKeepNoReasonsByDefaultOrWithoutTriggerReasons(t *testing.T) {
 	for _, opts := range [][]reconcile.Option{{quiet}, {reconcile.WithoutTriggerReasons(), quiet}} {
 		h := reconciletest.New(t)
-		store := memstore.New[string, int]()
+		store := must.Do(memstore.New[string, int]())
 		store.Put("a", 1)
 		inf := reconciletest.Informer(h, "ints", store)
 		w := &whyLog{}
@@ -251,9 +252,9 @@ func TestWithoutTriggerReasonsShouldKeepThemOffUnderTheDebugPages(t *testing.T) 
 		"with, then without": {reconcile.WithTriggerReasons(), reconcile.WithoutTriggerReasons()},
 	} {
 		t.Run(name, func(t *testing.T) {
-			store := memstore.New[string, int]()
+			store := must.Do(memstore.New[string, int]())
 			store.Put("a", 1)
-			inf := informer.New("ints", store, informer.WithLogger(quietLogger))
+			inf := must.Do(informer.New("ints", store, informer.WithLogger(quietLogger)))
 			w := &whyLog{}
 			c, err := reconcile.New("ints", w, append([]reconcile.Option{reconcile.For(inf), quiet}, opts...)...)
 			require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -31,7 +32,7 @@ type parkedFixture struct {
 func newParkedFixture(t *testing.T) *parkedFixture {
 	t.Helper()
 	f := &parkedFixture{h: reconciletest.New(t)}
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	store.Put("b", 1)
 	f.rec = newRecorder(store)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -21,7 +22,7 @@ import (
 func TestCancelOnChangeIgnoresResyncsSoALongReconcileFinishes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-		store := memstore.New[string, int]()
+		store := must.Do(memstore.New[string, int]())
 		store.Put("a", 1)
 		var mu sync.Mutex
 		var causes []error
@@ -38,7 +39,7 @@ func TestCancelOnChangeIgnoresResyncsSoALongReconcileFinishes(t *testing.T) {
 			mu.Unlock()
 			return reconcile.Result{}, err
 		})
-		inf := informer.New("ints", store, informer.WithClock(clk), informer.WithResync(50*time.Millisecond))
+		inf := must.Do(informer.New("ints", store, informer.WithClock(clk), informer.WithResync(50*time.Millisecond)))
 		c, err := reconcile.New("ints", rec, reconcile.For(inf), reconcile.WithCancelOnChange(), reconcile.WithClock(clk), quiet)
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -66,8 +67,8 @@ func TestCancelOnChangeIgnoresResyncsSoALongReconcileFinishes(t *testing.T) {
 
 func TestAPanicInAMapperOrPredicateIsRecoveredCountedAndTheOtherKeysGoOn(t *testing.T) {
 	h := reconciletest.New(t)
-	owners := memstore.New[string, int]()
-	children := memstore.New[string, string]() // child -> owner
+	owners := must.Do(memstore.New[string, int]())
+	children := must.Do(memstore.New[string, string]()) // child -> owner
 	owners.Put("o1", 0)
 	rec := newRecorder(owners)
 	reg := newRegistry()
@@ -145,8 +146,8 @@ func TestFromFuncRunsWithTheValuesOfRunsContext(t *testing.T) {
 
 func TestAnOwnerChangeReconcilesEveryOldAndNewKeyOnce(t *testing.T) {
 	h := reconciletest.New(t)
-	owners := memstore.New[string, int]()
-	groups := memstore.New[string, int]() // a group of n maps to keys 0..n-1
+	owners := must.Do(memstore.New[string, int]())
+	groups := must.Do(memstore.New[string, int]()) // a group of n maps to keys 0..n-1
 	rec := newRecorder(owners)
 	ownerInf := reconciletest.Informer(h, "owners", owners)
 	groupInf := reconciletest.Informer(h, "groups", groups)
@@ -176,7 +177,7 @@ func TestAnOwnerChangeReconcilesEveryOldAndNewKeyOnce(t *testing.T) {
 
 func TestByIndexRejectsAnIndexTheInformerDoesNotHaveWhenItIsCalled(t *testing.T) {
 	byParity := informer.WithIndex("parity", func(_ string, v int) []string { return []string{fmt.Sprint(v % 2)} })
-	primary := informer.New("ints", memstore.New[string, int](), byParity)
+	primary := must.Do(informer.New("ints", must.Do(memstore.New[string, int]()), byParity))
 	value := func(_ string, v int) string { return fmt.Sprint(v % 2) }
 	assert.PanicsWithValue(t, `reconcile.ByIndex: informer "ints" has no index named "parity-typo" (give it with informer.WithIndex)`,
 		func() { reconcile.ByIndex[string, int](primary, "parity-typo", value) })

@@ -18,6 +18,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/faults"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -116,11 +117,11 @@ func TestReadYourWritesHoldsUnderChildInformerFaults(t *testing.T) {
 		seed := rapid.Uint64().Draw(rt, "seed")
 		writes := rapid.SliceOfN(rapid.IntRange(0, nKeys*ops-1), 1, 40).Draw(rt, "writes")
 
-		parents, children := memstore.New[string, int](), memstore.New[string, int]()
-		src := faults.New[string, int](children, seed, faults.WithRates(rates))
-		parentInf := informer.New("parents", parents, quietInformer)
-		childInf := informer.New("children", informer.Source[string, int](src), quietInformer,
-			informer.WithWatchBackoff(backoff.Exponential{Base: time.Millisecond, Cap: 10 * time.Millisecond, Jitter: backoff.FullJitter}))
+		parents, children := must.Do(memstore.New[string, int]()), must.Do(memstore.New[string, int]())
+		src := must.Do(faults.New[string, int](children, seed, faults.WithRates(rates)))
+		parentInf := must.Do(informer.New("parents", parents, quietInformer))
+		childInf := must.Do(informer.New("children", informer.Source[string, int](src), quietInformer,
+			informer.WithWatchBackoff(backoff.Exponential{Base: time.Millisecond, Cap: 10 * time.Millisecond, Jitter: backoff.FullJitter})))
 		rec := &rywReconciler{parentInf: parentInf, children: children, childInf: childInf, recorded: map[string]informer.Revision{}}
 		reg := newRegistry()
 		c, err := reconcile.New("parents", rec, quiet, reconcile.WithMetrics(reg), reconcile.WithWorkers(workers),
@@ -177,9 +178,9 @@ func TestAnInformerThatNeverCatchesUpGivesOneTimeoutPerKeyThenAReconcile(t *test
 		for _, keys := range []int{1, 5} {
 			t.Run(fmt.Sprintf("workers=%d/keys=%d", workers, keys), func(t *testing.T) {
 				h := reconciletest.New(t)
-				parents, children := memstore.New[string, int](), memstore.New[string, string]()
+				parents, children := must.Do(memstore.New[string, int]()), must.Do(memstore.New[string, string]())
 				parentInf := reconciletest.Informer(h, "parents", parents)
-				childInf := informer.New("children", informer.Source[string, string](stuckSource{children}), quietInformer)
+				childInf := must.Do(informer.New("children", informer.Source[string, string](stuckSource{children}), quietInformer))
 				runInformer(t, childInf)
 				rec := newCreator(children, childInf)
 				reg := newRegistry()

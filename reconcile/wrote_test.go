@@ -15,6 +15,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -97,7 +98,7 @@ func rywMetric(t *testing.T, reg registry, name string) float64 {
 // back from the child informer.
 func TestAKeyWhoseChildInformerLagsItsWriteIsParkedUntilTheInformerHasItThenReconciled(t *testing.T) {
 	h := reconciletest.New(t)
-	parents, children := memstore.New[string, int](), memstore.New[string, string]()
+	parents, children := must.Do(memstore.New[string, int]()), must.Do(memstore.New[string, string]())
 	parentInf := reconciletest.Informer(h, "parents", parents)
 	childInf := reconciletest.Informer(h, "children", children)
 	rec := newCreator(children, childInf)
@@ -156,9 +157,9 @@ func runInformer[K comparable, V any](t *testing.T, inf *informer.Informer[K, V]
 
 func TestAKeyWhoseInformerNeverCatchesUpIsReconciledOnceAtTheTimeoutWithAWarning(t *testing.T) {
 	h := reconciletest.New(t)
-	parents, children := memstore.New[string, int](), memstore.New[string, string]()
+	parents, children := must.Do(memstore.New[string, int]()), must.Do(memstore.New[string, string]())
 	parentInf := reconciletest.Informer(h, "parents", parents)
-	childInf := informer.New("children", informer.Source[string, string](stuckSource{children}), informer.WithLogger(h.Logger()))
+	childInf := must.Do(informer.New("children", informer.Source[string, string](stuckSource{children}), informer.WithLogger(h.Logger())))
 	runInformer(t, childInf)
 	rec := newCreator(children, childInf)
 	reg := newRegistry()
@@ -196,7 +197,7 @@ func TestAKeyWhoseInformerNeverCatchesUpIsReconciledOnceAtTheTimeoutWithAWarning
 
 func TestWroteDoesNothingOutsideAReconcileForRevisionZeroOrARevisionTheInformerHas(t *testing.T) {
 	h := reconciletest.New(t)
-	parents, children := memstore.New[string, int](), memstore.New[string, string]()
+	parents, children := must.Do(memstore.New[string, int]()), must.Do(memstore.New[string, string]())
 	parentInf := reconciletest.Informer(h, "parents", parents)
 	seenRev := children.Put("seen", "x")
 	childInf := reconciletest.Informer(h, "children", children) // lists "seen"
@@ -222,7 +223,7 @@ func TestWroteDoesNothingOutsideAReconcileForRevisionZeroOrARevisionTheInformerH
 }
 
 func TestNewRejectsANonPositiveReadYourWritesTimeout(t *testing.T) {
-	inf := informer.New("ints", memstore.New[string, int]())
+	inf := must.Do(informer.New("ints", must.Do(memstore.New[string, int]())))
 	ok := reconcile.Func(func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
 	for _, d := range []time.Duration{0, -time.Second} {
 		_, err := reconcile.New("c", ok, reconcile.For(inf), reconcile.WithReadYourWritesTimeout(d))
@@ -236,7 +237,7 @@ func TestNewRejectsANonPositiveReadYourWritesTimeout(t *testing.T) {
 // informer has the write.
 func TestAParkedKeyOutlivesARestartAndIsParkedAgainByTheNextRun(t *testing.T) {
 	h := reconciletest.New(t)
-	parents, children := memstore.New[string, int](), memstore.New[string, string]()
+	parents, children := must.Do(memstore.New[string, int]()), must.Do(memstore.New[string, string]())
 	parentInf := reconciletest.Informer(h, "parents", parents)
 	childInf := reconciletest.Informer(h, "children", children)
 	rec := newCreator(children, childInf)

@@ -60,17 +60,31 @@ func build(manifest, dir string, interval time.Duration, log *slog.Logger) (*rec
 	byName := func(f File) string { return f.Name }
 	same := poll.WithEqual(func(a, b File) bool { return a == b })
 	every := poll.WithInterval(interval)
-	desired := informer.New("manifest", poll.New(func(context.Context) ([]File, error) {
+	manifestSrc, err := poll.New(func(context.Context) ([]File, error) {
 		return readManifest(manifest)
-	}, byName, same, every), informer.WithLogger(log),
+	}, byName, same, every)
+	if err != nil {
+		return nil, nil, err
+	}
+	desired, err := informer.New("manifest", manifestSrc, informer.WithLogger(log),
 		// Polls can miss a change: a file written and deleted between two
 		// polls of the directory produces no event at all. A resync hands
 		// every listed file to the controller again now and then, which
 		// checks the disk itself.
 		informer.WithResync(10*interval))
-	observed := informer.New("directory", poll.New(func(context.Context) ([]File, error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	dirSrc, err := poll.New(func(context.Context) ([]File, error) {
 		return readDir(dir)
-	}, byName, same, every), informer.WithLogger(log))
+	}, byName, same, every)
+	if err != nil {
+		return nil, nil, err
+	}
+	observed, err := informer.New("directory", dirSrc, informer.WithLogger(log))
+	if err != nil {
+		return nil, nil, err
+	}
 
 	c, err := reconcile.New("dirsync", reconcile.Func(func(ctx context.Context, name string) (reconcile.Result, error) {
 		want, listed := desired.Get(name)

@@ -23,10 +23,16 @@ func main() {
 }
 
 func run(ctx context.Context, out io.Writer, pause time.Duration) error {
-	type App struct{ Replicas int }      // the desired state of one app
-	store := memstore.New[string, App]() // desired state: the embedded store
-	apps := informer.New("apps", store)  // a cache that follows it
-	running := map[string]int{}          // observed state (one worker: no lock needed)
+	type App struct{ Replicas int }           // the desired state of one app
+	store, err := memstore.New[string, App]() // desired state: the embedded store
+	if err != nil {
+		return err
+	}
+	apps, err := informer.New("apps", store) // a cache that follows it
+	if err != nil {
+		return err
+	}
+	running := map[string]int{} // observed state (one worker: no lock needed)
 	scaler, err := reconcile.New("scaler", reconcile.Func(
 		func(ctx context.Context, name string) (reconcile.Result, error) {
 			app, ok := apps.Get(name) // a key, never an event: read the desired state

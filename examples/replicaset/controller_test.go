@@ -13,6 +13,7 @@ import (
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
@@ -30,7 +31,7 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) *fixture {
-	f := &fixture{h: reconciletest.New(t), rs: memstore.New[string, ReplicaSet](), pods: memstore.New[string, Pod]()}
+	f := &fixture{h: reconciletest.New(t), rs: must.Do(memstore.New[string, ReplicaSet]()), pods: must.Do(memstore.New[string, Pod]())}
 	f.st = &stores{replicaSets: f.rs, pods: f.pods}
 	f.rsInf = reconciletest.Informer(f.h, "replicasets", f.rs)
 	f.podInf = reconciletest.Informer(f.h, "pods", f.pods)
@@ -166,8 +167,8 @@ func TestAgent(t *testing.T) {
 	f := newFixture(t)
 	ag := newAgent("local", f.podInf, f.st.pods, crashBackOff{Base: 200 * time.Millisecond, Cap: time.Second}, newOSRunner(nil))
 	ag.now, ag.grace = f.h.Clock.Now, time.Second
-	mem := events.NewMemorySink(0)
-	ag.events = events.NewRecorder(agentEventSource, events.WithClock(f.h.Clock), events.WithSink(mem))
+	mem := must.Do(events.NewMemorySink(0))
+	ag.events = must.Do(events.NewRecorder(agentEventSource, events.WithClock(f.h.Clock), events.WithSink(mem)))
 	t.Cleanup(ag.shutdown) // before the harness stops the controller
 	ctl := reconciletest.Controller(f.h, "node-agent", ag, reconcile.For(f.podInf), reconcile.FromChannel("exits", ag.exits))
 

@@ -18,6 +18,7 @@ import (
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 )
 
@@ -28,7 +29,7 @@ func describeFixture(t *testing.T) (*stores, time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	rss, pods, evs := memstore.New[string, ReplicaSet](), memstore.New[string, Pod](), memstore.New[string, events.Event]()
+	rss, pods, evs := must.Do(memstore.New[string, ReplicaSet]()), must.Do(memstore.New[string, Pod]()), must.Do(memstore.New[string, events.Event]())
 	st := &stores{replicaSets: rss, pods: pods, events: evs}
 	cmd := []string{"replicaset", "worker"}
 	web := ReplicaSet{Spec: ReplicaSetSpec{Replicas: 2, Command: cmd}, Status: ReplicaSetStatus{
@@ -47,9 +48,9 @@ func describeFixture(t *testing.T) (*stores, time.Time) {
 	pods.Put("other-a", Pod{Spec: PodSpec{Owner: "other", Node: "local", Command: cmd, CreatedAt: t0}})
 
 	clk := clocktesting.NewFakeClock(t0)
-	rec := newEventRecorders(st.events)
-	rs := events.NewRecorder(rsEventSource, events.WithClock(clk), events.WithSink(rec.sinks[0]))
-	agent := events.NewRecorder(agentEventSource, events.WithClock(clk), events.WithSink(rec.sinks[1]))
+	rec := must.Do(newEventRecorders(st.events))
+	rs := must.Do(events.NewRecorder(rsEventSource, events.WithClock(clk), events.WithSink(rec.sinks[0])))
+	agent := must.Do(events.NewRecorder(agentEventSource, events.WithClock(clk), events.WithSink(rec.sinks[1])))
 	rs.Event(ctx, "web", events.Normal, EventSuccessfulCreate, "Created pod: web-a")
 	clk.Step(10 * time.Second)
 	rs.Event(ctx, "web", events.Normal, EventSuccessfulCreate, "Created pod: web-b")
@@ -97,7 +98,7 @@ Events:
 
 func TestDescribeShouldSayNoneForAnEmptyTableAndNotFoundForAnUnknownName(t *testing.T) {
 	st, now := describeFixture(t)
-	st.events = memstore.New[string, events.Event]() // none recorded
+	st.events = must.Do(memstore.New[string, events.Event]()) // none recorded
 	var b bytes.Buffer
 	require.NoError(t, describe(context.Background(), &b, st, "other", now))
 	assert.Contains(t, b.String(), "Conditions:\t<none>\n")
@@ -157,9 +158,9 @@ func (failingCreates) Create(context.Context, string, Pod) (informer.Revision, e
 
 func TestTheReplicaSetControllerShouldRecordCreatesDeletesAndFailedCreatesAsEvents(t *testing.T) {
 	f := newFixture(t)
-	mem := events.NewMemorySink(0)
+	mem := must.Do(events.NewMemorySink(0))
 	c := newRSController(f.rsInf, f.podInf, f.st, "local")
-	c.now, c.events = f.h.Clock.Now, events.NewRecorder(rsEventSource, events.WithSink(mem))
+	c.now, c.events = f.h.Clock.Now, must.Do(events.NewRecorder(rsEventSource, events.WithSink(mem)))
 	f.replicaSetControllerWith(c)
 	f.apply(t, "web", 2)
 	f.apply(t, "web", 1)

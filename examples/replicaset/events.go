@@ -41,15 +41,28 @@ type eventRecorders struct {
 	sinks           []*events.StoreSink
 }
 
-func newEventRecorders(st informer.Store[string, events.Event]) *eventRecorders {
-	rsSink := events.NewStoreSink(st, events.WithPrefix(rsEventPrefix))
-	podSink := events.NewStoreSink(st, events.WithPrefix(podEventPrefix))
+func newEventRecorders(st informer.Store[string, events.Event]) (*eventRecorders, error) {
+	rsSink, err := events.NewStoreSink(st, events.WithPrefix(rsEventPrefix))
+	if err != nil {
+		return nil, err
+	}
+	podSink, err := events.NewStoreSink(st, events.WithPrefix(podEventPrefix))
+	if err != nil {
+		return nil, err
+	}
+	rs, err := events.NewRecorder(rsEventSource, events.WithSink(rsSink))
+	if err != nil {
+		return nil, err
+	}
+	agent, err := events.NewRecorder(agentEventSource, events.WithSink(podSink))
+	if err != nil {
+		return nil, err
+	}
 	return &eventRecorders{
-		rs:     events.NewRecorder(rsEventSource, events.WithSink(rsSink)),
-		agent:  events.NewRecorder(agentEventSource, events.WithSink(podSink)),
+		rs: rs, agent: agent,
 		rsSink: rsSink, podSink: podSink,
 		sinks: []*events.StoreSink{rsSink, podSink},
-	}
+	}, nil
 }
 
 // run writes the events until ctx is done, then what is still pending,

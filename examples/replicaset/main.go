@@ -154,7 +154,10 @@ type system struct {
 // whose output goes to output (nil: /dev/null), in one Manager.
 func newSystem(cfg config, st *stores, logger *slog.Logger, output *os.File) (*system, error) {
 	reg := prometheus.NewRegistry()
-	rec := newEventRecorders(st.events)
+	rec, err := newEventRecorders(st.events)
+	if err != nil {
+		return nil, err
+	}
 	c, err := newControllers(cfg, st, logger, parts{runner: newOSRunner(output), suffix: suffix, rsEvents: rec.rs, agentEvents: rec.agent},
 		reconcile.WithMetrics(reg), reconcile.WithShutdownGrace(5*time.Second))
 	if err != nil {
@@ -222,10 +225,15 @@ func newControllers(cfg config, st *stores, logger *slog.Logger, p parts, opts .
 	if cfg.backoffBase <= 0 || cfg.backoffCap < cfg.backoffBase {
 		return nil, errors.New("need 0 < --backoff-base <= --backoff-cap")
 	}
-	c := &controllers{
-		rsInf:  informer.New("replicasets", st.replicaSets, informer.WithLogger(logger)),
-		podInf: informer.New("pods", st.pods, informer.WithLogger(logger)),
+	rsInf, err := informer.New("replicasets", st.replicaSets, informer.WithLogger(logger))
+	if err != nil {
+		return nil, err
 	}
+	podInf, err := informer.New("pods", st.pods, informer.WithLogger(logger))
+	if err != nil {
+		return nil, err
+	}
+	c := &controllers{rsInf: rsInf, podInf: podInf}
 	workers := func(def int) reconcile.Option { return reconcile.WithWorkers(cmp.Or(p.workers, def)) }
 	wrap := func(name string, r reconcile.Reconciler[string]) reconcile.Reconciler[string] {
 		if p.wrap == nil {
@@ -251,7 +259,6 @@ func newControllers(cfg config, st *stores, logger *slog.Logger, p parts, opts .
 	// pods under their owner, for reconcile.Owned).
 	rsc := newRSController(c.rsInf, c.podInf, st, cfg.node)
 	rsc.suffix, rsc.events = p.suffix, p.rsEvents
-	var err error
 	c.rs, err = reconcile.New("replicaset", wrap("replicaset", rsc), options(
 		reconcile.For(c.rsInf),
 		reconcile.Owns(c.podInf, podOwner),

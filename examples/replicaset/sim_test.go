@@ -16,6 +16,7 @@ import (
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/simtest"
@@ -38,7 +39,7 @@ type simWorld struct {
 }
 
 func newSimWorld() *simWorld {
-	return &simWorld{rs: memstore.New[string, ReplicaSet](), pods: memstore.New[string, Pod](), node: newSimNode(),
+	return &simWorld{rs: must.Do(memstore.New[string, ReplicaSet]()), pods: must.Do(memstore.New[string, Pod]()), node: newSimNode(),
 		desired: map[string]int{}}
 }
 
@@ -58,8 +59,8 @@ func simProcess(p *simtest.Process, w *simWorld) error {
 		workers: 1,
 		// Recorded, as in the program, and kept in memory: events are not
 		// state, and their writes are no crash points of interest.
-		rsEvents:    events.NewRecorder(rsEventSource, events.WithSink(events.NewMemorySink(0))),
-		agentEvents: events.NewRecorder(agentEventSource, events.WithSink(events.NewMemorySink(0))),
+		rsEvents:    must.Do(events.NewRecorder(rsEventSource, events.WithSink(must.Do(events.NewMemorySink(0))))),
+		agentEvents: must.Do(events.NewRecorder(agentEventSource, events.WithSink(must.Do(events.NewMemorySink(0))))),
 		wrap: func(name string, r reconcile.Reconciler[string]) reconcile.Reconciler[string] {
 			return simtest.Count(p, name, r)
 		},

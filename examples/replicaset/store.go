@@ -47,10 +47,16 @@ func openStores(url, prefix string) (*stores, error) {
 		return openSQLite(url, path, prefix)
 	}
 	if url == "" || url == "memory" {
+		rs, err1 := memstore.New[string, ReplicaSet]()
+		pods, err2 := memstore.New[string, Pod]()
+		evs, err3 := memstore.New[string, events.Event]()
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return nil, err
+		}
 		return &stores{
-			replicaSets: memstore.New[string, ReplicaSet](),
-			pods:        memstore.New[string, Pod](),
-			events:      memstore.New[string, events.Event](),
+			replicaSets: rs,
+			pods:        pods,
+			events:      evs,
 			describe:    "the embedded memory store",
 			close:       func() {},
 		}, nil
@@ -74,10 +80,17 @@ func openStores(url, prefix string) (*stores, error) {
 		return nil, fmt.Errorf("--store %q: %w", url, err)
 	}
 	rsPrefix, podPrefix := prefix+"replicasets/", prefix+"pods/"
+	rs, err1 := etcdstore.New[ReplicaSet](cli, rsPrefix)
+	pods, err2 := etcdstore.New[Pod](cli, podPrefix)
+	evs, err3 := etcdstore.New[events.Event](cli, prefix+"events/")
+	if err := errors.Join(err1, err2, err3); err != nil {
+		_ = cli.Close()
+		return nil, fmt.Errorf("--store %q: %w", url, err)
+	}
 	return &stores{
-		replicaSets: etcdstore.New[ReplicaSet](cli, rsPrefix),
-		pods:        etcdstore.New[Pod](cli, podPrefix),
-		events:      etcdstore.New[events.Event](cli, prefix+"events/"),
+		replicaSets: rs,
+		pods:        pods,
+		events:      evs,
 		describe:    fmt.Sprintf("etcd %s, keys under %s", hosts, prefix),
 		close:       func() { _ = cli.Close() },
 	}, nil
@@ -105,12 +118,24 @@ func openPostgres(url, prefix string) (*stores, error) {
 		pool.Close()
 		return nil, fmt.Errorf("--store %q: %w", url, err)
 	}
-	db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+	db, err := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("--store %q: %w", url, err)
+	}
+	rs, err1 := pgstore.New[ReplicaSet](db, "replicasets")
+	pods, err2 := pgstore.New[Pod](db, "pods")
+	evs, err3 := pgstore.New[events.Event](db, "events")
+	if err := errors.Join(err1, err2, err3); err != nil {
+		db.Close()
+		pool.Close()
+		return nil, fmt.Errorf("--store %q: %w", url, err)
+	}
 	cfg := pool.Config().ConnConfig
 	return &stores{
-		replicaSets: pgstore.New[ReplicaSet](db, "replicasets"),
-		pods:        pgstore.New[Pod](db, "pods"),
-		events:      pgstore.New[events.Event](db, "events"),
+		replicaSets: rs,
+		pods:        pods,
+		events:      evs,
 		describe:    fmt.Sprintf("PostgreSQL %s:%d/%s, schema %s", cfg.Host, cfg.Port, cfg.Database, schema),
 		close:       func() { db.Close(); pool.Close() },
 	}, nil
@@ -132,10 +157,17 @@ func openSQLite(url, path, prefix string) (*stores, error) {
 		return nil, fmt.Errorf("--store %q: %w", url, err)
 	}
 	name := schemaName(prefix)
+	rs, err1 := sqlitestore.New[ReplicaSet](db, name+".replicasets")
+	pods, err2 := sqlitestore.New[Pod](db, name+".pods")
+	evs, err3 := sqlitestore.New[events.Event](db, name+".events")
+	if err := errors.Join(err1, err2, err3); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("--store %q: %w", url, err)
+	}
 	return &stores{
-		replicaSets: sqlitestore.New[ReplicaSet](db, name+".replicasets"),
-		pods:        sqlitestore.New[Pod](db, name+".pods"),
-		events:      sqlitestore.New[events.Event](db, name+".events"),
+		replicaSets: rs,
+		pods:        pods,
+		events:      evs,
 		describe:    fmt.Sprintf("SQLite %s, collections %s.*", path, name),
 		close:       func() { _ = db.Close() },
 	}, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // pausable is a Source whose running watch the test can drop: the
@@ -72,11 +73,11 @@ func TestAnUndecodableValueShouldNeverDeleteTheKeyAcrossARelist(t *testing.T) {
 	require.NoError(t, err)
 
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	src := &pausable{Source: etcdstore.New[item](cli, prefix)}
+	src := &pausable{Source: must.Do(etcdstore.New[item](cli, prefix))}
 	logs := &lockedWriter{w: new(bytes.Buffer), mu: new(sync.Mutex)}
-	inf := informer.New[string, item]("undecodable", src, informer.WithClock(clk),
+	inf := must.Do(informer.New[string, item]("undecodable", src, informer.WithClock(clk),
 		informer.WithWatchBackoff(backoff.Exponential{Base: time.Second, Cap: time.Second}),
-		informer.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+		informer.WithLogger(slog.New(slog.NewTextHandler(logs, nil)))))
 	calls := &callLog{}
 	_, err = inf.AddHandler(calls.handler())
 	require.NoError(t, err)
@@ -147,9 +148,9 @@ func TestAnInformerShouldKeepEveryOtherKeyFlowingWhileOneKeyIsBad(t *testing.T) 
 	require.NoError(t, err)
 
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	inf := informer.New[string, item]("bad-key", etcdstore.New[item](cli, prefix), informer.WithClock(clk),
+	inf := must.Do(informer.New[string, item]("bad-key", must.Do(etcdstore.New[item](cli, prefix)), informer.WithClock(clk),
 		informer.WithWatchBackoff(backoff.Exponential{Base: time.Hour, Cap: time.Hour}),
-		informer.WithLogger(slog.New(slog.DiscardHandler)))
+		informer.WithLogger(slog.New(slog.DiscardHandler))))
 	calls := &callLog{}
 	_, err = inf.AddHandler(calls.handler())
 	require.NoError(t, err)

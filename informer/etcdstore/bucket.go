@@ -39,13 +39,17 @@ var (
 )
 
 // NewBuckets returns a Buckets for the keys under prefix spread over
-// buckets buckets, with New's options. It panics if buckets is not
-// positive.
-func NewBuckets[V any](client *clientv3.Client, prefix string, buckets int, opts ...Option[V]) *Buckets[V] {
+// buckets buckets, with New's options. It returns an error as New does, and
+// for a buckets that is not positive.
+func NewBuckets[V any](client *clientv3.Client, prefix string, buckets int, opts ...Option[V]) (*Buckets[V], error) {
 	if buckets <= 0 {
-		panic("etcdstore.NewBuckets: buckets must be positive")
+		return nil, fmt.Errorf("etcdstore.NewBuckets(%q, %d): buckets must be positive", prefix, buckets)
 	}
-	return &Buckets[V]{raw: New(client, prefix, opts...), buckets: buckets}
+	raw, err := newStore("etcdstore.NewBuckets", client, prefix, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Buckets[V]{raw: raw, buckets: buckets}, nil
 }
 
 // BucketOf returns key's bucket: shard.BucketOf(key, buckets).

@@ -12,13 +12,14 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
 	"github.com/converge-go/converge/informer/sourcetest"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader/shard"
 )
 
 func TestBucketsLayOutEachKeyUnderItsBucket(t *testing.T) {
 	client := etcdClient(t)
 	prefix := uniquePrefix(t)
-	s := etcdstore.NewBuckets[item](client, prefix, 64)
+	s := must.Do(etcdstore.NewBuckets[item](client, prefix, 64))
 	require.Equal(t, 1, shard.BucketOf("default/widget-1", 64))
 	created, err := s.Create(t.Context(), "default/widget-1", item{N: 1})
 	require.NoError(t, err)
@@ -35,7 +36,7 @@ func TestBucketsLayOutEachKeyUnderItsBucket(t *testing.T) {
 }
 
 func TestABucketedInformerOverEtcdCachesOnlyTheBucketsItHolds(t *testing.T) {
-	s := etcdstore.NewBuckets[item](etcdClient(t), uniquePrefix(t), 8)
+	s := must.Do(etcdstore.NewBuckets[item](etcdClient(t), uniquePrefix(t), 8))
 	sourcetest.RunBucketed(t, sourcetest.BucketSuite[item]{Source: s, Store: s, BucketOf: s.BucketOf, Buckets: 8,
 		Value: func(i int) item { return item{N: i} }})
 }
@@ -45,7 +46,7 @@ func TestBucketsShouldReportAnUndecodableValueAsABadEntryAndPutOfItsKey(t *testi
 	client := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	s := etcdstore.NewBuckets[item](client, prefix, 8)
+	s := must.Do(etcdstore.NewBuckets[item](client, prefix, 8))
 	good, err := s.Create(ctx, "good", item{N: 1})
 	require.NoError(t, err)
 	r := startWatch(t, s, good)
@@ -94,4 +95,15 @@ func TestBucketsShouldReportAnUndecodableValueAsABadEntryAndPutOfItsKey(t *testi
 	if assert.Len(t, errs, 2) && assert.NotNil(t, errs[0], "the bad Put carries its error") {
 		checkBad(errs[0])
 	}
+}
+
+// No server is needed: the arguments are refused before any call.
+func TestNewAndNewBucketsShouldReturnAnErrorForANilClientOrNoBuckets(t *testing.T) {
+	s, err := etcdstore.New[item](nil, "/p/")
+	assert.EqualError(t, err, `etcdstore.New("/p/"): nil client`)
+	assert.Nil(t, s)
+	_, err = etcdstore.NewBuckets[item](nil, "/p/", 4)
+	assert.EqualError(t, err, `etcdstore.NewBuckets("/p/"): nil client`)
+	_, err = etcdstore.NewBuckets[item](nil, "/p/", 0)
+	assert.EqualError(t, err, `etcdstore.NewBuckets("/p/", 0): buckets must be positive`)
 }

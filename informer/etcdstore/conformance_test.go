@@ -8,6 +8,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
 	"github.com/converge-go/converge/informer/sourcetest"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // TestStoreConformance runs the Store conformance suite, the Source suite
@@ -19,7 +20,7 @@ func TestStoreConformance(t *testing.T) {
 	cli := etcdClient(t)
 	sourcetest.RunStore(t, sourcetest.StoreSuite[string, item]{
 		New: func(t *testing.T) informer.Store[string, item] {
-			return etcdstore.New[item](cli, uniquePrefix(t))
+			return must.Do(etcdstore.New[item](cli, uniquePrefix(t)))
 		},
 		// Compact to the store's current revision, read from the header
 		// of a one-key Get.
@@ -53,7 +54,7 @@ func TestSourceConformanceWithBlindWrites(t *testing.T) {
 			prefix := uniquePrefix(t)
 			w := &rawWriter{cli, prefix}
 			return sourcetest.Backend[string, item]{
-				Source: etcdstore.New[item](cli, prefix),
+				Source: must.Do(etcdstore.New[item](cli, prefix)),
 				Put: func(ctx context.Context, key string, v item) error {
 					_, err := w.Put(ctx, key, v)
 					return err

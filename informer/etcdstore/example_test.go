@@ -33,8 +33,14 @@ func ExampleNew() {
 	}
 	defer cli.Close()
 
-	store := etcdstore.New[Widget](cli, "/myapp/widgets/")
-	widgets := informer.New("widgets", store)
+	store, err := etcdstore.New[Widget](cli, "/myapp/widgets/")
+	if err != nil {
+		log.Fatal(err)
+	}
+	widgets, err := informer.New("widgets", store)
+	if err != nil {
+		log.Fatal(err)
+	}
 	go func() { _ = widgets.Run(ctx) }()
 
 	// Key "web" is the etcd key /myapp/widgets/web.

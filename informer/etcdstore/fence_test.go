@@ -13,6 +13,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/shard"
 )
@@ -34,7 +35,7 @@ func TestFencedStoreShouldRefuseEveryWriteOfAnOlderEpochOfTheBucket(t *testing.T
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
 	fences := strings.TrimSuffix(prefix, "/") + "-fences/"
-	s := etcdstore.New[item](cli, prefix)
+	s := must.Do(etcdstore.New[item](cli, prefix))
 	at := func(epoch uint64) *etcdstore.FencedStore[item] {
 		st, err := s.Fenced(etcdstore.BucketFence(fences, shard.Bucket{ID: 3, Epoch: leaderTerm(epoch)}))
 		require.NoError(t, err)
@@ -99,7 +100,7 @@ func TestFenceTxnShouldApplyOpsOnlyForTheNewestTermAndBucketsShouldKeepTheirLayo
 	require.NoError(t, err)
 	assert.Equal(t, "five", string(resp.Kvs[0].Value))
 
-	b := etcdstore.NewBuckets[item](cli, prefix, 8)
+	b := must.Do(etcdstore.NewBuckets[item](cli, prefix, 8))
 	st, err := b.Fenced(etcdstore.TermFence(fence, 6))
 	require.NoError(t, err)
 	_, err = st.Create(ctx, "k", item{N: 6})
@@ -117,7 +118,7 @@ func TestFencedShouldRejectAFenceInsideTheStoresPrefixOrWithoutAKey(t *testing.T
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:1"}})
 	require.NoError(t, err)
 	defer cli.Close()
-	s := etcdstore.New[item](cli, "/app/items/")
+	s := must.Do(etcdstore.New[item](cli, "/app/items/"))
 	_, err = s.Fenced(etcdstore.Fence{Key: "/app/items/fence", Token: 1})
 	assert.ErrorContains(t, err, "prefix")
 	_, err = s.Fenced(etcdstore.Fence{Token: 1})

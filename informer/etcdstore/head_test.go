@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestRevisionShouldBeTheClustersCurrentRevisionAndTheInformersHead(t *testing.T) {
@@ -17,7 +18,7 @@ func TestRevisionShouldBeTheClustersCurrentRevisionAndTheInformersHead(t *testin
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	s := etcdstore.New[item](cli, prefix)
+	s := must.Do(etcdstore.New[item](cli, prefix))
 
 	rev, err := s.Create(ctx, "x", item{N: 1})
 	require.NoError(t, err)
@@ -31,7 +32,7 @@ func TestRevisionShouldBeTheClustersCurrentRevisionAndTheInformersHead(t *testin
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, head, informer.Revision(other.Header.Revision))
 
-	inf := informer.New[string, item]("items", s)
+	inf := must.Do(informer.New[string, item]("items", s))
 	got, ok, err := inf.Head(ctx)
 	require.NoError(t, err)
 	assert.True(t, ok, "the informer finds the Store's HeadRevisioner")

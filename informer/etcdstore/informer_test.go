@@ -18,6 +18,7 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 )
 
@@ -96,10 +97,10 @@ func startHarness(t *testing.T, informerEndpoints, writerEndpoints []string) *ha
 	h := &harness{t: t, ctx: ctx, prefix: uniquePrefix(t), mirror: make(map[string]item)}
 
 	// Short timeouts so that a client notices a dead member quickly.
-	src := etcdstore.New[item](newClient(t, informerEndpoints), h.prefix)
-	h.inf = informer.New[string, item]("etcd-"+t.Name(), src,
+	src := must.Do(etcdstore.New[item](newClient(t, informerEndpoints), h.prefix))
+	h.inf = must.Do(informer.New[string, item]("etcd-"+t.Name(), src,
 		informer.WithWatchBackoff(backoff.Exponential{Base: 20 * time.Millisecond, Cap: 300 * time.Millisecond}),
-		informer.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+		informer.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))))
 	_, err := h.inf.AddHandler(informer.HandlerFuncs[string, item]{
 		AddFunc:    func(k string, v item, _ bool) { h.set(k, v, true) },
 		UpdateFunc: func(k string, _, v item, _ bool) { h.set(k, v, true) },

@@ -17,6 +17,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // listKeys is enough values for List to split the decoding between
@@ -58,7 +59,7 @@ func TestListShouldReturnEveryValueInKeyOrderWhenDecodingInParallel(t *testing.T
 	putMany(ctx, t, cli, prefix, nil)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4)) // parallel even on one core
 
-	entries, rev, err := etcdstore.New[item](cli, prefix).List(ctx)
+	entries, rev, err := must.Do(etcdstore.New[item](cli, prefix)).List(ctx)
 	require.NoError(t, err)
 	assert.NotZero(t, rev)
 	modRevs := modRevisions(ctx, t, cli, prefix)
@@ -83,7 +84,7 @@ func TestListShouldReportEveryUndecodableValueInKeyOrderWhateverTheDecodersMeetF
 	modRevs := modRevisions(ctx, t, cli, prefix)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	handled := &handledKeys{}
-	src := etcdstore.New(cli, prefix, handled.option())
+	src := must.Do(etcdstore.New(cli, prefix, handled.option()))
 
 	badKeys := []string{"k00700", "k00701", "k01000", "k01199"}
 	for range 5 { // the decoders race differently each time
@@ -136,7 +137,7 @@ func TestListShouldReturnTheContextErrorWhenCanceledWhileDecoding(t *testing.T) 
 	listCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var once sync.Once
-	src := etcdstore.New(cli, prefix, etcdstore.WithCodec[item](cancelingCodec{cancel: func() { once.Do(cancel) }}))
+	src := must.Do(etcdstore.New(cli, prefix, etcdstore.WithCodec[item](cancelingCodec{cancel: func() { once.Do(cancel) }})))
 
 	entries, _, err := src.List(listCtx)
 	require.ErrorIs(t, err, context.Canceled)

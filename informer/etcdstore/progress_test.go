@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // countingWatcher counts the progress requests made through a client.
@@ -41,7 +42,7 @@ func TestWatchOfAQuietPrefixShouldReachTheHeadWithinAFewProgressIntervals(t *tes
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 30*time.Second)
 	prefix := uniquePrefix(t)
-	src := etcdstore.New[item](cli, prefix, etcdstore.WithProgressInterval[item](interval))
+	src := must.Do(etcdstore.New[item](cli, prefix, etcdstore.WithProgressInterval[item](interval)))
 	_, rev, err := src.List(ctx)
 	require.NoError(t, err)
 	r := startWatch(t, src, rev)
@@ -66,7 +67,7 @@ func TestWatchWithEventsFlowingShouldNotRequestProgress(t *testing.T) {
 	requests := countRequests(cli)
 	ctx := ctxFor(t, 30*time.Second)
 	prefix := uniquePrefix(t)
-	src := etcdstore.New[item](cli, prefix, etcdstore.WithProgressInterval[item](interval))
+	src := must.Do(etcdstore.New[item](cli, prefix, etcdstore.WithProgressInterval[item](interval)))
 	w := &rawWriter{cli, prefix}
 	_, rev, err := src.List(ctx)
 	require.NoError(t, err)
@@ -92,7 +93,7 @@ func TestWatchWithProgressIntervalShouldEndAtOnceWhenCanceled(t *testing.T) {
 	cli := etcdClient(t)
 	requests := countRequests(cli)
 	ctx := ctxFor(t, 20*time.Second)
-	src := etcdstore.New[item](cli, uniquePrefix(t), etcdstore.WithProgressInterval[item](time.Millisecond))
+	src := must.Do(etcdstore.New[item](cli, uniquePrefix(t), etcdstore.WithProgressInterval[item](time.Millisecond)))
 	_, rev, err := src.List(ctx)
 	require.NoError(t, err)
 	r := startWatch(t, src, rev)
@@ -107,7 +108,7 @@ func TestWatchWithoutProgressIntervalShouldNotRequestProgress(t *testing.T) {
 		requests := countRequests(cli)
 		ctx := ctxFor(t, 20*time.Second)
 		prefix := uniquePrefix(t)
-		src := etcdstore.New[item](cli, prefix, etcdstore.WithProgressInterval[item](d))
+		src := must.Do(etcdstore.New[item](cli, prefix, etcdstore.WithProgressInterval[item](d)))
 		_, rev, err := src.List(ctx)
 		require.NoError(t, err)
 		r := startWatch(t, src, rev)

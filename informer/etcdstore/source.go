@@ -58,16 +58,26 @@ var _ informer.Store[string, struct{}] = (*Store[struct{}])(nil)
 // New returns a Store for the keys under prefix (a plain string prefix:
 // "/jobs/" excludes "/jobs-old/x", "/jobs" does not). Keys in entries,
 // events, reads and writes are relative to the prefix. The client stays the
-// caller's to close.
-func New[V any](client *clientv3.Client, prefix string, opts ...Option[V]) *Store[V] {
+// caller's to close. It returns an error for a nil client or a nil option.
+func New[V any](client *clientv3.Client, prefix string, opts ...Option[V]) (*Store[V], error) {
+	return newStore("etcdstore.New", client, prefix, opts)
+}
+
+func newStore[V any](ctor string, client *clientv3.Client, prefix string, opts []Option[V]) (*Store[V], error) {
+	if client == nil {
+		return nil, fmt.Errorf("%s(%q): nil client", ctor, prefix)
+	}
 	s := &Store[V]{client: client, prefix: prefix}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%s(%q): option %d is nil", ctor, prefix, i)
+		}
 		o(&s.opts)
 	}
 	if s.opts.codec == nil {
 		s.opts.codec = informer.JSON[V]{}
 	}
-	return s
+	return s, nil
 }
 
 // Prefix returns the prefix the Store reads, writes and follows.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // These tests compact the shared etcd, which expires every older revision,
@@ -27,7 +28,7 @@ func TestWatchFromACompactedRevisionShouldReturnErrRevisionExpired(t *testing.T)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
 	c := &rawWriter{cli, prefix}
-	src := etcdstore.New[item](cli, prefix)
+	src := must.Do(etcdstore.New[item](cli, prefix))
 
 	old, err := c.Put(ctx, "a", item{N: 1})
 	require.NoError(t, err)
@@ -55,7 +56,7 @@ func TestListAndWatchShouldReconstructThePrefixUnderConcurrentWriters(t *testing
 	ctx := ctxFor(t, 40*time.Second)
 	prefix := uniquePrefix(t)
 	c := &rawWriter{cli, prefix}
-	src := etcdstore.New[item](cli, prefix)
+	src := must.Do(etcdstore.New[item](cli, prefix))
 	// A sibling prefix that shares the first bytes must stay invisible.
 	other := &rawWriter{cli, prefix[:len(prefix)-1] + "-other/"}
 
@@ -128,7 +129,7 @@ func TestProgressNotificationShouldBecomeABookmark(t *testing.T) {
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	src := etcdstore.New[item](cli, prefix)
+	src := must.Do(etcdstore.New[item](cli, prefix))
 
 	_, rev, err := src.List(ctx)
 	require.NoError(t, err)
@@ -161,7 +162,7 @@ func TestWatchAfterARevisionTheStoreHasNotReachedShouldExpire(t *testing.T) {
 	t.Parallel()
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
-	src := etcdstore.New[item](cli, uniquePrefix(t))
+	src := must.Do(etcdstore.New[item](cli, uniquePrefix(t)))
 	_, rev, err := src.List(ctx)
 	require.NoError(t, err)
 
@@ -178,7 +179,7 @@ func TestWatchShouldEmitDeletesWithoutValueAtTheirRevision(t *testing.T) {
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	src := etcdstore.New[item](cli, prefix)
+	src := must.Do(etcdstore.New[item](cli, prefix))
 	c := &rawWriter{cli, prefix}
 
 	put, err := c.Put(ctx, "a", item{N: 1})
@@ -203,7 +204,7 @@ func TestWatchShouldReturnTheEmitError(t *testing.T) {
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	src := etcdstore.New[item](cli, prefix)
+	src := must.Do(etcdstore.New[item](cli, prefix))
 	put, err := (&rawWriter{cli, prefix}).Put(ctx, "a", item{N: 1})
 	require.NoError(t, err)
 
@@ -215,12 +216,12 @@ func TestWatchShouldReturnTheEmitError(t *testing.T) {
 func TestWatchShouldReturnTheContextErrorWhenCanceled(t *testing.T) {
 	t.Parallel()
 	cli := etcdClient(t)
-	_, rev, err := etcdstore.New[item](cli, uniquePrefix(t)).List(ctxFor(t, 10*time.Second))
+	_, rev, err := must.Do(etcdstore.New[item](cli, uniquePrefix(t))).List(ctxFor(t, 10*time.Second))
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	err = etcdstore.New[item](cli, uniquePrefix(t)).Watch(ctx, rev, func(informer.Event[string, item]) error { return nil })
+	err = must.Do(etcdstore.New[item](cli, uniquePrefix(t))).Watch(ctx, rev, func(informer.Event[string, item]) error { return nil })
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
 

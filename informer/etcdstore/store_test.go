@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // What the conformance suite cannot see: the bytes on the wire, and what a
@@ -19,7 +20,7 @@ func TestStoreShouldWriteJSONUnderItsPrefixAndNameTheRevisionInAConflict(t *test
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	s := etcdstore.New(cli, prefix, etcdstore.WithCodec[item](informer.JSON[item]{}))
+	s := must.Do(etcdstore.New(cli, prefix, etcdstore.WithCodec[item](informer.JSON[item]{})))
 
 	rev, err := s.Create(ctx, "x", item{N: 7, S: "seven"})
 	require.NoError(t, err)
@@ -41,7 +42,7 @@ func TestGetOfAnUndecodableValueShouldFailWithADecodeErrorThatUpdateCanFix(t *te
 	cli := etcdClient(t)
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	s := etcdstore.New[item](cli, prefix)
+	s := must.Do(etcdstore.New[item](cli, prefix))
 
 	resp, err := cli.Put(ctx, prefix+"bad", "nope")
 	require.NoError(t, err)

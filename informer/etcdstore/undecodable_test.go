@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // badEvents splits events into the events without their Err and the
@@ -74,7 +75,7 @@ func TestListShouldReturnAnUndecodableValueAsAnEntryWithADecodeErrorNamingTheKey
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
 	handled := &handledKeys{}
-	src := etcdstore.New(cli, prefix, handled.option())
+	src := must.Do(etcdstore.New(cli, prefix, handled.option()))
 	good, err := (&rawWriter{cli, prefix}).Put(ctx, "good", item{N: 1})
 	require.NoError(t, err)
 	resp, err := cli.Put(ctx, prefix+"bad", "not json")
@@ -109,7 +110,7 @@ func TestWatchShouldEmitAnUndecodableValueAsABadPutAndGoOnWithEveryOtherKey(t *t
 	ctx := ctxFor(t, 20*time.Second)
 	prefix := uniquePrefix(t)
 	handled := &handledKeys{}
-	src := etcdstore.New(cli, prefix, handled.option())
+	src := must.Do(etcdstore.New(cli, prefix, handled.option()))
 	_, from, err := src.List(ctx)
 	require.NoError(t, err)
 	r := startWatch(t, src, from)

@@ -14,6 +14,7 @@ import (
 	"github.com/converge-go/converge/informer/faults"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/informer/sourcetest"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // A window opened by the first event holds everything that comes in it,
@@ -21,8 +22,8 @@ import (
 // after it opens the next window. Virtual time makes the window exact.
 func TestCoalescingShouldEmitOnlyEachKeysLatestEventOfAWindowInRevisionOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memstore.New[string, int]()
-		src := faults.New(store, 1, faults.WithRates(faults.Rates{Coalesce: 1, CoalesceWindow: time.Second}))
+		store := must.Do(memstore.New[string, int]())
+		src := must.Do(faults.New(store, 1, faults.WithRates(faults.Rates{Coalesce: 1, CoalesceWindow: time.Second})))
 		store.Put("a", 1) // 1
 		store.Put("a", 2) // 2
 		store.Put("b", 1) // 3
@@ -59,8 +60,8 @@ func TestCoalescingShouldEmitOnlyEachKeysLatestEventOfAWindowInRevisionOrder(t *
 // A healthy source opens no window: events pass at once.
 func TestAHealthySourceShouldNotCoalesce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memstore.New[string, int]()
-		src := faults.New(store, 1, faults.WithRates(faults.Rates{Coalesce: 1, CoalesceWindow: time.Hour}))
+		store := must.Do(memstore.New[string, int]())
+		src := must.Do(faults.New(store, 1, faults.WithRates(faults.Rates{Coalesce: 1, CoalesceWindow: time.Hour})))
 		src.Heal()
 		store.Put("a", 1)
 		store.Put("a", 2)
@@ -77,10 +78,10 @@ func TestCoalescingShouldStayWithinTheSourceContract(t *testing.T) {
 	seed := uint64(0)
 	sourcetest.Run(t, sourcetest.Suite[string, int]{
 		New: func(*testing.T) sourcetest.Backend[string, int] {
-			s := memstore.New[string, int]()
+			s := must.Do(memstore.New[string, int]())
 			seed++
 			return sourcetest.Backend[string, int]{
-				Source: faults.New(s, seed, faults.WithRates(faults.Rates{Coalesce: 0.5, CoalesceWindow: time.Millisecond})),
+				Source: must.Do(faults.New(s, seed, faults.WithRates(faults.Rates{Coalesce: 0.5, CoalesceWindow: time.Millisecond}))),
 				Put:    func(_ context.Context, k string, v int) error { s.Put(k, v); return nil },
 				Delete: func(ctx context.Context, k string) error { _, err := s.Delete(ctx, k, 0); return err },
 				Expire: func(context.Context) error { s.Compact(s.Revision()); return nil },

@@ -3,6 +3,7 @@ package faults_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"log/slog"
 	"time"
 
@@ -15,11 +16,20 @@ import (
 // Run an informer against a store that fails at random, then heal it and
 // check that the cache converged.
 func Example() {
-	store := memstore.New[string, int]()
-	src := faults.New(store, 42) // log the seed: it replays the faults
-	inf := informer.New("demo", src,
+	store, err := memstore.New[string, int]()
+	if err != nil {
+		log.Fatal(err)
+	}
+	src, err := faults.New(store, 42) // log the seed: it replays the faults
+	if err != nil {
+		log.Fatal(err)
+	}
+	inf, err := informer.New("demo", src,
 		informer.WithLogger(slog.New(slog.DiscardHandler)),
 		informer.WithWatchBackoff(backoff.Exponential{Base: time.Millisecond, Cap: 10 * time.Millisecond}))
+	if err != nil {
+		log.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- inf.Run(ctx) }()

@@ -125,11 +125,22 @@ type Source[K comparable, V any] struct {
 // Compile-time proof that a Source is a Source.
 var _ informer.Source[string, int] = (*Source[string, int])(nil)
 
-// New wraps src with faults drawn from seed. Faults are on until Heal.
-func New[K comparable, V any](src informer.Source[K, V], seed uint64, opts ...Option) *Source[K, V] {
+// New wraps src with faults drawn from seed. Faults are on until Heal. It
+// returns an error, naming the option, for a nil src, a nil option, a rate
+// outside [0, 1] or a negative duration.
+func New[K comparable, V any](src informer.Source[K, V], seed uint64, opts ...Option) (*Source[K, V], error) {
+	if src == nil {
+		return nil, errors.New("faults.New: nil Source")
+	}
 	c := config{rates: DefaultRates}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("faults.New: option %d is nil", i)
+		}
 		o(&c)
+	}
+	if err := c.rates.validate(); err != nil {
+		return nil, fmt.Errorf("faults.New: WithRates: %w", err)
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
@@ -139,7 +150,24 @@ func New[K comparable, V any](src informer.Source[K, V], seed uint64, opts ...Op
 		rates: c.rates,
 		clock: c.clock,
 		rnd:   rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+	}, nil
+}
+
+// validate reports a probability outside [0, 1] or a negative duration.
+func (r Rates) validate() error {
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"ListError", r.ListError}, {"WatchError", r.WatchError}, {"Expire", r.Expire},
+		{"Duplicate", r.Duplicate}, {"Delay", r.Delay}, {"Coalesce", r.Coalesce}} {
+		if !(p.v >= 0 && p.v <= 1) { // also rejects NaN
+			return fmt.Errorf("%s %v: want a probability in [0, 1]", p.name, p.v)
+		}
 	}
+	if r.MaxDelay < 0 || r.CoalesceWindow < 0 {
+		return fmt.Errorf("MaxDelay %v, CoalesceWindow %v: want durations >= 0", r.MaxDelay, r.CoalesceWindow)
+	}
+	return nil
 }
 
 // Heal turns every fault off, for a test's phase in which the system must

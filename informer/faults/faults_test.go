@@ -13,13 +13,14 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/faults"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // filled returns a memory store with n puts, at revisions 1..n.
 func filled(n int) *memstore.Store[int, int] {
-	s := memstore.New[int, int]()
+	s := must.Do(memstore.New[int, int]())
 	for i := range n {
 		s.Put(i, i)
 	}
@@ -48,9 +49,9 @@ func collect(t *testing.T, src informer.Source[int, int], n int) ([]informer.Eve
 }
 
 func TestHealthySourcePassesEverythingThrough(t *testing.T) {
-	src := faults.New(filled(50), 1, faults.WithRates(faults.Rates{
+	src := must.Do(faults.New(filled(50), 1, faults.WithRates(faults.Rates{
 		ListError: 1, WatchError: 1, Expire: 1, Duplicate: 1, Delay: 1, MaxDelay: time.Hour,
-	}))
+	})))
 	src.Heal()
 	entries, rev, err := src.List(context.Background())
 	require.NoError(t, err)
@@ -63,7 +64,7 @@ func TestHealthySourcePassesEverythingThrough(t *testing.T) {
 }
 
 func TestBreakShouldTurnTheFaultsOnAgainAfterHeal(t *testing.T) {
-	src := faults.New(filled(1), 1, faults.WithRates(faults.Rates{ListError: 1}))
+	src := must.Do(faults.New(filled(1), 1, faults.WithRates(faults.Rates{ListError: 1})))
 	src.Heal()
 	_, _, err := src.List(context.Background())
 	require.NoError(t, err)
@@ -73,14 +74,14 @@ func TestBreakShouldTurnTheFaultsOnAgainAfterHeal(t *testing.T) {
 }
 
 func TestListsFailWithErrInjected(t *testing.T) {
-	src := faults.New(filled(1), 1, faults.WithRates(faults.Rates{ListError: 1}))
+	src := must.Do(faults.New(filled(1), 1, faults.WithRates(faults.Rates{ListError: 1})))
 	_, _, err := src.List(context.Background())
 	require.ErrorIs(t, err, faults.ErrInjected)
 	assert.Equal(t, uint64(1), src.Counts().ListErrors)
 }
 
 func TestExpiryIsErrRevisionExpired(t *testing.T) {
-	src := faults.New(filled(1), 1, faults.WithRates(faults.Rates{Expire: 1}))
+	src := must.Do(faults.New(filled(1), 1, faults.WithRates(faults.Rates{Expire: 1})))
 	_, err := collect(t, src, 1)
 	require.ErrorIs(t, err, informer.ErrRevisionExpired)
 	assert.NotErrorIs(t, err, faults.ErrInjected)
@@ -90,9 +91,9 @@ func TestExpiryIsErrRevisionExpired(t *testing.T) {
 // order, each at most twice in a row: nothing invented or reordered.
 func TestWatchFaultsStayWithinTheSourceContract(t *testing.T) {
 	for seed := range uint64(20) {
-		src := faults.New(filled(200), seed, faults.WithRates(faults.Rates{
+		src := must.Do(faults.New(filled(200), seed, faults.WithRates(faults.Rates{
 			WatchError: 0.02, Expire: 0.01, Duplicate: 0.2, Delay: 0.05, MaxDelay: 100 * time.Microsecond,
-		}))
+		})))
 		got, err := collect(t, src, 1000)
 		require.Error(t, err, "seed %d", seed)
 		var last informer.Revision
@@ -111,7 +112,7 @@ func TestWatchFaultsStayWithinTheSourceContract(t *testing.T) {
 
 func TestSameSeedMakesTheSameDecisions(t *testing.T) {
 	run := func(seed uint64) ([]informer.Event[int, int], faults.Counts) {
-		src := faults.New(filled(300), seed, faults.WithRates(faults.Rates{Duplicate: 0.3, WatchError: 0.01}))
+		src := must.Do(faults.New(filled(300), seed, faults.WithRates(faults.Rates{Duplicate: 0.3, WatchError: 0.01})))
 		got, _ := collect(t, src, 1000)
 		return got, src.Counts()
 	}
@@ -121,4 +122,21 @@ func TestSameSeedMakesTheSameDecisions(t *testing.T) {
 	assert.Equal(t, ca, cb)
 	c, _ := run(8)
 	assert.NotEqual(t, a, c)
+}
+
+func TestNewShouldReturnAnErrorForBadRatesOrANilSource(t *testing.T) {
+	store := must.Do(memstore.New[string, int]())
+	for want, r := range map[string]faults.Rates{
+		"faults.New: WithRates: ListError -0.1: want a probability in [0, 1]": {ListError: -0.1},
+		"faults.New: WithRates: Coalesce 2: want a probability in [0, 1]":     {Coalesce: 2},
+		"faults.New: WithRates: MaxDelay -1s, CoalesceWindow 0s":              {MaxDelay: -time.Second},
+	} {
+		f, err := faults.New[string, int](store, 1, faults.WithRates(r))
+		assert.ErrorContains(t, err, want)
+		assert.Nil(t, f)
+	}
+	_, err := faults.New[string, int](nil, 1)
+	assert.EqualError(t, err, "faults.New: nil Source")
+	_, err = faults.New[string, int](store, 1, nil)
+	assert.EqualError(t, err, "faults.New: option 0 is nil")
 }

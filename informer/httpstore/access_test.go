@@ -14,6 +14,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/httpstore"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // guarded is a server of items with a read-only and a read-write token, a
@@ -95,7 +96,7 @@ func TestRequestsShouldBeRefusedWithTheirStatusAndWriteNothing(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := memstore.New[string, item]()
+			m := must.Do(memstore.New[string, item]())
 			rev := m.Put("a", item{N: 1, S: "x"})
 			c, _ := serve[item](t, m, guardedOptions(), tc.token)
 
@@ -118,7 +119,7 @@ func TestRequestsShouldBeRefusedWithTheirStatusAndWriteNothing(t *testing.T) {
 }
 
 func TestDefaultShouldFillTheValueBeforeItIsValidatedAndWritten(t *testing.T) {
-	m := memstore.New[string, item]()
+	m := must.Do(memstore.New[string, item]())
 	opts := guardedOptions()
 	validate := opts.Validate
 	var validated item
@@ -160,7 +161,7 @@ func TestMalformedRequestsShouldGetTheirStatusAndWriteNothing(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := memstore.New[string, item]()
+			m := must.Do(memstore.New[string, item]())
 			rev := m.Put("a", item{N: 1})
 			_, srv := serve[item](t, m, guardedOptions(), "rw-token")
 			var body io.Reader = strings.NewReader(tc.body)
@@ -181,4 +182,22 @@ func TestMalformedRequestsShouldGetTheirStatusAndWriteNothing(t *testing.T) {
 			assert.Equal(t, rev, m.Revision(), "nothing was written")
 		})
 	}
+}
+
+func TestNewServerShouldReturnAnErrorForAConfigurationThatCannotWork(t *testing.T) {
+	store := must.Do(memstore.New[string, item]())
+	for want, opts := range map[string]httpstore.ServerOptions[item]{
+		"httpstore.NewServer: ServerOptions.Tokens has an empty token":                              {Tokens: map[string]httpstore.Access{"": httpstore.ReadOnly}},
+		"httpstore.NewServer: ServerOptions.Tokens: token has access 7, want ReadOnly or ReadWrite": {Tokens: map[string]httpstore.Access{"t": 7}},
+		"httpstore.NewServer: negative ServerOptions.MaxBodyBytes":                                  {MaxBodyBytes: -1},
+		"httpstore.NewServer: negative ServerOptions.BookmarkInterval":                              {BookmarkInterval: -1},
+		"httpstore.NewServer: negative ServerOptions.WatchWriteTimeout":                             {WatchWriteTimeout: -1},
+	} {
+		srv, err := httpstore.NewServer(store, opts)
+		assert.EqualError(t, err, want)
+		assert.Nil(t, srv)
+	}
+	_, err := httpstore.NewServer[item](nil, httpstore.ServerOptions[item]{})
+	assert.EqualError(t, err, "httpstore.NewServer: nil store")
+	assert.Zero(t, store.Revision(), "a refused server wrote to its store")
 }

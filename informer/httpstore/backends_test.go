@@ -24,6 +24,7 @@ import (
 	"github.com/converge-go/converge/informer/httpstore"
 	"github.com/converge-go/converge/informer/pgstore"
 	"github.com/converge-go/converge/informer/sourcetest"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 )
 
@@ -33,7 +34,7 @@ type servedStores[S any] map[informer.Store[string, item]]S
 
 // served serves store on loopback until t ends and returns a client of it.
 func served(t *testing.T, store informer.Store[string, item]) *httpstore.Client[item] {
-	srv := httptest.NewServer(httpstore.NewServer(store, httpstore.ServerOptions[item]{}))
+	srv := httptest.NewServer(must.Do(httpstore.NewServer(store, httpstore.ServerOptions[item]{})))
 	t.Cleanup(srv.Close)
 	c, err := httpstore.NewClient[item](srv.URL, httpstore.ClientOptions{HTTPClient: newHTTPClient(t)})
 	require.NoError(t, err)
@@ -74,7 +75,7 @@ func TestStoreConformanceOverEtcd(t *testing.T) {
 	sourcetest.RunStore(t, sourcetest.StoreSuite[string, item]{
 		New: func(t *testing.T) informer.Store[string, item] {
 			p := uniquePrefix(t)
-			c := served(t, etcdstore.New[item](cli, p))
+			c := served(t, must.Do(etcdstore.New[item](cli, p)))
 			prefixes[c] = p
 			return c
 		},
@@ -100,7 +101,7 @@ func TestSourceConformanceOverEtcdWithUndecodableValues(t *testing.T) {
 				return err
 			}
 			return sourcetest.Backend[string, item]{
-				Source: served(t, etcdstore.New[item](cli, p)),
+				Source: served(t, must.Do(etcdstore.New[item](cli, p))),
 				Put: func(ctx context.Context, key string, v item) error {
 					return put(ctx, key, fmt.Sprintf(`{"n":%d,"s":%q}`, v.N, v.S))
 				},
@@ -132,12 +133,12 @@ func TestStoreConformanceOverPostgres(t *testing.T) {
 		_, err := pool.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 		assert.NoError(t, err)
 	})
-	db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+	db := must.Do(pgstore.NewDB(pool, pgstore.WithSchema(schema)))
 	t.Cleanup(db.Close)
 	stores := servedStores[*pgstore.Store[item]]{}
 	sourcetest.RunStore(t, sourcetest.StoreSuite[string, item]{
 		New: func(t *testing.T) informer.Store[string, item] {
-			s := pgstore.New[item](db, fmt.Sprintf("c%d", collections.Add(1)))
+			s := must.Do(pgstore.New[item](db, fmt.Sprintf("c%d", collections.Add(1))))
 			c := served(t, s)
 			stores[c] = s
 			return c

@@ -14,6 +14,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/httpstore"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestNewClientShouldRefuseABadURLOrTokenWithAClearError(t *testing.T) {
@@ -53,9 +54,9 @@ func TestGetShouldFailRatherThanReportAbsenceWhenTheURLIsNotAServer(t *testing.T
 }
 
 func TestClientShouldWorkBelowAPathPrefix(t *testing.T) {
-	m := memstore.New[string, int]()
+	m := must.Do(memstore.New[string, int]())
 	mux := http.NewServeMux()
-	mux.Handle("/api/store/", http.StripPrefix("/api/store", httpstore.NewServer[int](m, httpstore.ServerOptions[int]{})))
+	mux.Handle("/api/store/", http.StripPrefix("/api/store", must.Do(httpstore.NewServer[int](m, httpstore.ServerOptions[int]{}))))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	c, err := httpstore.NewClient[int](srv.URL+"/api/store/", httpstore.ClientOptions{HTTPClient: newHTTPClient(t)})
@@ -75,8 +76,8 @@ func TestClientShouldWorkBelowAPathPrefix(t *testing.T) {
 
 func TestCancelledWatchShouldReturnAndLeaveNoGoroutine(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	m := memstore.New[string, int]()
-	srv := httptest.NewServer(httpstore.NewServer[int](m, httpstore.ServerOptions[int]{}))
+	m := must.Do(memstore.New[string, int]())
+	srv := httptest.NewServer(must.Do(httpstore.NewServer[int](m, httpstore.ServerOptions[int]{})))
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	c, err := httpstore.NewClient[int](srv.URL, httpstore.ClientOptions{HTTPClient: &http.Client{Transport: tr}})
 	require.NoError(t, err)

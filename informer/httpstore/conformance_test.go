@@ -13,12 +13,13 @@ import (
 	"github.com/converge-go/converge/informer/httpstore"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/informer/sourcetest"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // memServed returns a client of a fresh memory store served on loopback,
 // and the store.
 func memServed(t *testing.T) (*httpstore.Client[int], *memstore.Store[string, int]) {
-	m := memstore.New[string, int]()
+	m := must.Do(memstore.New[string, int]())
 	c, _ := serve[int](t, m, httpstore.ServerOptions[int]{}, "")
 	return c, m
 }
@@ -61,8 +62,8 @@ func itemValue(i int) item { return item{N: i + 1, S: "v" + strconv.Itoa(i)} }
 func TestSourceConformanceWithBlindWritesAndUndecodableValues(t *testing.T) {
 	sourcetest.Run(t, sourcetest.Suite[string, item]{
 		New: func(t *testing.T) sourcetest.Backend[string, item] {
-			m := memstore.New[string, json.RawMessage]()
-			srv := httptest.NewServer(httpstore.NewServer[json.RawMessage](m, httpstore.ServerOptions[json.RawMessage]{}))
+			m := must.Do(memstore.New[string, json.RawMessage]())
+			srv := httptest.NewServer(must.Do(httpstore.NewServer[json.RawMessage](m, httpstore.ServerOptions[json.RawMessage]{})))
 			t.Cleanup(srv.Close)
 			c, err := httpstore.NewClient[item](srv.URL, httpstore.ClientOptions{HTTPClient: newHTTPClient(t)})
 			require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net/http/httptest"
 
 	"github.com/converge-go/converge/informer"
@@ -19,7 +20,11 @@ func Example() {
 		Count int `json:"count"`
 	}
 	// The process that owns the store.
-	handler := httpstore.NewServer[replicas](memstore.New[string, replicas](), httpstore.ServerOptions[replicas]{
+	store, err := memstore.New[string, replicas]()
+	if err != nil {
+		log.Fatal(err)
+	}
+	handler, err := httpstore.NewServer(store, httpstore.ServerOptions[replicas]{
 		Tokens: map[string]httpstore.Access{"admin-secret": httpstore.ReadWrite, "viewer-secret": httpstore.ReadOnly},
 		Validate: func(_ context.Context, _ string, v replicas) error {
 			if v.Count < 0 {
@@ -28,6 +33,9 @@ func Example() {
 			return nil
 		},
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	srv := httptest.NewServer(handler) // http.ListenAndServe(addr, handler) in a real program
 	defer srv.Close()
 

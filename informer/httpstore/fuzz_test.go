@@ -12,6 +12,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/httpstore"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // bodyTransport answers every request with status and body, without a
@@ -70,12 +71,12 @@ func FuzzServerRequest(f *testing.F) {
 			return
 		}
 		req.Header.Set("Authorization", "Bearer "+token)
-		m := memstore.New[string, int]()
+		m := must.Do(memstore.New[string, int]())
 		rev := m.Put("a", 1)
-		s := httpstore.NewServer[int](m, httpstore.ServerOptions[int]{
+		s := must.Do(httpstore.NewServer[int](m, httpstore.ServerOptions[int]{
 			Tokens:       map[string]httpstore.Access{"ro": httpstore.ReadOnly, "rw": httpstore.ReadWrite},
 			MaxBodyBytes: 16,
-		})
+		}))
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, req)
 		switch w.Code {

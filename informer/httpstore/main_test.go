@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/httpstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -19,7 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // closed at the end, so that goleak sees no connection goroutine.
 func serve[V any](t testing.TB, store informer.Store[string, V], opts httpstore.ServerOptions[V], token string) (*httpstore.Client[V], *httptest.Server) {
 	t.Helper()
-	srv := httptest.NewServer(httpstore.NewServer(store, opts))
+	srv := httptest.NewServer(must.Do(httpstore.NewServer(store, opts)))
 	t.Cleanup(srv.Close)
 	c, err := httpstore.NewClient[V](srv.URL, httpstore.ClientOptions{Token: token, HTTPClient: newHTTPClient(t)})
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/httpstore"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // restartable serves a store on one loopback address, across restarts.
@@ -51,8 +52,8 @@ func (r *restartable) stop() {
 }
 
 func TestAWatchShouldResumeAfterItsLastRevisionOnARestartedServer(t *testing.T) {
-	m := memstore.New[string, int]()
-	srv := newRestartable(t, httpstore.NewServer[int](m, httpstore.ServerOptions[int]{}))
+	m := must.Do(memstore.New[string, int]())
+	srv := newRestartable(t, must.Do(httpstore.NewServer[int](m, httpstore.ServerOptions[int]{})))
 	c, err := httpstore.NewClient[int]("http://"+srv.addr, httpstore.ClientOptions{HTTPClient: newHTTPClient(t)})
 	require.NoError(t, err)
 	m.Put("a", 1)
@@ -96,12 +97,12 @@ func TestAWatchShouldResumeAfterItsLastRevisionOnARestartedServer(t *testing.T) 
 }
 
 func TestAnInformerShouldFollowAServerThroughARestartWithoutRelisting(t *testing.T) {
-	m := memstore.New[string, int]()
-	srv := newRestartable(t, httpstore.NewServer[int](m, httpstore.ServerOptions[int]{}))
+	m := must.Do(memstore.New[string, int]())
+	srv := newRestartable(t, must.Do(httpstore.NewServer[int](m, httpstore.ServerOptions[int]{})))
 	c, err := httpstore.NewClient[int]("http://"+srv.addr, httpstore.ClientOptions{HTTPClient: newHTTPClient(t)})
 	require.NoError(t, err)
-	inf := informer.New[string, int]("served", c,
-		informer.WithWatchBackoff(backoff.Exponential{Base: time.Millisecond, Cap: 20 * time.Millisecond}))
+	inf := must.Do(informer.New[string, int]("served", c,
+		informer.WithWatchBackoff(backoff.Exponential{Base: time.Millisecond, Cap: 20 * time.Millisecond})))
 	ctx, cancel := context.WithCancel(t.Context())
 	ran := make(chan error, 1)
 	go func() { ran <- inf.Run(ctx) }()

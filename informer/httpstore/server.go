@@ -85,43 +85,43 @@ type Server[V any] struct {
 
 var _ http.Handler = (*Server[int])(nil)
 
-// NewServer returns a Server for store with opts. It panics if store is
-// nil, a token is empty or its Access is not ReadOnly or ReadWrite, or a
-// limit is negative: configurations that cannot work.
-func NewServer[V any](store informer.Store[string, V], opts ServerOptions[V]) *Server[V] {
+// NewServer returns a Server for store with opts. It returns an error if
+// store is nil, a token is empty or its Access is not ReadOnly or ReadWrite,
+// or a limit is negative: configurations that cannot work.
+func NewServer[V any](store informer.Store[string, V], opts ServerOptions[V]) (*Server[V], error) {
 	if store == nil {
-		panic("httpstore.NewServer: nil store")
+		return nil, errors.New("httpstore.NewServer: nil store")
 	}
 	for tok, a := range opts.Tokens {
 		if tok == "" {
-			panic("httpstore.NewServer: ServerOptions.Tokens has an empty token")
+			return nil, errors.New("httpstore.NewServer: ServerOptions.Tokens has an empty token")
 		}
 		if a != ReadOnly && a != ReadWrite {
-			panic(fmt.Sprintf("httpstore.NewServer: ServerOptions.Tokens: token has access %d, want ReadOnly or ReadWrite", a))
+			return nil, fmt.Errorf("httpstore.NewServer: ServerOptions.Tokens: token has access %d, want ReadOnly or ReadWrite", a)
 		}
 	}
 	switch {
 	case opts.MaxBodyBytes < 0:
-		panic("httpstore.NewServer: negative ServerOptions.MaxBodyBytes")
+		return nil, errors.New("httpstore.NewServer: negative ServerOptions.MaxBodyBytes")
 	case opts.MaxBodyBytes == 0:
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	switch {
 	case opts.BookmarkInterval < 0:
-		panic("httpstore.NewServer: negative ServerOptions.BookmarkInterval")
+		return nil, errors.New("httpstore.NewServer: negative ServerOptions.BookmarkInterval")
 	case opts.BookmarkInterval == 0:
 		opts.BookmarkInterval = DefaultBookmarkInterval
 	}
 	switch {
 	case opts.WatchWriteTimeout < 0:
-		panic("httpstore.NewServer: negative ServerOptions.WatchWriteTimeout")
+		return nil, errors.New("httpstore.NewServer: negative ServerOptions.WatchWriteTimeout")
 	case opts.WatchWriteTimeout == 0:
 		opts.WatchWriteTimeout = DefaultWatchWriteTimeout
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Server[V]{store: store, opts: opts}
+	return &Server[V]{store: store, opts: opts}, nil
 }
 
 // ServeHTTP serves one request of the protocol.

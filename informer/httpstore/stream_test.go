@@ -21,10 +21,11 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/httpstore"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestAnIdleWatchShouldGetABookmarkEveryInterval(t *testing.T) {
-	m := memstore.New[string, int]()
+	m := must.Do(memstore.New[string, int]())
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	_, srv := serve[int](t, m, httpstore.ServerOptions[int]{Clock: clk, BookmarkInterval: time.Minute}, "")
 	m.Put("a", 1)
@@ -85,7 +86,7 @@ func (s *scripted) Watch(ctx context.Context, after informer.Revision, emit func
 }
 
 func TestValuesTheServersStoreCannotDecodeShouldArriveAsBadEntriesAndEvents(t *testing.T) {
-	s := &scripted{Store: memstore.New[string, item]()}
+	s := &scripted{Store: must.Do(memstore.New[string, item]())}
 	s.Put("bad", item{N: -1})
 	s.Put("good", item{N: 1})
 	c, _ := serve[item](t, s, httpstore.ServerOptions[item]{}, "")
@@ -118,7 +119,7 @@ func TestValuesTheServersStoreCannotDecodeShouldArriveAsBadEntriesAndEvents(t *t
 }
 
 func TestAWatchThatExpiresAfterItsFirstEventShouldReturnErrRevisionExpired(t *testing.T) {
-	s := &scripted{Store: memstore.New[string, item](), failAfter: fmt.Errorf("fell behind: %w", informer.ErrRevisionExpired)}
+	s := &scripted{Store: must.Do(memstore.New[string, item]()), failAfter: fmt.Errorf("fell behind: %w", informer.ErrRevisionExpired)}
 	s.Put("a", item{N: 1})
 	c, _ := serve[item](t, s, httpstore.ServerOptions[item]{}, "")
 	var events []informer.Event[string, item]
@@ -187,7 +188,7 @@ func (s bookmarking) Watch(ctx context.Context, after informer.Revision, emit fu
 }
 
 func TestTheStoresBookmarksShouldReachTheClient(t *testing.T) {
-	c, _ := serve[int](t, bookmarking{memstore.New[string, int]()}, httpstore.ServerOptions[int]{}, "")
+	c, _ := serve[int](t, bookmarking{must.Do(memstore.New[string, int]())}, httpstore.ServerOptions[int]{}, "")
 	ctx, cancel := context.WithCancel(t.Context())
 	var got []informer.Event[string, int]
 
@@ -210,7 +211,7 @@ func (s watchEnds) Watch(ctx context.Context, after informer.Revision, emit func
 }
 
 func TestAWatchWhoseClientStopsReadingShouldEndAfterTheWriteTimeout(t *testing.T) {
-	s := watchEnds{memstore.New[string, string](), make(chan error, 1)}
+	s := watchEnds{must.Do(memstore.New[string, string]()), make(chan error, 1)}
 	_, srv := serve[string](t, s, httpstore.ServerOptions[string]{WatchWriteTimeout: 50 * time.Millisecond}, "")
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 	require.NoError(t, err)

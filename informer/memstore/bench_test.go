@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 const benchKeys = 100_000
@@ -21,7 +22,7 @@ func benchKeyNames() []string {
 // Put over 100k keys, with the default history full after the first pass.
 func BenchmarkPut(b *testing.B) {
 	keys := benchKeyNames()
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	i := 0
 	for b.Loop() {
 		s.Put(keys[i%benchKeys], i)
@@ -31,7 +32,7 @@ func BenchmarkPut(b *testing.B) {
 
 func BenchmarkList100kKeys(b *testing.B) {
 	keys := benchKeyNames()
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	for i, k := range keys {
 		s.Put(k, i)
 	}

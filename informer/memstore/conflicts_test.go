@@ -3,6 +3,8 @@ package memstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -14,13 +16,14 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
 
 func TestAStoreShouldInjectNoConflictByDefault(t *testing.T) {
 	ctx := t.Context()
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	for i := range 1000 {
 		k := strconv.Itoa(i)
 		rev, err := s.Create(ctx, k, i)
@@ -33,7 +36,7 @@ func TestAStoreShouldInjectNoConflictByDefault(t *testing.T) {
 
 func TestWithConflictsOfOneShouldFailEveryConditionalWriteAndWriteNothing(t *testing.T) {
 	ctx := t.Context()
-	s := memstore.New[string, int](memstore.WithConflicts(1, 7))
+	s := must.Do(memstore.New[string, int](memstore.WithConflicts(1, 7)))
 	rev := s.Put("a", 1)
 
 	_, err := s.Create(ctx, "b", 1)
@@ -80,9 +83,9 @@ func outcomes(t *testing.T, s *memstore.Store[string, int], n int) []bool {
 
 func TestWithConflictsShouldInjectAtTheRateGivenTheSameWayForTheSameSeed(t *testing.T) {
 	const n = 10_000
-	a := outcomes(t, memstore.New[string, int](memstore.WithConflicts(0.25, 42)), n)
-	b := outcomes(t, memstore.New[string, int](memstore.WithConflicts(0.25, 42)), n)
-	c := outcomes(t, memstore.New[string, int](memstore.WithConflicts(0.25, 43)), n)
+	a := outcomes(t, must.Do(memstore.New[string, int](memstore.WithConflicts(0.25, 42))), n)
+	b := outcomes(t, must.Do(memstore.New[string, int](memstore.WithConflicts(0.25, 42))), n)
+	c := outcomes(t, must.Do(memstore.New[string, int](memstore.WithConflicts(0.25, 43))), n)
 	assert.Equal(t, a, b, "the same seed should give the same conflicts")
 	assert.NotEqual(t, a, c, "another seed should give other conflicts")
 	conflicts := 0
@@ -95,11 +98,14 @@ func TestWithConflictsShouldInjectAtTheRateGivenTheSameWayForTheSameSeed(t *test
 	assert.InDelta(t, n/4, conflicts, 300)
 }
 
-func TestWithConflictsShouldPanicOnARateOutsideZeroToOne(t *testing.T) {
-	for _, rate := range []float64{-0.1, 1.1} {
-		assert.Panics(t, func() { memstore.New[string, int](memstore.WithConflicts(rate, 1)) }, "rate %v", rate)
+func TestWithConflictsShouldBeAnErrorForARateOutsideZeroToOne(t *testing.T) {
+	for _, rate := range []float64{-0.1, 1.1, math.NaN()} {
+		s, err := memstore.New[string, int](memstore.WithConflicts(rate, 1))
+		assert.ErrorContains(t, err, fmt.Sprintf("memstore.New: WithConflicts(%v, 1): the rate must be in [0, 1]", rate))
+		assert.Nil(t, s)
 	}
-	assert.NotPanics(t, func() { memstore.New[string, int](memstore.WithConflicts(0, 1)) })
+	_, err := memstore.New[string, int](memstore.WithConflicts(0, 1))
+	assert.NoError(t, err)
 }
 
 // noWait makes Update retry at once: the test is about the retries, not
@@ -118,7 +124,7 @@ type job struct {
 // own requeue.
 func TestAControllerUsingUpdateShouldRetryThroughInjectedConflicts(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, job](memstore.WithConflicts(0.5, 1))
+	store := must.Do(memstore.New[string, job](memstore.WithConflicts(0.5, 1)))
 	const keys = 40
 	for i := range keys {
 		store.Put("job-"+strconv.Itoa(i), job{Want: i + 1})

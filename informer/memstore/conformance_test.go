@@ -8,6 +8,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/informer/sourcetest"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // TestStoreConformance runs the Store conformance suite (the Source suite
@@ -16,7 +17,7 @@ import (
 // near it).
 func TestStoreConformance(t *testing.T) {
 	sourcetest.RunStore(t, sourcetest.StoreSuite[string, int]{
-		New: func(*testing.T) informer.Store[string, int] { return memstore.New[string, int]() },
+		New: func(*testing.T) informer.Store[string, int] { return must.Do(memstore.New[string, int]()) },
 		// Compact(Revision()) leaves only "from now on" watchable.
 		Expire: func(_ context.Context, s informer.Store[string, int]) error {
 			m := s.(*memstore.Store[string, int])
@@ -36,7 +37,7 @@ func TestStoreConformance(t *testing.T) {
 func TestSourceConformance(t *testing.T) {
 	sourcetest.Run(t, sourcetest.Suite[string, int]{
 		New: func(*testing.T) sourcetest.Backend[string, int] {
-			s := memstore.New[string, int]()
+			s := must.Do(memstore.New[string, int]())
 			return sourcetest.Backend[string, int]{
 				Source: s,
 				Put:    func(_ context.Context, k string, v int) error { s.Put(k, v); return nil },

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
@@ -12,7 +13,10 @@ import (
 // A store is a map with revisions, and a Source: List, then Watch the
 // changes after the listed revision.
 func ExampleStore() {
-	s := memstore.New[string, string]()
+	s, err := memstore.New[string, string]()
+	if err != nil {
+		log.Fatal(err)
+	}
 	s.Put("web", "3 replicas")
 	s.Put("db", "1 replica")
 
@@ -23,7 +27,7 @@ func ExampleStore() {
 	_, _ = s.Delete(context.Background(), "db", 0)
 
 	stop := errors.New("seen enough")
-	err := s.Watch(context.Background(), rev, func(e informer.Event[string, string]) error {
+	err = s.Watch(context.Background(), rev, func(e informer.Event[string, string]) error {
 		fmt.Println(e.Revision, e.Type, e.Key, e.Value)
 		if e.Revision == s.Revision() {
 			return stop
@@ -42,13 +46,16 @@ func ExampleStore() {
 // loses no concurrent change.
 func ExampleStore_Update() {
 	ctx := context.Background()
-	s := memstore.New[string, int]()
+	s, err := memstore.New[string, int]()
+	if err != nil {
+		log.Fatal(err)
+	}
 	_, _ = s.Create(ctx, "counter", 1)
 
 	v, rev, _, _ := s.Get(ctx, "counter")
 	s.Put("counter", 10) // someone else writes in between
 
-	_, err := s.Update(ctx, "counter", v+1, rev)
+	_, err = s.Update(ctx, "counter", v+1, rev)
 	fmt.Println(errors.Is(err, informer.ErrConflict))
 
 	v, rev, _, _ = s.Get(ctx, "counter") // read again, retry
@@ -62,13 +69,16 @@ func ExampleStore_Update() {
 // Compact forgets history: a watch can resume after the compacted revision,
 // not before it.
 func ExampleStore_Compact() {
-	s := memstore.New[string, int]()
+	s, err := memstore.New[string, int]()
+	if err != nil {
+		log.Fatal(err)
+	}
 	for i := range 5 {
 		s.Put("k", i)
 	}
 	s.Compact(3)
 	none := func(informer.Event[string, int]) error { return errors.New("unexpected") }
-	err := s.Watch(context.Background(), 2, none)
+	err = s.Watch(context.Background(), 2, none)
 	fmt.Println(errors.Is(err, informer.ErrRevisionExpired))
 	err = s.Watch(context.Background(), 3, func(e informer.Event[string, int]) error {
 		fmt.Println(e.Revision, e.Value)

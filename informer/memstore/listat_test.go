@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // snapshot is a List as a map.
@@ -48,7 +49,7 @@ func randomWrites(t *testing.T, s *memstore.Store[int, int], seed uint64, n int)
 
 func TestListAtShouldReturnWhatListReturnedAtThatRevision(t *testing.T) {
 	for seed := range uint64(20) {
-		s := memstore.New[int, int]()
+		s := must.Do(memstore.New[int, int]())
 		lists := randomWrites(t, s, seed, 60)
 		for rev, want := range lists {
 			es, err := s.ListAt(t.Context(), informer.Revision(rev))
@@ -64,7 +65,7 @@ func TestListAtShouldReturnWhatListReturnedAtThatRevision(t *testing.T) {
 func TestListAtShouldBeRightOrExpiredWhenTheHistoryIsShort(t *testing.T) {
 	known := 0
 	for seed := range uint64(20) {
-		s := memstore.New[int, int](memstore.WithHistory(16))
+		s := must.Do(memstore.New[int, int](memstore.WithHistory(16)))
 		lists := randomWrites(t, s, seed, 60)
 		for rev, want := range lists {
 			es, err := s.ListAt(t.Context(), informer.Revision(rev))
@@ -85,7 +86,7 @@ func TestListAtShouldBeRightOrExpiredWhenTheHistoryIsShort(t *testing.T) {
 }
 
 func TestListAtShouldRefuseARevisionAheadOfTheStore(t *testing.T) {
-	s := memstore.New[int, int]()
+	s := must.Do(memstore.New[int, int]())
 	s.Put(1, 1)
 	_, err := s.ListAt(t.Context(), 2)
 	require.ErrorIs(t, err, informer.ErrRevisionExpired)

@@ -22,7 +22,7 @@ type options struct {
 //
 // A larger history lets a watcher survive longer disconnects or slower
 // handlers without a relist, at the cost of keeping n old keys and values
-// alive. n must be at least 1, or New panics. Default: DefaultHistory.
+// alive. n must be at least 1, or New returns an error. Default: DefaultHistory.
 func WithHistory(n int) Option {
 	return func(o *options) { o.history = n }
 }
@@ -41,22 +41,26 @@ func WithHistory(n int) Option {
 // compare-and-swap write in the order the store serves them: the same
 // writes in the same order conflict the same way in every run. Put and a
 // Delete at revision 0 are blind and never conflict. Store.InjectedConflicts
-// counts the conflicts made. rate must be in [0, 1], or New panics; 1 fails
+// counts the conflicts made. rate must be in [0, 1], or New returns an
+// error; 1 fails
 // every conditional write. Default: rate 0, no conflict is ever injected.
 func WithConflicts(rate float64, seed uint64) Option {
 	return func(o *options) { o.conflictRate, o.conflictSeed = rate, seed }
 }
 
-func newOptions(opts []Option) options {
+func newOptions(opts []Option) (options, error) {
 	o := options{history: DefaultHistory}
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return o, fmt.Errorf("memstore.New: option %d is nil", i)
+		}
 		opt(&o)
 	}
 	if o.history < 1 {
-		panic(fmt.Sprintf("memstore: WithHistory(%d): the history must hold at least one change", o.history))
+		return o, fmt.Errorf("memstore.New: WithHistory(%d): the history must hold at least one change", o.history)
 	}
 	if !(o.conflictRate >= 0 && o.conflictRate <= 1) { // also rejects NaN
-		panic(fmt.Sprintf("memstore: WithConflicts(%v, %d): the rate must be in [0, 1]", o.conflictRate, o.conflictSeed))
+		return o, fmt.Errorf("memstore.New: WithConflicts(%v, %d): the rate must be in [0, 1]", o.conflictRate, o.conflictSeed)
 	}
-	return o
+	return o, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // writeOp is one write a writer goroutine makes.
@@ -129,7 +130,7 @@ func TestAMirrorFromListAndWatchShouldConvergeToTheStoreUnderConcurrentWriters(t
 	rapid.Check(t, func(t *rapid.T) {
 		history := rapid.IntRange(1, 64).Draw(t, "history")
 		writers := rapid.SliceOfN(genWriter, 1, 4).Draw(t, "writers")
-		s := memstore.New[string, int](memstore.WithHistory(history))
+		s := must.Do(memstore.New[string, int](memstore.WithHistory(history)))
 
 		m := &mirror{s: s}
 		mirrored := make(chan error, 1)

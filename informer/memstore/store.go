@@ -78,10 +78,14 @@ type change[K comparable, V any] struct {
 	rev     informer.Revision
 }
 
-// New returns an empty store at revision 0, configured by opts. It panics
-// on options that cannot work, with a message naming the option.
-func New[K comparable, V any](opts ...Option) *Store[K, V] {
-	o := newOptions(opts)
+// New returns an empty store at revision 0, configured by opts. It returns
+// an error naming the option for a nil option or a value that cannot work
+// (a history below 1, a conflict rate outside [0, 1]).
+func New[K comparable, V any](opts ...Option) (*Store[K, V], error) {
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	s := &Store[K, V]{
 		size:         uint64(o.history),
 		conflictRate: o.conflictRate,
@@ -91,7 +95,7 @@ func New[K comparable, V any](opts ...Option) *Store[K, V] {
 	if o.conflictRate > 0 {
 		s.conflicts = rand.New(rand.NewPCG(o.conflictSeed, 0))
 	}
-	return s
+	return s, nil
 }
 
 // InjectedConflicts returns how many conflicts WithConflicts has made so

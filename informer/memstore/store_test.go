@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -38,7 +39,7 @@ func listMap[K comparable, V any](t testingT, s informer.Source[K, V]) (map[K]V,
 }
 
 func TestNewStoreShouldBeEmptyAtRevisionZero(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	assert.Equal(t, informer.Revision(0), s.Revision())
 	assert.Equal(t, 0, s.Len())
 	_, _, ok, err := s.Get(t.Context(), "a")
@@ -50,7 +51,7 @@ func TestNewStoreShouldBeEmptyAtRevisionZero(t *testing.T) {
 }
 
 func TestEveryWriteShouldTakeTheNextRevisionAndBeTheKeysModRevision(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	assert.Equal(t, informer.Revision(1), s.Put("a", 1))
 	assert.Equal(t, informer.Revision(2), s.Put("b", 2))
 	assert.Equal(t, informer.Revision(3), s.Put("a", 3))
@@ -71,7 +72,7 @@ func TestEveryWriteShouldTakeTheNextRevisionAndBeTheKeysModRevision(t *testing.T
 }
 
 func TestDeleteOfAMissingKeyShouldChangeNothing(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	s.Put("a", 1)
 	rev, err := s.Delete(t.Context(), "missing", 0)
 	require.NoError(t, err)
@@ -122,7 +123,7 @@ func TestCompareAndSwapShouldWriteOnlyAtTheExpectedRevision(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := memstore.New[string, int]()
+			s := must.Do(memstore.New[string, int]())
 			s.Put("a", 1)
 			s.Put("b", 2)
 
@@ -144,7 +145,7 @@ func TestCompareAndSwapShouldWriteOnlyAtTheExpectedRevision(t *testing.T) {
 }
 
 func TestConflictErrorsShouldNameTheKeyAndBothRevisions(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	s.Put("a", 1)
 	s.Put("a", 2)
 	_, err := s.Update(t.Context(), "a", 3, 1)
@@ -156,7 +157,7 @@ func TestConcurrentUpdateShouldLetExactlyOneWriterWinEachRevision(t *testing.T) 
 	// Increment a counter from many goroutines by read-modify-write: if
 	// CAS let two writers through at one revision an increment would be
 	// lost.
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	const writers, increments = 8, 200
 	done := make(chan struct{})
 	for range writers {
@@ -189,7 +190,7 @@ func TestConcurrentUpdateShouldLetExactlyOneWriterWinEachRevision(t *testing.T) 
 }
 
 func TestListShouldReturnEveryEntryAtTheCurrentRevision(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	want := map[string]int{}
 	for i, k := range []string{"a", "b", "c", "d"} {
 		s.Put(k, i)
@@ -207,7 +208,7 @@ func TestListShouldReturnEveryEntryAtTheCurrentRevision(t *testing.T) {
 }
 
 func TestListShouldReturnTheErrorOfADoneContext(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, _, err := s.List(ctx)
@@ -215,7 +216,7 @@ func TestListShouldReturnTheErrorOfADoneContext(t *testing.T) {
 }
 
 func TestListShouldNotShareItsSliceWithTheStore(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	s.Put("a", 1)
 	entries, _, err := s.List(context.Background())
 	require.NoError(t, err)
@@ -224,14 +225,16 @@ func TestListShouldNotShareItsSliceWithTheStore(t *testing.T) {
 	assert.Equal(t, map[string]int{"a": 1}, got)
 }
 
-func TestNewShouldPanicOnAHistoryBelowOne(t *testing.T) {
-	assert.PanicsWithValue(t,
-		"memstore: WithHistory(0): the history must hold at least one change",
-		func() { memstore.New[string, int](memstore.WithHistory(0)) })
+func TestNewShouldReturnAnErrorForAHistoryBelowOneOrANilOption(t *testing.T) {
+	s, err := memstore.New[string, int](memstore.WithHistory(0))
+	assert.EqualError(t, err, "memstore.New: WithHistory(0): the history must hold at least one change")
+	assert.Nil(t, s)
+	_, err = memstore.New[string, int](nil)
+	assert.EqualError(t, err, "memstore.New: option 0 is nil")
 }
 
 func TestCompactShouldKeepTheCurrentValues(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	s.Put("a", 1)
 	s.Put("b", 2)
 	_, _ = s.Delete(t.Context(), "a", 0)
@@ -243,7 +246,7 @@ func TestCompactShouldKeepTheCurrentValues(t *testing.T) {
 }
 
 func TestListShouldKeepCreationOrderAndFillADeletedKeysPlaceWithTheLast(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	for i, k := range []string{"a", "b", "c", "d"} {
 		s.Put(k, i)
 	}
@@ -282,10 +285,10 @@ func TestListShouldKeepCreationOrderAndFillADeletedKeysPlaceWithTheLast(t *testi
 }
 
 func TestAnInformerOnAStoreShouldReadTheStoresRevisionAsItsHead(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	s.Put("a", 1)
 	rev := s.Put("b", 2)
-	inf := informer.New[string, int]("ints", s)
+	inf := must.Do(informer.New[string, int]("ints", s))
 	head, ok, err := inf.Head(context.Background())
 	require.NoError(t, err)
 	assert.True(t, ok)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 type event = informer.Event[string, int]
@@ -94,14 +95,14 @@ func history(s *memstore.Store[string, int]) []event {
 
 func TestWatchShouldDeliverExactlyTheChangesAfterItsRevisionInOrder(t *testing.T) {
 	for _, after := range []informer.Revision{0, 1, 2, 3, 4} {
-		s := memstore.New[string, int]()
+		s := must.Do(memstore.New[string, int]())
 		all := history(s)
 		assert.Equal(t, all[after:], watchTo(t, s, after, 5), "after %d", after)
 	}
 }
 
 func TestWatchFromTheCurrentRevisionShouldDeliverOnlyLaterChanges(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	history(s)
 	events, _, _ := watchInBackground(t, s, s.Revision())
 
@@ -114,7 +115,7 @@ func TestWatchFromTheCurrentRevisionShouldDeliverOnlyLaterChanges(t *testing.T) 
 }
 
 func TestWatchShouldDeliverTheBacklogAndThenWaitForNewChanges(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	all := history(s)
 	events, _, _ := watchInBackground(t, s, 0)
 	assert.Equal(t, all, receive(t, events, 5))
@@ -123,7 +124,7 @@ func TestWatchShouldDeliverTheBacklogAndThenWaitForNewChanges(t *testing.T) {
 }
 
 func TestEveryWaitingWatcherShouldBeWokenByAWrite(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	a, _, _ := watchInBackground(t, s, 0)
 	b, _, _ := watchInBackground(t, s, 0)
 	s.Put("k", 1)
@@ -133,7 +134,7 @@ func TestEveryWaitingWatcherShouldBeWokenByAWrite(t *testing.T) {
 }
 
 func TestWatchShouldDeliverMoreChangesThanOneBatch(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	const n = 1000
 	for i := range n {
 		s.Put("k", i)
@@ -147,7 +148,7 @@ func TestWatchShouldDeliverMoreChangesThanOneBatch(t *testing.T) {
 }
 
 func TestWatchAfterACompactedRevisionShouldExpire(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	all := history(s)
 	s.Compact(3)
 
@@ -160,7 +161,7 @@ func TestWatchAfterACompactedRevisionShouldExpire(t *testing.T) {
 }
 
 func TestCompactShouldClampToTheCurrentRevisionAndNeverUndo(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	history(s)
 	s.Compact(100) // beyond the current revision: compacts up to 5
 	s.Compact(2)   // below the last compaction: does nothing
@@ -175,7 +176,7 @@ func TestCompactShouldClampToTheCurrentRevisionAndNeverUndo(t *testing.T) {
 }
 
 func TestWatchShouldResumeFromExactlyTheLastHistoryRevisions(t *testing.T) {
-	s := memstore.New[string, int](memstore.WithHistory(3))
+	s := must.Do(memstore.New[string, int](memstore.WithHistory(3)))
 	all := history(s) // revisions 1..5; the history holds 3, 4 and 5
 
 	assert.Equal(t, all[2:], watchTo(t, s, 2, 5))
@@ -186,14 +187,14 @@ func TestWatchShouldResumeFromExactlyTheLastHistoryRevisions(t *testing.T) {
 func TestWatchAfterARevisionBeyondTheStoreShouldExpire(t *testing.T) {
 	// Such a revision comes from another store: this program's before a
 	// restart, say. Only a relist can be right.
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	history(s)
 	err := s.Watch(context.Background(), 6, func(event) error { return nil })
 	assert.ErrorIs(t, err, informer.ErrRevisionExpired)
 }
 
 func TestAWatcherThatFallsBehindASmallHistoryShouldExpireAfterTheEventsItHad(t *testing.T) {
-	s := memstore.New[string, int](memstore.WithHistory(4))
+	s := must.Do(memstore.New[string, int](memstore.WithHistory(4)))
 	all := history(s)
 	var got []event
 	err := s.Watch(context.Background(), 2, func(e event) error {
@@ -212,7 +213,7 @@ func TestAWatcherThatFallsBehindASmallHistoryShouldExpireAfterTheEventsItHad(t *
 }
 
 func TestWatchShouldReturnPromptlyWhenItsContextIsCancelled(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	history(s)
 	events, done, cancel := watchInBackground(t, s, 0)
 	receive(t, events, 5) // it is now waiting for a write
@@ -227,7 +228,7 @@ func TestWatchShouldReturnPromptlyWhenItsContextIsCancelled(t *testing.T) {
 }
 
 func TestWatchWithADoneContextShouldNotEmit(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	history(s)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -239,7 +240,7 @@ func TestWatchWithADoneContextShouldNotEmit(t *testing.T) {
 }
 
 func TestWatchShouldReturnTheErrorOfEmit(t *testing.T) {
-	s := memstore.New[string, int]()
+	s := must.Do(memstore.New[string, int]())
 	history(s)
 	calls := 0
 	err := s.Watch(context.Background(), 0, func(event) error {

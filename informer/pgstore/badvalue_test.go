@@ -13,6 +13,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // writeRaw writes data as key's value in coll with the schema's write
@@ -75,7 +76,7 @@ func TestAListReportsEveryUndecodableValueAsItsKeysEntryAndListsEveryOtherKey(t 
 	coll := newColl()
 	// Two bad values in different decode chunks.
 	writeValues(t, pool, schema, coll, 1700, 2900)
-	store := pgstore.New[item](newDB(t, pool, schema), coll)
+	store := must.Do(pgstore.New[item](newDB(t, pool, schema), coll))
 
 	entries, rev, err := store.List(t.Context())
 	require.NoError(t, err)
@@ -107,8 +108,8 @@ func TestAWatchEmitsAnUndecodableValueAsItsKeysPutWithErrAndGoesOn(t *testing.T)
 	schema := newSchema(t, pool)
 	coll, other := newColl(), newColl()
 	db := newDB(t, pool, schema)
-	store := pgstore.New[item](db, coll)
-	otherStore := pgstore.New[item](db, other)
+	store := must.Do(pgstore.New[item](db, coll))
+	otherStore := must.Do(pgstore.New[item](db, other))
 	_, from, err := store.List(t.Context())
 	require.NoError(t, err)
 	live := watchEvents(t, store, from, 16)
@@ -144,7 +145,7 @@ func TestAFollowedTableWhoseColumnTypeChangesAndRevertsKeepsItsWatchGoing(t *tes
 	require.NoError(t, err)
 	coll := newColl()
 	require.NoError(t, pgstore.Follow(t.Context(), pool, schema, table, coll))
-	src := pgstore.NewTable[item](newDB(t, pool, schema), coll)
+	src := must.Do(pgstore.NewTable[item](newDB(t, pool, schema), coll))
 	_, from, err := src.List(t.Context())
 	require.NoError(t, err)
 	events := watchEvents(t, src, from, 16)
@@ -184,8 +185,8 @@ func TestAnInformerKeepsEveryOtherKeyFlowingPastAnUndecodableValueAndTakesItsFix
 	pool := newPool(t)
 	schema := newSchema(t, pool)
 	coll := newColl()
-	store := pgstore.New[item](newDB(t, pool, schema), coll)
-	inf := informer.New[string, item]("bad-values", store)
+	store := must.Do(pgstore.New[item](newDB(t, pool, schema), coll))
+	inf := must.Do(informer.New[string, item]("bad-values", store))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- inf.Run(ctx) }()

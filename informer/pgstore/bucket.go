@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -51,15 +52,19 @@ CREATE INDEX IF NOT EXISTS log_bucket_%[2]d ON %[1]s.log (coll, %[1]s.fnv1a64_bu
 
 // NewBuckets returns s as a BucketSource over buckets buckets, which must
 // equal the sharded controller's shard.Config.Buckets. Call SetupBuckets
-// once first. It panics if buckets is not positive.
-func NewBuckets[V any](s *Store[V], buckets int) *Buckets[V] {
+// once first. It returns an error for a nil s or a buckets that is not
+// positive.
+func NewBuckets[V any](s *Store[V], buckets int) (*Buckets[V], error) {
+	if s == nil {
+		return nil, errors.New("pgstore.NewBuckets: nil Store")
+	}
 	if buckets <= 0 {
-		panic("pgstore.NewBuckets: buckets must be positive")
+		return nil, fmt.Errorf("pgstore.NewBuckets(%q, %d): buckets must be positive", s.coll, buckets)
 	}
 	sc := quoteSchema(s.db.schema)
 	n := strconv.Itoa(buckets)
 	return &Buckets[V]{Store: s, buckets: buckets, list: `SELECT key, value, rev FROM (SELECT DISTINCT ON (key) key, op, value, rev FROM ` + sc + `.log
-	WHERE coll = $1 AND rev <= $2 AND ` + sc + `.fnv1a64_bucket(key, ` + n + `) = ANY($3::int[]) ORDER BY key, rev DESC) x WHERE op = 'p'`}
+	WHERE coll = $1 AND rev <= $2 AND ` + sc + `.fnv1a64_bucket(key, ` + n + `) = ANY($3::int[]) ORDER BY key, rev DESC) x WHERE op = 'p'`}, nil
 }
 
 // SetupBuckets creates, in s's schema, the function fnv1a64_bucket and the

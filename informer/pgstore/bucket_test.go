@@ -9,6 +9,7 @@ import (
 
 	"github.com/converge-go/converge/informer/pgstore"
 	"github.com/converge-go/converge/informer/sourcetest"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader/shard"
 )
 
@@ -16,7 +17,7 @@ func TestTheServersBucketOfAKeyIsShardBucketOf(t *testing.T) {
 	pool := newPool(t)
 	schema := newSchema(t, pool)
 	db := newDB(t, pool, schema)
-	b := pgstore.NewBuckets(pgstore.New[item](db, newColl()), 64)
+	b := must.Do(pgstore.NewBuckets(must.Do(pgstore.New[item](db, newColl())), 64))
 	require.NoError(t, b.SetupBuckets(t.Context()))
 
 	keys := []string{"", "a", "foobar", "default/widget-1", "ünïcode", "日本語/キー", "\u00ff\u0101"}
@@ -40,8 +41,8 @@ func TestTheServersBucketOfAKeyIsShardBucketOf(t *testing.T) {
 
 func TestABucketedInformerOverPostgreSQLCachesOnlyTheBucketsItHolds(t *testing.T) {
 	pool := newPool(t)
-	store := pgstore.New[item](newDB(t, pool, newSchema(t, pool)), newColl())
-	src := pgstore.NewBuckets(store, 8)
+	store := must.Do(pgstore.New[item](newDB(t, pool, newSchema(t, pool)), newColl()))
+	src := must.Do(pgstore.NewBuckets(store, 8))
 	require.NoError(t, src.SetupBuckets(t.Context()))
 	sourcetest.RunBucketed(t, sourcetest.BucketSuite[item]{Source: src, Store: store, Buckets: 8,
 		BucketOf: func(k string) int { return shard.BucketOf(k, 8) },

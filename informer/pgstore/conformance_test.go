@@ -11,6 +11,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
 	"github.com/converge-go/converge/informer/sourcetest"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // TestStoreConformance runs the Store conformance suite, the Source suite
@@ -22,7 +23,7 @@ func TestStoreConformance(t *testing.T) {
 	db := newDB(t, pool, newSchema(t, pool))
 	sourcetest.RunStore(t, sourcetest.StoreSuite[string, item]{
 		New: func(t *testing.T) informer.Store[string, item] {
-			return pgstore.New[item](db, newColl())
+			return must.Do(pgstore.New[item](db, newColl()))
 		},
 		Expire: func(ctx context.Context, s informer.Store[string, item]) error {
 			_, err := s.(*pgstore.Store[item]).Compact(ctx, 0)
@@ -46,7 +47,7 @@ func TestStoreSourceConformanceWrittenWithSQL(t *testing.T) {
 	s := pgx.Identifier{schema}.Sanitize()
 	sourcetest.Run(t, sourcetest.Suite[string, item]{
 		New: func(t *testing.T) sourcetest.Backend[string, item] {
-			store := pgstore.New[item](db, newColl())
+			store := must.Do(pgstore.New[item](db, newColl()))
 			return sourcetest.Backend[string, item]{
 				Source: store,
 				Put: func(ctx context.Context, key string, v item) error {

@@ -168,14 +168,18 @@ type DB struct {
 }
 
 // NewDB returns the DB of the schema (WithSchema) in pool's database. It
-// does not touch the database: call Setup first, once. It panics on a nil
-// pool and on a schema name longer than PostgreSQL's 63 bytes.
-func NewDB(pool *pgxpool.Pool, opts ...DBOption) *DB {
+// does not touch the database: call Setup first, once. It returns an error
+// for a nil pool, a nil option, and a schema name that is not valid (see
+// WithSchema), such as one longer than PostgreSQL's 63 bytes.
+func NewDB(pool *pgxpool.Pool, opts ...DBOption) (*DB, error) {
 	if pool == nil {
-		panic("pgstore: NewDB: nil pool")
+		return nil, errors.New("pgstore.NewDB: nil pool")
 	}
 	db := &DB{pool: pool, subs: make(map[*sub]struct{}), wake: make(chan struct{}, 1), localWake: make(chan struct{}, 1), colls: make(map[string]int)}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("pgstore.NewDB: option %d is nil", i)
+		}
 		o(&db.opts)
 	}
 	o := &db.opts
@@ -211,12 +215,12 @@ func NewDB(pool *pgxpool.Pool, opts ...DBOption) *DB {
 		o.compactKeep = DefaultCompactKeep
 	}
 	if err := checkSchema(o.schema); err != nil {
-		panic("pgstore: NewDB: " + err.Error())
+		return nil, fmt.Errorf("pgstore.NewDB: %w", err)
 	}
 	db.schema = o.schema
 	db.id = rand.Text()
 	db.q = newQueries(quoteSchema(o.schema), o.batch)
-	return db
+	return db, nil
 }
 
 // noteResolved records that every revision up to r is resolved.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 )
 
@@ -83,8 +84,8 @@ func twoProcesses(t *testing.T, watchOpts, writeOpts []pgstore.DBOption) (*pgxpo
 	pool := newPool(t)
 	schema := newSchema(t, pool)
 	coll := newColl()
-	r := pgstore.New[item](newDB(t, pool, schema, watchOpts...), coll)
-	w := pgstore.New[item](newDB(t, pool, schema, writeOpts...), coll)
+	r := must.Do(pgstore.New[item](newDB(t, pool, schema, watchOpts...), coll))
+	w := must.Do(pgstore.New[item](newDB(t, pool, schema, writeOpts...), coll))
 	_, rev, err := r.List(t.Context())
 	require.NoError(t, err)
 	return pool, schema, w, watch(t, r, rev)
@@ -129,7 +130,7 @@ func TestDBShouldServeManyWatchesWithOneReaderAndOneListenConnection(t *testing.
 	stores := make([]*pgstore.Store[item], 4)
 	var ws [][]*watcher
 	for i := range stores {
-		stores[i] = pgstore.New[item](db, newColl())
+		stores[i] = must.Do(pgstore.New[item](db, newColl()))
 		_, rev, err := stores[i].List(t.Context())
 		require.NoError(t, err)
 		var col []*watcher
@@ -182,7 +183,7 @@ func TestDBShouldServeManyWatchesWithOneReaderAndOneListenConnection(t *testing.
 	}
 
 	listening := newDB(t, pool, schema, pgstore.WithPollInterval(hour))
-	s := pgstore.New[item](listening, stores[0].Collection())
+	s := must.Do(pgstore.New[item](listening, stores[0].Collection()))
 	_, rev, err := s.List(t.Context())
 	require.NoError(t, err)
 	for range 10 {
@@ -275,7 +276,7 @@ func TestASlowWatchShouldCatchUpAloneAndMissNothing(t *testing.T) {
 	pool := newPool(t)
 	schema := newSchema(t, pool)
 	db := newDB(t, pool, schema, pgstore.WithBuffer(4), pgstore.WithBatch(7))
-	s := pgstore.New[item](db, newColl())
+	s := must.Do(pgstore.New[item](db, newColl()))
 	_, rev, err := s.List(t.Context())
 	require.NoError(t, err)
 	fast := watch(t, s, rev)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // listKeys is more than a few decode chunks, so a List decodes on several
@@ -36,7 +37,7 @@ func TestAListDecodesEveryValueAndReturnsThemInKeyOrder(t *testing.T) {
 	schema := newSchema(t, pool)
 	coll := newColl()
 	writeValues(t, pool, schema, coll)
-	store := pgstore.New[item](newDB(t, pool, schema), coll)
+	store := must.Do(pgstore.New[item](newDB(t, pool, schema), coll))
 
 	entries, rev, err := store.List(t.Context())
 	require.NoError(t, err)

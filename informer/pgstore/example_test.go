@@ -36,9 +36,19 @@ func ExampleFollow() {
 	if err := pgstore.Follow(ctx, pool, "", "public.widgets", "widgets"); err != nil {
 		log.Fatal(err)
 	}
-	db := pgstore.NewDB(pool)
+	db, err := pgstore.NewDB(pool)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer db.Close()
-	inf := informer.New[string, Widget]("widgets", pgstore.NewTable[Widget](db, "widgets"))
+	widgets, err := pgstore.NewTable[Widget](db, "widgets")
+	if err != nil {
+		log.Fatal(err)
+	}
+	inf, err := informer.New("widgets", widgets)
+	if err != nil {
+		log.Fatal(err)
+	}
 	go func() { _ = inf.Run(ctx) }()
 	// psql: UPDATE widgets SET replicas = 3 WHERE id = 'w1' reaches inf's
 	// handlers as an update of key "w1".
@@ -54,9 +64,15 @@ func ExampleStore_Fenced() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	db := pgstore.NewDB(pool)
+	db, err := pgstore.NewDB(pool)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer db.Close()
-	store := pgstore.New[Widget](db, "widgets")
+	store, err := pgstore.New[Widget](db, "widgets")
+	if err != nil {
+		log.Fatal(err)
+	}
 	lock := pglock.NewLock(pool, "widget-controller")
 	e, err := leader.New(lock, leader.Config{
 		Identity: "replica-1",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 )
 
@@ -175,7 +176,7 @@ func TestInformerBehindACompactionShouldExpireAndRelist(t *testing.T) {
 	var g *gated
 	h := newHarness(t, []pgstore.DBOption{pgstore.WithBuffer(4), pgstore.WithBatch(16)},
 		func(s *pgstore.Store[item]) informer.Source[string, item] { g = &gated{Store: s}; return g })
-	other := pgstore.New[item](newDB(t, h.pool, h.schema), h.coll)
+	other := must.Do(pgstore.New[item](newDB(t, h.pool, h.schema), h.coll))
 	for i := range 40 {
 		_, err := other.Create(t.Context(), key(i), item{N: i})
 		require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/pglock"
 )
@@ -30,7 +31,7 @@ func TestFencedWritesShouldBeRefusedOnceANewerTermIsGranted(t *testing.T) {
 	require.NoError(t, lock.EnsureSchema(t.Context()))
 	table, coll := newTable(t, pool, schema)
 	require.NoError(t, pgstore.Follow(t.Context(), pool, schema, table, coll))
-	store := pgstore.New[item](db, newColl())
+	store := must.Do(pgstore.New[item](db, newColl()))
 	fence := func(term leader.Term) pgstore.Fence { return pgstore.Fence{Table: leases, Name: "ctrl", Term: term} }
 	grant := func(old leader.Record, holder string, term leader.Term) leader.Record {
 		t.Helper()

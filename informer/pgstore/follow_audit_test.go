@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // waitKey waits until events brings key, and returns its event.
@@ -36,7 +37,7 @@ func TestAFollowedTableShouldReachTheLogUnderReplicaReplicationRole(t *testing.T
 	schema := newSchema(t, pool)
 	table, coll := newTable(t, pool, schema)
 	require.NoError(t, pgstore.Follow(t.Context(), pool, schema, table, coll))
-	src := pgstore.NewTable[item](newDB(t, pool, schema), coll)
+	src := must.Do(pgstore.NewTable[item](newDB(t, pool, schema), coll))
 	_, after, err := src.List(t.Context())
 	require.NoError(t, err)
 	events := watchEvents(t, src, after, 10)
@@ -72,7 +73,7 @@ func TestADroppedFollowedTableShouldNotBlockItsCollectionFromFollowingAgain(t *t
 	require.NoError(t, err)
 	require.NoError(t, pgstore.Follow(t.Context(), pool, schema, table, coll))
 
-	src := pgstore.NewTable[item](newDB(t, pool, schema), coll)
+	src := must.Do(pgstore.NewTable[item](newDB(t, pool, schema), coll))
 	_, after, err := src.List(t.Context())
 	require.NoError(t, err)
 	events := watchEvents(t, src, after, 10)

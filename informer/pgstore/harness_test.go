@@ -22,6 +22,7 @@ import (
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 )
 
@@ -92,7 +93,7 @@ func newHarness(t *testing.T, dbOpts []pgstore.DBOption, wrap func(*pgstore.Stor
 	require.NoError(t, err)
 	t.Cleanup(ipool.Close)
 	h.db = newDB(t, ipool, h.schema, append([]pgstore.DBOption{pgstore.WithLogger(quiet)}, dbOpts...)...)
-	store := pgstore.New[item](h.db, h.coll)
+	store := must.Do(pgstore.New[item](h.db, h.coll))
 	h.src = store
 	if wrap != nil {
 		h.src = wrap(store)
@@ -118,7 +119,7 @@ func newHarness(t *testing.T, dbOpts []pgstore.DBOption, wrap func(*pgstore.Stor
 	}}
 	h.inf = h.run(h.typed, h.src)
 	if wrap == nil {
-		h.record(h.typed, pgstore.New[item](h.db, h.coll))
+		h.record(h.typed, must.Do(pgstore.New[item](h.db, h.coll)))
 	}
 	return h
 }
@@ -147,7 +148,7 @@ func (h *harness) followTable() {
 		_, err = pgx.ForEachRow(rows, []any{&id, &v.N, &v.S}, func() error { m[id] = v; return nil })
 		return m, err
 	}}
-	src := pgstore.NewTable[item](h.db, coll)
+	src := must.Do(pgstore.NewTable[item](h.db, coll))
 	h.run(h.table, src)
 	h.record(h.table, src)
 }
@@ -158,9 +159,9 @@ func (h *harness) run(l *lane, src informer.Source[string, item]) *informer.Info
 	t := h.t
 	t.Helper()
 	l.seen = make(map[string][]told)
-	l.inf = informer.New[string, item]("pg-"+l.name+"-"+t.Name(), src,
+	l.inf = must.Do(informer.New[string, item]("pg-"+l.name+"-"+t.Name(), src,
 		informer.WithWatchBackoff(backoff.Exponential{Base: 10 * time.Millisecond, Cap: 200 * time.Millisecond}),
-		informer.WithLogger(quiet))
+		informer.WithLogger(quiet)))
 	_, err := l.inf.AddHandler(&teller{l: l})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -259,7 +260,7 @@ type held struct {
 func (h *harness) start(typed, sql int, holds ...held) {
 	require.True(h.t, sql == 0 || h.table != nil, "plain-SQL writers write the followed table: call followTable")
 	db := newDB(h.t, h.pool, h.schema, pgstore.WithLogger(quiet))
-	s := pgstore.New[item](db, h.coll)
+	s := must.Do(pgstore.New[item](db, h.coll))
 	ctx, stop := context.WithCancel(h.t.Context())
 	h.stop = stop
 	began := time.Now()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // TestRevisionIsTheNewestCommittedChangeOfTheSchema: a fresh store's head is
@@ -21,8 +22,8 @@ func TestRevisionIsTheNewestCommittedChangeOfTheSchema(t *testing.T) {
 	pool := newPool(t)
 	schema := newSchema(t, pool)
 	db := newDB(t, pool, schema)
-	a, b := pgstore.New[item](db, newColl()), pgstore.New[item](db, newColl())
-	table := pgstore.NewTable[item](db, newColl())
+	a, b := must.Do(pgstore.New[item](db, newColl())), must.Do(pgstore.New[item](db, newColl()))
+	table := must.Do(pgstore.NewTable[item](db, newColl()))
 	s := pgx.Identifier{schema}.Sanitize()
 	head := func() informer.Revision {
 		t.Helper()
@@ -62,7 +63,7 @@ func TestRevisionIsTheNewestCommittedChangeOfTheSchema(t *testing.T) {
 func TestAnInformerReachesItsStoresHead(t *testing.T) {
 	h := newHarness(t, nil, passThrough)
 	other := newDB(t, h.pool, h.schema)
-	mine, theirs := pgstore.New[item](other, h.coll), pgstore.New[item](other, newColl())
+	mine, theirs := must.Do(pgstore.New[item](other, h.coll)), must.Do(pgstore.New[item](other, newColl()))
 	for i := range 5 {
 		_, err := mine.Create(t.Context(), key(i), item{N: i})
 		require.NoError(t, err)
@@ -82,6 +83,6 @@ func TestAnInformerReachesItsStoresHead(t *testing.T) {
 // TestRevisionSaysToCallSetupWithoutTheSchema.
 func TestRevisionSaysToCallSetupWithoutTheSchema(t *testing.T) {
 	db := newDB(t, newPool(t), "cvt_no_such_schema")
-	_, err := pgstore.New[item](db, "c").Revision(t.Context())
+	_, err := must.Do(pgstore.New[item](db, "c")).Revision(t.Context())
 	require.ErrorContains(t, err, "call pgstore.Setup")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // TestWatchShouldWaitForASlowWriterAndFillAnAbortedOne holds a raw
@@ -27,7 +28,7 @@ func TestWatchShouldWaitForASlowWriterAndFillAnAbortedOne(t *testing.T) {
 		name := map[bool]string{true: "Commit", false: "Rollback"}[commit]
 		t.Run(name, func(t *testing.T) {
 			coll := newColl()
-			s := pgstore.New[item](db, coll)
+			s := must.Do(pgstore.New[item](db, coll))
 			_, after, err := s.List(t.Context())
 			require.NoError(t, err)
 			events := watchEvents(t, s, after, 10)
@@ -84,7 +85,7 @@ func TestListShouldWaitForASlowWriterBelowItsRevisionAndFillAnAbortedOne(t *test
 		name := map[bool]string{true: "Commit", false: "Rollback"}[commit]
 		t.Run(name, func(t *testing.T) {
 			coll := newColl()
-			s := pgstore.New[item](newDB(t, pool, schema), coll)
+			s := must.Do(pgstore.New[item](newDB(t, pool, schema), coll))
 			tx, slow := openSlowWrite(t, pool, schema, coll)
 			fast, err := s.Create(t.Context(), "fast", item{N: 2})
 			require.NoError(t, err)

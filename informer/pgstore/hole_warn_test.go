@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // records is a slog.Handler that keeps every record.
@@ -60,7 +61,7 @@ func TestAHoleOpenLongerThanTheThresholdShouldBeLoggedOnceWithItsSession(t *test
 	log := &records{}
 	db := newDB(t, pool, schema, pgstore.WithLogger(slog.New(log)))
 	coll := newColl()
-	s := pgstore.New[item](db, coll)
+	s := must.Do(pgstore.New[item](db, coll))
 	_, after, err := s.List(t.Context())
 	require.NoError(t, err)
 	events := watchEvents(t, s, after, 10)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 )
 
@@ -43,14 +44,14 @@ func BenchmarkWriteToWatch(b *testing.B) {
 			schema := "cvb_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 			require.NoError(b, pgstore.Setup(b.Context(), pool, schema))
 			defer func() { _, _ = pool.Exec(context.Background(), `DROP SCHEMA `+schema+` CASCADE`) }()
-			wdb := pgstore.NewDB(pool, append([]pgstore.DBOption{pgstore.WithSchema(schema)}, c.watch...)...)
+			wdb := must.Do(pgstore.NewDB(pool, append([]pgstore.DBOption{pgstore.WithSchema(schema)}, c.watch...)...))
 			defer wdb.Close()
 			rdb := wdb
 			if !c.shared {
-				rdb = pgstore.NewDB(pool, append([]pgstore.DBOption{pgstore.WithSchema(schema)}, c.writer...)...)
+				rdb = must.Do(pgstore.NewDB(pool, append([]pgstore.DBOption{pgstore.WithSchema(schema)}, c.writer...)...))
 				defer rdb.Close()
 			}
-			r, w := pgstore.New[item](wdb, "c"), pgstore.New[item](rdb, "c")
+			r, w := must.Do(pgstore.New[item](wdb, "c")), must.Do(pgstore.New[item](rdb, "c"))
 			_, rev, err := r.List(b.Context())
 			require.NoError(b, err)
 			got := make(chan time.Time, 1)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // queryLog is a DB tracer that keeps the reader's reads of the log.
@@ -69,7 +70,7 @@ func TestCommitsOfTheWatchingProcessReachItsWatchWithoutAReadOfTheLog(t *testing
 	db := newDB(t, pool, schema, pgstore.WithPollOnly(), pgstore.WithFastPollInterval(time.Hour))
 	reads := &queryLog{}
 	pgstore.SetTracer(db, reads)
-	s := pgstore.New[item](db, newColl())
+	s := must.Do(pgstore.New[item](db, newColl()))
 	ctx := ctxFor(t, 10*time.Second)
 	_, from, err := s.List(ctx)
 	require.NoError(t, err)
@@ -134,8 +135,8 @@ func TestTheWatchingProcesssOwnNotifiesDoNotMakeItsReaderReadTheLog(t *testing.T
 	reads := &queryLog{}
 	pgstore.SetTracer(db, reads)
 	coll := newColl()
-	s := pgstore.New[item](db, coll)
-	other := pgstore.New[item](newDB(t, pool, schema), coll) // another process
+	s := must.Do(pgstore.New[item](db, coll))
+	other := must.Do(pgstore.New[item](newDB(t, pool, schema), coll)) // another process
 	ctx := ctxFor(t, 10*time.Second)
 	_, from, err := s.List(ctx)
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 )
 
@@ -61,7 +62,7 @@ func newColl() string { return fmt.Sprintf("c%d", collections.Add(1)) }
 // newDB returns a DB of schema on pool with opts, closed when t ends.
 func newDB(t testing.TB, pool *pgxpool.Pool, schema string, opts ...pgstore.DBOption) *pgstore.DB {
 	t.Helper()
-	db := pgstore.NewDB(pool, append([]pgstore.DBOption{pgstore.WithSchema(schema)}, opts...)...)
+	db := must.Do(pgstore.NewDB(pool, append([]pgstore.DBOption{pgstore.WithSchema(schema)}, opts...)...))
 	t.Cleanup(db.Close)
 	return db
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 )
 
@@ -44,7 +45,7 @@ func TestPatchShouldMergeIntoTheValueAndBumpTheGenerationOnlyWhenTheSpecChanges(
 	pool := newPool(t)
 	schema := newSchema(t, pool)
 	coll := newColl()
-	store := pgstore.New[thing](newDB(t, pool, schema), coll)
+	store := must.Do(pgstore.New[thing](newDB(t, pool, schema), coll))
 	step := func(p string, want thing, wrote bool) {
 		t.Helper()
 		_, before, _, err := store.Get(t.Context(), "web")
@@ -90,7 +91,7 @@ func TestPatchShouldRejectAValueThatIsNotJSONAndWriteNothing(t *testing.T) {
 	pool := newPool(t)
 	schema := newSchema(t, pool)
 	coll := newColl()
-	store := pgstore.New[thing](newDB(t, pool, schema), coll)
+	store := must.Do(pgstore.New[thing](newDB(t, pool, schema), coll))
 	rev, err := patch(t.Context(), pool, schema, coll, "web", `{"spec": {"replicas": 1}}`)
 	require.NoError(t, err)
 
@@ -126,7 +127,7 @@ func TestPatchShouldReplaceAValueThatDoesNotDecodeAndSendTheNotify(t *testing.T)
 	pool := newPool(t)
 	schema := newSchema(t, pool)
 	coll := newColl()
-	store := pgstore.New[thing](newDB(t, pool, schema), coll)
+	store := must.Do(pgstore.New[thing](newDB(t, pool, schema), coll))
 	writeRaw(t, pool, schema, coll, "web", `not json`)
 	conn, err := pgx.Connect(t.Context(), pool.Config().ConnConfig.ConnString())
 	require.NoError(t, err)
@@ -156,7 +157,7 @@ func TestPatchShouldLoseNoUpdateBesideConcurrentPatchesAndTypedWrites(t *testing
 	pool := newPool(t)
 	schema := newSchema(t, pool)
 	coll := newColl()
-	store := pgstore.New[thing](newDB(t, pool, schema), coll)
+	store := must.Do(pgstore.New[thing](newDB(t, pool, schema), coll))
 	_, err := patch(t.Context(), pool, schema, coll, "k", `{"generation": 0, "spec": {}}`)
 	require.NoError(t, err)
 	const n = 50
@@ -207,7 +208,7 @@ func TestRequestDeleteShouldHonourFinalizersAsInformerRequestDeleteDoes(t *testi
 	pool := newPool(t)
 	schema := newSchema(t, pool)
 	coll := newColl()
-	store := pgstore.New[thing](newDB(t, pool, schema), coll)
+	store := must.Do(pgstore.New[thing](newDB(t, pool, schema), coll))
 	requestDelete := func(key string) int64 {
 		t.Helper()
 		var rev int64

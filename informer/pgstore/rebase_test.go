@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // TestAWriteInFlightDuringARebaseShouldReachTheRelistedInformer: a
@@ -27,7 +28,7 @@ func TestAWriteInFlightDuringARebaseShouldReachTheRelistedInformer(t *testing.T)
 	for _, path := range []string{"typed", "table"} {
 		t.Run(path, func(t *testing.T) {
 			h := newHarness(t, nil, passThrough)
-			other := pgstore.New[item](newDB(t, h.pool, h.schema), h.coll)
+			other := must.Do(pgstore.New[item](newDB(t, h.pool, h.schema), h.coll))
 			s := pgx.Identifier{h.schema}.Sanitize()
 			var table string
 			if path == "table" {
@@ -100,7 +101,7 @@ func TestARebaseWaitingForAnIdleTransactionShouldNotStallOtherWriters(t *testing
 	pool := newPool(t)
 	schema := newSchema(t, pool)
 	coll := newColl()
-	w := pgstore.New[item](newDB(t, pool, schema), coll)
+	w := must.Do(pgstore.New[item](newDB(t, pool, schema), coll))
 	tx, _ := openSlowWrite(t, pool, schema, coll)
 
 	ctx, cancel := context.WithCancel(t.Context())

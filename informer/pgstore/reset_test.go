@@ -13,6 +13,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // passThrough makes newHarness run no recording Watch beside the informer
@@ -38,7 +39,7 @@ func cacheOf(h *harness) map[string]item {
 // after the old cursor and the informer kept the old keys.)
 func TestInformerShouldRelistAfterTheStoreIsReset(t *testing.T) {
 	h := newHarness(t, nil, passThrough)
-	other := pgstore.New[item](newDB(t, h.pool, h.schema), h.coll)
+	other := must.Do(pgstore.New[item](newDB(t, h.pool, h.schema), h.coll))
 	for i := range 10 {
 		_, err := other.Create(t.Context(), key(i), item{N: i})
 		require.NoError(t, err)
@@ -101,7 +102,7 @@ func relistAfterRestore(t *testing.T, rebase bool) {
 	var mine *pgstore.Store[item]
 	h := newHarness(t, []pgstore.DBOption{pgstore.WithPollOnly(), pgstore.WithFastPollInterval(time.Hour)},
 		func(s *pgstore.Store[item]) informer.Source[string, item] { mine = s; return s })
-	other := pgstore.New[item](newDB(t, h.pool, h.schema), h.coll)
+	other := must.Do(pgstore.New[item](newDB(t, h.pool, h.schema), h.coll))
 	for i := range 10 {
 		_, err := mine.Create(t.Context(), key(i), item{N: i})
 		require.NoError(t, err)
@@ -192,8 +193,8 @@ func TestAWatchResumedAfterARestoreExpires(t *testing.T) {
 	pool := newPool(t)
 	schema := newSchema(t, pool)
 	coll := newColl()
-	mine := pgstore.New[item](newDB(t, pool, schema, pgstore.WithLogger(quiet)), coll)
-	other := pgstore.New[item](newDB(t, pool, schema), coll)
+	mine := must.Do(pgstore.New[item](newDB(t, pool, schema, pgstore.WithLogger(quiet)), coll))
+	other := must.Do(pgstore.New[item](newDB(t, pool, schema), coll))
 	var from informer.Revision // the backup's
 	for i := range 10 {
 		var err error
@@ -240,7 +241,7 @@ func TestACompactionUpToTheReadersLastRowIsNotARestore(t *testing.T) {
 	pool := newPool(t)
 	schema := newSchema(t, pool)
 	db := newDB(t, pool, schema, pgstore.WithCompaction(-1, 0))
-	store := pgstore.New[item](db, newColl())
+	store := must.Do(pgstore.New[item](db, newColl()))
 	rev, err := store.Create(t.Context(), "a", item{N: 1})
 	require.NoError(t, err)
 	w := watch(t, store, rev-1)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // TestSetupShouldSucceedForEveryConcurrentCallerOnAFreshSchema: 8
@@ -88,7 +89,7 @@ func TestSetupShouldNotDeadlockWithTypedWritesRunningAtTheSameTime(t *testing.T)
 		t.Run(fmt.Sprintf("outdated=%v", outdated), func(t *testing.T) {
 			pool, setupPool := newPool(t), newPool(t)
 			schema := newSchema(t, pool)
-			store := pgstore.New[item](newDB(t, pool, schema), newColl())
+			store := must.Do(pgstore.New[item](newDB(t, pool, schema), newColl()))
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 			defer cancel()
 			var (

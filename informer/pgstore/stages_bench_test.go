@@ -14,6 +14,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 )
 
@@ -179,7 +180,7 @@ func runStages(b *testing.B, notify bool) []stageTimes {
 	if notify {
 		wdb = newDB(b, pool, schema)
 	}
-	inf := informer.New[string, stageValue]("stages", pgstore.New[stageValue](db, "objs"))
+	inf := must.Do(informer.New[string, stageValue]("stages", must.Do(pgstore.New[stageValue](db, "objs"))))
 	_, err = inf.AddHandler(informer.HandlerFuncs[string, stageValue]{AddFunc: func(k string, _ stageValue, _ bool) {
 		now := time.Now()
 		rec.mu.Lock()
@@ -199,7 +200,7 @@ func runStages(b *testing.B, notify bool) []stageTimes {
 		b.Fatal(err)
 	}
 
-	w := pgstore.New[stageValue](wdb, "objs")
+	w := must.Do(pgstore.New[stageValue](wdb, "objs"))
 	// Warm up at the same rate, uncounted: a new pool dials its
 	// connections and their backends warm up in the first 0.5-0.7 s
 	// (bench/pgstore_latency_bench_test.go, warmUp).

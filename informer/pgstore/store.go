@@ -40,19 +40,27 @@ var _ informer.Store[string, struct{}] = (*Store[struct{}])(nil)
 // New returns the Store of collection coll in db's schema. It does not
 // touch the database; call Setup first. Any number of Stores, of any
 // collections and value types, may share one DB (and should: one reader
-// serves them all). It panics on a nil db or an empty coll.
-func New[V any](db *DB, coll string, opts ...Option[V]) *Store[V] {
+// serves them all). It returns an error for a nil db, an empty coll or a
+// nil option.
+func New[V any](db *DB, coll string, opts ...Option[V]) (*Store[V], error) {
+	return newStore("pgstore.New", db, coll, opts)
+}
+
+func newStore[V any](ctor string, db *DB, coll string, opts []Option[V]) (*Store[V], error) {
 	if db == nil || coll == "" {
-		panic(fmt.Sprintf("pgstore: New: want a DB and a collection name, got db %v and collection %q", db, coll))
+		return nil, fmt.Errorf("%s: want a DB and a collection name, got db %v and collection %q", ctor, db, coll)
 	}
 	s := &Store[V]{db: db, pool: db.pool, coll: coll, q: &db.q}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%s(%q): option %d is nil", ctor, coll, i)
+		}
 		o(&s.opts)
 	}
 	if s.opts.codec == nil {
 		s.opts.codec = informer.JSON[V]{}
 	}
-	return s
+	return s, nil
 }
 
 // Collection returns the collection the Store reads, writes and follows.

@@ -134,9 +134,13 @@ var _ informer.Source[string, struct{}] = (*TableSource[struct{}])(nil)
 // Follow made follow a table. The codec (WithCodec) is given each row's
 // JSON (to_jsonb of the row); default informer.JSON[V], which ignores
 // columns V has no field for. It does not touch the database; until Follow
-// has run, the collection is empty.
-func NewTable[V any](db *DB, coll string, opts ...Option[V]) *TableSource[V] {
-	return &TableSource[V]{s: New(db, coll, opts...)}
+// has run, the collection is empty. It returns an error as New does.
+func NewTable[V any](db *DB, coll string, opts ...Option[V]) (*TableSource[V], error) {
+	s, err := newStore("pgstore.NewTable", db, coll, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &TableSource[V]{s: s}, nil
 }
 
 // Collection returns the collection the TableSource reads.

@@ -15,6 +15,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
 	"github.com/converge-go/converge/informer/sourcetest"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // newTable creates a plain user table (id text primary key, n, s) in
@@ -45,7 +46,7 @@ func TestTableSourceConformance(t *testing.T) {
 	pool, writer := newPool(t), newPool(t)
 	schema := newSchema(t, pool)
 	db := newDB(t, pool, schema)
-	compactor := pgstore.New[item](db, "compactor")
+	compactor := must.Do(pgstore.New[item](db, "compactor"))
 	sourcetest.Run(t, sourcetest.Suite[string, item]{
 		New: func(t *testing.T) sourcetest.Backend[string, item] {
 			coll := newColl()
@@ -60,7 +61,7 @@ func TestTableSourceConformance(t *testing.T) {
 				return err
 			}
 			return sourcetest.Backend[string, item]{
-				Source: pgstore.NewTable[item](db, coll),
+				Source: must.Do(pgstore.NewTable[item](db, coll)),
 				Put: func(ctx context.Context, key string, v item) error {
 					var s any // NULL for ""
 					if v.S != "" {
@@ -110,7 +111,7 @@ func TestTableSourceShouldEmitPlainSQLWritesFromAnotherConnection(t *testing.T) 
 	}
 	exec(`INSERT INTO ` + table + ` (id, n, s) VALUES ('a', 1, 'x'), ('b', 2, NULL), ('c', 3, 'z')`)
 	require.NoError(t, pgstore.Follow(t.Context(), pool, schema, table, coll))
-	src := pgstore.NewTable[item](db, coll)
+	src := must.Do(pgstore.NewTable[item](db, coll))
 	listed, rev, err := src.List(t.Context())
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []informer.Entry[string, item]{
@@ -218,7 +219,7 @@ func TestTableSourceShouldKeyByACompositePrimaryKeyAsAJSONArray(t *testing.T) {
 		INSERT INTO `+table+` VALUES (1, 'x', 7)`)
 	require.NoError(t, err)
 	require.NoError(t, pgstore.Follow(t.Context(), pool, schema, table, "pairs"))
-	raw := pgstore.NewTable[map[string]any](db, "pairs")
+	raw := must.Do(pgstore.NewTable[map[string]any](db, "pairs"))
 	got, _, err := raw.List(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, []informer.Entry[string, map[string]any]{
@@ -267,7 +268,7 @@ func TestFollowShouldBeIdempotentAndSafeUnderConcurrentCallers(t *testing.T) {
 	require.NoError(t, pgstore.Follow(t.Context(), pool, schema, table, coll))
 	puts, deletes = logged()
 	assert.Equal(t, [2]int{50 + 49, 1}, [2]int{puts, deletes}, "following again copies the table anew")
-	listed, _, err := pgstore.NewTable[item](db, coll).List(t.Context())
+	listed, _, err := must.Do(pgstore.NewTable[item](db, coll)).List(t.Context())
 	require.NoError(t, err)
 	assert.ElementsMatch(t, selectItems(t, pool, table), withoutRevisions(listed))
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // TestContendedWritesShouldTakeNoRevisionTheyDoNotUse: 8 writers update,
@@ -29,7 +30,7 @@ func TestContendedWritesShouldTakeNoRevisionTheyDoNotUse(t *testing.T) {
 	pool := newPool(t)
 	schema := newSchema(t, pool)
 	coll := newColl()
-	s := pgstore.New[item](newDB(t, pool, schema), coll)
+	s := must.Do(pgstore.New[item](newDB(t, pool, schema), coll))
 	keys := []string{"a", "b", "c"}
 
 	var (
@@ -117,7 +118,7 @@ func TestWritesShouldSendNoNotifyWhileNoDBListens(t *testing.T) {
 	// first NOTIFY the plain session hears.
 	first := func(name string, opts ...pgstore.DBOption) string {
 		db := newDB(t, pool, schema, opts...)
-		s := pgstore.New[item](db, coll)
+		s := must.Do(pgstore.New[item](db, coll))
 		for i := range 3 {
 			_, err := s.Create(t.Context(), name+strconv.Itoa(i), item{N: i})
 			require.NoError(t, err)
@@ -135,7 +136,7 @@ func TestWritesShouldSendNoNotifyWhileNoDBListens(t *testing.T) {
 	}
 	assert.Equal(t, "mine", first("alone"), "no DB listens: no NOTIFY")
 
-	r := pgstore.New[item](newDB(t, pool, schema, pgstore.WithPollInterval(hour)), coll)
+	r := must.Do(pgstore.New[item](newDB(t, pool, schema, pgstore.WithPollInterval(hour)), coll))
 	_, rev, err := r.List(t.Context())
 	require.NoError(t, err)
 	wt := watch(t, r, rev)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/poll"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // newEntriesSource returns a NewEntries source over a new backend on a
@@ -35,7 +36,7 @@ func newEntriesSource(t *testing.T) (*poll.Source[string, object], *backend, *cl
 		}
 		return entries, nil
 	}
-	return poll.NewEntries(list, poll.WithClock(clk), poll.WithInterval(interval), poll.WithJitter(0)), b, clk
+	return must.Do(poll.NewEntries(list, poll.WithClock(clk), poll.WithInterval(interval), poll.WithJitter(0))), b, clk
 }
 
 func TestABadRecordShouldBeAPutWithErrNeverADelete(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/poll"
 	"github.com/converge-go/converge/informer/sourcetest"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // entry is what the conformance suite's list function returns: a poll
@@ -32,7 +33,7 @@ func TestSourceConformance(t *testing.T) {
 				mu   sync.Mutex
 				data = map[string]int{}
 			)
-			src := poll.New(func(context.Context) ([]entry, error) {
+			src := must.Do(poll.New(func(context.Context) ([]entry, error) {
 				mu.Lock()
 				defer mu.Unlock()
 				out := make([]entry, 0, len(data))
@@ -41,7 +42,7 @@ func TestSourceConformance(t *testing.T) {
 				}
 				return out, nil
 			}, func(e entry) string { return e.Key },
-				poll.WithInterval(2*time.Millisecond), poll.WithJitter(0))
+				poll.WithInterval(2*time.Millisecond), poll.WithJitter(0)))
 			return sourcetest.Backend[string, int]{
 				Source: values{src},
 				Put: func(_ context.Context, k string, v int) error {
@@ -110,7 +111,7 @@ func TestEntriesSourceConformance(t *testing.T) {
 				mu   sync.Mutex
 				data = map[string]record{}
 			)
-			src := poll.NewEntries(func(context.Context) ([]informer.Entry[string, int], error) {
+			src := must.Do(poll.NewEntries(func(context.Context) ([]informer.Entry[string, int], error) {
 				mu.Lock()
 				defer mu.Unlock()
 				out := make([]informer.Entry[string, int], 0, len(data))
@@ -122,7 +123,7 @@ func TestEntriesSourceConformance(t *testing.T) {
 					out = append(out, informer.Entry[string, int]{Key: k, Value: r.value})
 				}
 				return out, nil
-			}, poll.WithInterval(2*time.Millisecond), poll.WithJitter(0))
+			}, poll.WithInterval(2*time.Millisecond), poll.WithJitter(0)))
 			set := func(k string, r record) {
 				mu.Lock()
 				defer mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"time"
@@ -46,9 +47,12 @@ func Example() {
 		}
 		return files, nil
 	}
-	src := poll.New(listDir, func(f file) string { return f.Name },
+	src, err := poll.New(listDir, func(f file) string { return f.Name },
 		poll.WithInterval(10*time.Millisecond),
 		poll.WithEqual(func(a, b file) bool { return a.Size == b.Size && a.ModTime.Equal(b.ModTime) }))
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	write("a.conf", "a")
 	write("b.conf", "b")

@@ -43,14 +43,14 @@ type equalOption[V any] func(a, b V) bool
 func (f equalOption[V]) apply(c *config) { c.equal = f }
 
 // WithInterval sets how long Watch waits between lists, before jitter. It
-// must be positive, or New panics. Default: DefaultInterval.
+// must be positive, or New returns an error. Default: DefaultInterval.
 func WithInterval(d time.Duration) CommonOption {
 	return func(c *config) { c.interval = d }
 }
 
 // WithJitter spreads the waits: each is uniform in [d*(1-f), d*(1+f)] for
 // the interval d, so that many pollers started together do not hit the
-// backend in step. f must be in [0, 1], or New panics; 0 turns jitter off.
+// backend in step. f must be in [0, 1], or New returns an error; 0 turns jitter off.
 // Default: DefaultJitter.
 func WithJitter(f float64) CommonOption {
 	return func(c *config) { c.jitter = f }
@@ -71,7 +71,7 @@ func WithClock(clk clock.WithTicker) CommonOption {
 // the cost of polling large objects. A cheap comparison is better whenever
 // the backend offers one: an ETag, a resource version, a modification time
 // and size, or == for comparable values. V must be the Source's value type,
-// or New panics; a nil equal keeps the default.
+// or New returns an error; a nil equal keeps the default.
 func WithEqual[V any](equal func(a, b V) bool) Option[V] {
 	if equal == nil {
 		return CommonOption(func(*config) {})
@@ -79,27 +79,30 @@ func WithEqual[V any](equal func(a, b V) bool) Option[V] {
 	return equalOption[V](equal)
 }
 
-func newConfig[V any](opts []Option[V]) (config, func(a, b V) bool) {
+func newConfig[V any](opts []Option[V]) (config, func(a, b V) bool, error) {
 	c := config{interval: DefaultInterval, jitter: DefaultJitter, clock: clock.RealClock{}}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return c, nil, fmt.Errorf("option %d is nil", i)
+		}
 		o.apply(&c)
 	}
 	if c.interval <= 0 {
-		panic(fmt.Sprintf("poll: WithInterval(%v): the interval must be positive", c.interval))
+		return c, nil, fmt.Errorf("WithInterval(%v): the interval must be positive", c.interval)
 	}
 	if !(c.jitter >= 0 && c.jitter <= 1) {
-		panic(fmt.Sprintf("poll: WithJitter(%v): the fraction must be in [0, 1]", c.jitter))
+		return c, nil, fmt.Errorf("WithJitter(%v): the fraction must be in [0, 1]", c.jitter)
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
 	if c.equal == nil {
-		return c, func(a, b V) bool { return reflect.DeepEqual(a, b) }
+		return c, func(a, b V) bool { return reflect.DeepEqual(a, b) }, nil
 	}
 	equal, ok := c.equal.(equalOption[V])
 	if !ok {
-		panic(fmt.Sprintf("poll: WithEqual: got %T, want %v: the option was built for another value type",
-			c.equal, reflect.TypeFor[func(a, b V) bool]()))
+		return c, nil, fmt.Errorf("WithEqual: got %T, want %v: the option was built for another value type",
+			c.equal, reflect.TypeFor[func(a, b V) bool]())
 	}
-	return c, equal
+	return c, equal, nil
 }

@@ -11,7 +11,9 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/poll"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // recordingClock is a fake clock that reports each wait Watch asks for.
@@ -89,7 +91,7 @@ func TestWithoutJitterEachWaitShouldBeExactlyTheInterval(t *testing.T) {
 func TestTheDefaultsShouldBeATenSecondIntervalWithTenPercentJitter(t *testing.T) {
 	b := newBackend()
 	clk := newRecordingClock()
-	s := poll.New(b.list, name, poll.WithClock(clk))
+	s := must.Do(poll.New(b.list, name, poll.WithClock(clk)))
 	watch(t, s, 0)
 	for _, d := range clk.nextWaits(t, b, 20) {
 		assert.GreaterOrEqual(t, d, 9*time.Second)
@@ -97,44 +99,56 @@ func TestTheDefaultsShouldBeATenSecondIntervalWithTenPercentJitter(t *testing.T)
 	}
 }
 
-func TestNewShouldPanicOnOptionsThatCannotWork(t *testing.T) {
+func TestNewShouldReturnAnErrorForOptionsThatCannotWork(t *testing.T) {
 	list := func(context.Context) ([]object, error) { return nil, nil }
 	tests := []struct {
 		name string
-		new  func()
+		new  func() (*poll.Source[string, object], error)
 		want string
 	}{
 		{"zero interval",
-			func() { poll.New(list, name, poll.WithInterval(0)) },
-			"poll: WithInterval(0s): the interval must be positive"},
+			func() (*poll.Source[string, object], error) { return poll.New(list, name, poll.WithInterval(0)) },
+			"poll.New: WithInterval(0s): the interval must be positive"},
 		{"negative jitter",
-			func() { poll.New(list, name, poll.WithJitter(-0.1)) },
-			"poll: WithJitter(-0.1): the fraction must be in [0, 1]"},
+			func() (*poll.Source[string, object], error) { return poll.New(list, name, poll.WithJitter(-0.1)) },
+			"poll.New: WithJitter(-0.1): the fraction must be in [0, 1]"},
 		{"jitter above one",
-			func() { poll.New(list, name, poll.WithJitter(1.5)) },
-			"poll: WithJitter(1.5): the fraction must be in [0, 1]"},
+			func() (*poll.Source[string, object], error) { return poll.New(list, name, poll.WithJitter(1.5)) },
+			"poll.New: WithJitter(1.5): the fraction must be in [0, 1]"},
 		{"NaN jitter",
-			func() { poll.New(list, name, poll.WithJitter(math.NaN())) },
-			"poll: WithJitter(NaN): the fraction must be in [0, 1]"},
+			func() (*poll.Source[string, object], error) { return poll.New(list, name, poll.WithJitter(math.NaN())) },
+			"poll.New: WithJitter(NaN): the fraction must be in [0, 1]"},
 		{"WithEqual for another value type",
-			func() {
+			func() (*poll.Source[string, object], error) {
 				var opt poll.Option[object] = poll.WithEqual(func(a, b string) bool { return a == b })
-				poll.New(list, name, opt)
+				return poll.New(list, name, opt)
 			},
-			"poll: WithEqual: got poll.equalOption[string], want func(poll_test.object, poll_test.object) bool: the option was built for another value type"},
+			"poll.New: WithEqual: got poll.equalOption[string], want func(poll_test.object, poll_test.object) bool: the option was built for another value type"},
 		{"nil list",
-			func() { poll.New[string, object](nil, name) },
-			"poll: New: list and key must not be nil"},
+			func() (*poll.Source[string, object], error) { return poll.New[string, object](nil, name) },
+			"poll.New: list and key must not be nil"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.PanicsWithValue(t, tt.want, tt.new)
+			s, err := tt.new()
+			assert.EqualError(t, err, tt.want)
+			assert.Nil(t, s)
 		})
 	}
 }
 
 func TestANilEqualShouldKeepTheDefault(t *testing.T) {
-	assert.NotPanics(t, func() {
-		poll.New(func(context.Context) ([]object, error) { return nil, nil }, name, poll.WithEqual[object](nil))
-	})
+	_, err := poll.New(func(context.Context) ([]object, error) { return nil, nil }, name, poll.WithEqual[object](nil))
+	assert.NoError(t, err)
+}
+
+func TestNewEntriesShouldReturnAnErrorForANilListOrABadOption(t *testing.T) {
+	s, err := poll.NewEntries[string, object](nil)
+	assert.EqualError(t, err, "poll.NewEntries: list must not be nil")
+	assert.Nil(t, s)
+	list := func(context.Context) ([]informer.Entry[string, object], error) { return nil, nil }
+	_, err = poll.NewEntries(list, poll.WithInterval(-time.Second))
+	assert.EqualError(t, err, "poll.NewEntries: WithInterval(-1s): the interval must be positive")
+	_, err = poll.NewEntries(list, nil)
+	assert.EqualError(t, err, "poll.NewEntries: option 0 is nil")
 }

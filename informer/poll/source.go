@@ -2,6 +2,7 @@ package poll
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -48,13 +49,13 @@ type snapshot[K comparable, V any] struct {
 // New returns a Source that lists with list and keys each listed value with
 // key, configured by opts. list is called by List and on every poll of
 // Watch, with their context; key must return the same key for the same
-// object on every list. New panics if list or key is nil, or on options
-// that cannot work, with a message naming the option.
-func New[K comparable, V any](list func(ctx context.Context) ([]V, error), key func(V) K, opts ...Option[V]) *Source[K, V] {
+// object on every list. New returns an error if list or key is nil, or for
+// an option that cannot work, naming the option.
+func New[K comparable, V any](list func(ctx context.Context) ([]V, error), key func(V) K, opts ...Option[V]) (*Source[K, V], error) {
 	if list == nil || key == nil {
-		panic("poll: New: list and key must not be nil")
+		return nil, errors.New("poll.New: list and key must not be nil")
 	}
-	return newSource(func(ctx context.Context) ([]informer.Entry[K, V], error) {
+	return newSource("poll.New", func(ctx context.Context) ([]informer.Entry[K, V], error) {
 		values, err := list(ctx)
 		if err != nil {
 			return nil, err
@@ -74,24 +75,27 @@ func New[K comparable, V any](list func(ctx context.Context) ([]V, error), key f
 // that one bad record never stops the others (see the package
 // documentation). An entry's Revision is ignored: the Source counts its
 // own. The Source keeps the returned slice and may modify it, so list must
-// return a new one each time. NewEntries panics if list is nil, or on
-// options that cannot work.
-func NewEntries[K comparable, V any](list func(ctx context.Context) ([]informer.Entry[K, V], error), opts ...Option[V]) *Source[K, V] {
+// return a new one each time. NewEntries returns an error if list is nil,
+// or for an option that cannot work.
+func NewEntries[K comparable, V any](list func(ctx context.Context) ([]informer.Entry[K, V], error), opts ...Option[V]) (*Source[K, V], error) {
 	if list == nil {
-		panic("poll: NewEntries: list must not be nil")
+		return nil, errors.New("poll.NewEntries: list must not be nil")
 	}
-	return newSource(list, opts)
+	return newSource("poll.NewEntries", list, opts)
 }
 
-func newSource[K comparable, V any](list func(ctx context.Context) ([]informer.Entry[K, V], error), opts []Option[V]) *Source[K, V] {
-	c, equal := newConfig(opts)
+func newSource[K comparable, V any](ctor string, list func(ctx context.Context) ([]informer.Entry[K, V], error), opts []Option[V]) (*Source[K, V], error) {
+	c, equal, err := newConfig(opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ctor, err)
+	}
 	return &Source[K, V]{
 		list:     list,
 		equal:    equal,
 		interval: c.interval,
 		jitter:   c.jitter,
 		clock:    c.clock,
-	}
+	}, nil
 }
 
 // List calls the list function and returns its values, deduplicated by key

@@ -16,6 +16,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/poll"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -85,7 +86,7 @@ func newTestSource(t *testing.T, opts ...poll.Option[object]) (*poll.Source[stri
 	b := newBackend()
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
 	base := []poll.Option[object]{poll.WithClock(clk), poll.WithInterval(interval), poll.WithJitter(0)}
-	return poll.New(b.list, name, append(base, opts...)...), b, clk
+	return must.Do(poll.New(b.list, name, append(base, opts...)...)), b, clk
 }
 
 // list calls s.List and drains the backend's signal for it.
@@ -367,7 +368,7 @@ func TestWatchShouldReturnTheContextErrorWhenTheListFailsBecauseOfIt(t *testing.
 		cancel() // the caller gives up while the list is in flight
 		return nil, ctx.Err()
 	}
-	s := poll.New(list, name, poll.WithClock(clk), poll.WithJitter(0))
+	s := must.Do(poll.New(list, name, poll.WithClock(clk), poll.WithJitter(0)))
 	done := make(chan error, 1)
 	go func() { done <- s.Watch(ctx, 0, func(event) error { return nil }) }()
 	awaitTimer(t, clk)

@@ -50,7 +50,8 @@ func RunBucketed[V any](t *testing.T, s BucketSuite[V]) {
 	require.GreaterOrEqual(t, len(full), 3, "64 keys fill fewer than 3 buckets")
 	held1, held2, other := full[0], full[1], full[2]
 
-	inf := informer.New("bucketed", informer.Bucketed(s.Source, s.BucketOf))
+	inf, err := informer.New("bucketed", informer.Bucketed(s.Source, s.BucketOf))
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer wg.Wait()

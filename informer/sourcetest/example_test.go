@@ -17,7 +17,13 @@ import (
 func ExampleRunStore() {
 	test := func(t *testing.T) { // func TestStoreConformance(t *testing.T)
 		sourcetest.RunStore(t, sourcetest.StoreSuite[string, int]{
-			New: func(*testing.T) informer.Store[string, int] { return memstore.New[string, int]() },
+			New: func(t *testing.T) informer.Store[string, int] {
+				s, err := memstore.New[string, int]()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			},
 			Expire: func(_ context.Context, s informer.Store[string, int]) error {
 				m := s.(*memstore.Store[string, int])
 				m.Compact(m.Revision()) // only "from now on" stays watchable
@@ -39,8 +45,11 @@ func ExampleRunStore() {
 func ExampleRun() {
 	test := func(t *testing.T) { // func TestSourceConformance(t *testing.T)
 		sourcetest.Run(t, sourcetest.Suite[string, int]{
-			New: func(*testing.T) sourcetest.Backend[string, int] {
-				s := memstore.New[string, int]()
+			New: func(t *testing.T) sourcetest.Backend[string, int] {
+				s, err := memstore.New[string, int]()
+				if err != nil {
+					t.Fatal(err)
+				}
 				return sourcetest.Backend[string, int]{
 					Source:            s,
 					Put:               func(_ context.Context, k string, v int) error { s.Put(k, v); return nil },

@@ -84,8 +84,9 @@ func testAnInformerConverges[K comparable, V any](t *testing.T, s Suite[K, V]) {
 // test ends, the informer is stopped and must return nil within wait.
 func runInformer[K comparable, V any](t *testing.T, wait time.Duration, src informer.Source[K, V], h informer.Handler[K, V], what string) *informer.Informer[K, V] {
 	t.Helper()
-	inf := informer.New("sourcetest", src, informer.WithLogger(slog.New(slog.DiscardHandler)))
-	_, err := inf.AddHandler(h)
+	inf, err := informer.New("sourcetest", src, informer.WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	_, err = inf.AddHandler(h)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/sqlitestore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // The child's settings, from its environment.
@@ -40,7 +41,7 @@ func runChild() int {
 		return 2
 	}
 	defer func() { _ = db.Close() }()
-	s := sqlitestore.New[item](db, "items")
+	s := must.Do(sqlitestore.New[item](db, "items"))
 	prefix := os.Getenv(childPrefix)
 	rounds, _ := strconv.Atoi(os.Getenv(childWrites))
 	for i := 0; rounds == 0 || i < rounds; i++ {

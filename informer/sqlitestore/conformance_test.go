@@ -14,6 +14,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/sourcetest"
 	"github.com/converge-go/converge/informer/sqlitestore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 type item struct {
@@ -53,7 +54,7 @@ func outside(t *testing.T, path string) *sql.DB {
 func TestStoreConformance(t *testing.T) {
 	sourcetest.RunStore(t, sourcetest.StoreSuite[string, item]{
 		New: func(t *testing.T) informer.Store[string, item] {
-			return sqlitestore.New[item](openDB(t, sqlitestore.Options{Synchronous: sqlitestore.SynchronousNormal}), "items")
+			return must.Do(sqlitestore.New[item](openDB(t, sqlitestore.Options{Synchronous: sqlitestore.SynchronousNormal}), "items"))
 		},
 		Expire: func(ctx context.Context, s informer.Store[string, item]) error {
 			_, err := s.(*sqlitestore.Store[item]).DB().Compact(ctx, 0)
@@ -75,7 +76,7 @@ func TestSourceConformanceWrittenFromOutside(t *testing.T) {
 		New: func(t *testing.T) sourcetest.Backend[string, item] {
 			path := filepath.Join(t.TempDir(), "store.db")
 			db := openPath(t, path, sqlitestore.Options{Synchronous: sqlitestore.SynchronousNormal, PollInterval: 5 * time.Millisecond})
-			store := sqlitestore.New[item](db, "items")
+			store := must.Do(sqlitestore.New[item](db, "items"))
 			raw := outside(t, path)
 			putRaw := func(ctx context.Context, key, value string) error {
 				_, err := raw.ExecContext(ctx, "INSERT INTO objects (coll, key, value) VALUES ('items', ?, ?)", key, value)

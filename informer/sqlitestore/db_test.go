@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/sqlitestore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestOpenShouldRejectBadOptionsAndPathsWithAClearError(t *testing.T) {
@@ -41,12 +42,12 @@ func TestReopeningAFileShouldKeepItsKeysAndRevisions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.db")
 	db, err := sqlitestore.Open(t.Context(), path, sqlitestore.Options{})
 	require.NoError(t, err)
-	rev, err := sqlitestore.New[item](db, "items").Create(t.Context(), "a", item{N: 1})
+	rev, err := must.Do(sqlitestore.New[item](db, "items")).Create(t.Context(), "a", item{N: 1})
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 	require.NoError(t, db.Close(), "a second Close")
 
-	s := sqlitestore.New[item](openPath(t, path, sqlitestore.Options{}), "items")
+	s := must.Do(sqlitestore.New[item](openPath(t, path, sqlitestore.Options{}), "items"))
 	v, got, ok, err := s.Get(t.Context(), "a")
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -60,7 +61,7 @@ func TestReopeningAFileShouldKeepItsKeysAndRevisions(t *testing.T) {
 func TestACloseShouldEndWatchesAndFailLaterCallsWithErrClosed(t *testing.T) {
 	db, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "store.db"), sqlitestore.Options{})
 	require.NoError(t, err)
-	s := sqlitestore.New[item](db, "items")
+	s := must.Do(sqlitestore.New[item](db, "items"))
 	_, rev, err := s.List(t.Context())
 	require.NoError(t, err)
 	errc := make(chan error, 1)
@@ -75,7 +76,7 @@ func TestACloseShouldEndWatchesAndFailLaterCallsWithErrClosed(t *testing.T) {
 
 func TestCompactShouldKeepEveryKeysValueAndExpireOlderRevisions(t *testing.T) {
 	db := openDB(t, sqlitestore.Options{})
-	s := sqlitestore.New[item](db, "items")
+	s := must.Do(sqlitestore.New[item](db, "items"))
 	first, err := s.Create(t.Context(), "a", item{N: 1})
 	require.NoError(t, err)
 	for i := 2; i <= 5; i++ {
@@ -108,7 +109,7 @@ func TestCompactShouldKeepEveryKeysValueAndExpireOlderRevisions(t *testing.T) {
 
 func TestTheBackgroundCompactionShouldKeepTheLastRevisionsAndEveryValue(t *testing.T) {
 	db := openDB(t, sqlitestore.Options{CompactInterval: -1, CompactKeep: 5})
-	s := sqlitestore.New[item](db, "items")
+	s := must.Do(sqlitestore.New[item](db, "items"))
 	first, err := s.Create(t.Context(), "old", item{N: 1})
 	require.NoError(t, err)
 	var revs []informer.Revision
@@ -155,9 +156,23 @@ func watchErr(t *testing.T, s *sqlitestore.Store[item], after informer.Revision)
 func TestOpenShouldTakeAFileNameWithSpacesAndPercentSignsAsItIs(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "my state %20 50% ?x=1 #y.db")
-	s := sqlitestore.New[item](openPath(t, path, sqlitestore.Options{}), "items")
+	s := must.Do(sqlitestore.New[item](openPath(t, path, sqlitestore.Options{}), "items"))
 	_, err := s.Create(t.Context(), "a", item{N: 1})
 	require.NoError(t, err)
 	_, err = os.Stat(path)
 	require.NoError(t, err, "the file should be at the name given")
+}
+
+func TestNewShouldReturnAnErrorForANilDBAnEmptyCollectionOrANilOption(t *testing.T) {
+	_, err := sqlitestore.New[int](nil, "c")
+	assert.EqualError(t, err, `sqlitestore.New: want a DB and a collection name, got db <nil> and collection "c"`)
+	db := openDB(t, sqlitestore.Options{})
+	_, err = sqlitestore.New[int](db, "")
+	assert.ErrorContains(t, err, `sqlitestore.New: want a DB and a collection name`)
+	s, err := sqlitestore.New[int](db, "c", nil)
+	assert.EqualError(t, err, `sqlitestore.New("c"): option 0 is nil`)
+	assert.Nil(t, s)
+	entries, _, err := must.Do(sqlitestore.New[int](db, "c")).List(t.Context())
+	require.NoError(t, err)
+	assert.Empty(t, entries, "a refused store wrote")
 }

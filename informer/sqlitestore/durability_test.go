@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer/sqlitestore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // TestAWriteAcknowledgedBeforeASIGKILLIsThereAfterReopening kills a writer
@@ -33,7 +34,7 @@ func TestAWriteAcknowledgedBeforeASIGKILLIsThereAfterReopening(t *testing.T) {
 			require.GreaterOrEqual(t, len(acked), 40)
 
 			db := openPath(t, path, sqlitestore.Options{})
-			s := sqlitestore.New[item](db, "items")
+			s := must.Do(sqlitestore.New[item](db, "items"))
 			counter := 0
 			for _, a := range acked {
 				v, rev, ok, err := s.Get(t.Context(), a.key)

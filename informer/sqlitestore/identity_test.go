@@ -11,6 +11,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/sqlitestore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // restore replaces the content of the store at path with that of the
@@ -65,7 +66,7 @@ func TestAFileRestoredFromAnOlderBackupExpiresWatchesAndNeverReusesARevision(t *
 	}{{"SeenByThePoll", 5 * time.Millisecond, false}, {"SeenByTheNextWrite", time.Hour, true}, {"SeenByTheNextList", time.Hour, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "store.db")
-			s := sqlitestore.New[item](openPath(t, path, sqlitestore.Options{PollInterval: tc.poll}), "items")
+			s := must.Do(sqlitestore.New[item](openPath(t, path, sqlitestore.Options{PollInterval: tc.poll}), "items"))
 			_, err := s.Create(t.Context(), "a", item{N: 1})
 			require.NoError(t, err)
 			old := backup(t, path)
@@ -104,7 +105,7 @@ func TestAFileRestoredFromAnOlderBackupExpiresWatchesAndNeverReusesARevision(t *
 
 func TestAFileReplacedByAnotherStoreExpiresWatches(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.db")
-	s := sqlitestore.New[item](openPath(t, path, sqlitestore.Options{PollInterval: 5 * time.Millisecond}), "items")
+	s := must.Do(sqlitestore.New[item](openPath(t, path, sqlitestore.Options{PollInterval: 5 * time.Millisecond}), "items"))
 	_, err := s.Create(t.Context(), "a", item{N: 1})
 	require.NoError(t, err)
 	_, rev, err := s.List(t.Context())
@@ -112,7 +113,7 @@ func TestAFileReplacedByAnotherStoreExpiresWatches(t *testing.T) {
 	errc := watchUntilError(t, s, rev)
 
 	other := filepath.Join(t.TempDir(), "other.db")
-	o := sqlitestore.New[item](openPath(t, other, sqlitestore.Options{}), "items")
+	o := must.Do(sqlitestore.New[item](openPath(t, other, sqlitestore.Options{}), "items"))
 	for i := range 3 {
 		_, err := o.Create(t.Context(), "o"+string(rune('0'+i)), item{N: i})
 		require.NoError(t, err)
@@ -131,14 +132,14 @@ func TestAFileReplacedByAnotherStoreExpiresWatches(t *testing.T) {
 // from its cache, though no Delete of them is in any log.
 func TestAnInformerShouldConvergeToAFileRestoredFromAnOlderBackup(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.db")
-	s := sqlitestore.New[item](openPath(t, path, sqlitestore.Options{PollInterval: 5 * time.Millisecond}), "items")
+	s := must.Do(sqlitestore.New[item](openPath(t, path, sqlitestore.Options{PollInterval: 5 * time.Millisecond}), "items"))
 	_, err := s.Create(t.Context(), "a", item{N: 1})
 	require.NoError(t, err)
 	old := backup(t, path)
 	_, err = s.Create(t.Context(), "b", item{N: 2})
 	require.NoError(t, err)
 
-	inf := informer.New[string, item]("items", s)
+	inf := must.Do(informer.New[string, item]("items", s))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = inf.Run(ctx) }()

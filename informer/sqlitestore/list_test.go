@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer/sqlitestore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // A list large enough to be decoded on several goroutines keeps every key
@@ -29,7 +30,7 @@ func TestALargeListShouldDecodeEveryValueIntoItsOwnEntry(t *testing.T) {
 	}
 	require.NoError(t, tx.Commit())
 
-	entries, _, err := sqlitestore.New[item](db, "items").List(t.Context())
+	entries, _, err := must.Do(sqlitestore.New[item](db, "items")).List(t.Context())
 	require.NoError(t, err)
 	require.Len(t, entries, n)
 	bad := 0

@@ -13,6 +13,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/sqlitestore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // sqlite3 returns the sqlite3 command line (CONVERGE_SQLITE3, from
@@ -43,8 +44,8 @@ func TestTheSqlite3CommandLineWritesReachARunningInformer(t *testing.T) {
 	const poll = 20 * time.Millisecond
 	path := filepath.Join(t.TempDir(), "store.db")
 	db := openPath(t, path, sqlitestore.Options{PollInterval: poll})
-	s := sqlitestore.New[item](db, "items")
-	inf := informer.New[string, item]("items", s)
+	s := must.Do(sqlitestore.New[item](db, "items"))
+	inf := must.Do(informer.New[string, item]("items", s))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = inf.Run(ctx) }()

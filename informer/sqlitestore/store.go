@@ -31,20 +31,23 @@ type Store[V any] struct {
 // Compile-time proof that a Store is an informer.Store.
 var _ informer.Store[string, struct{}] = (*Store[struct{}])(nil)
 
-// New returns the Store of collection coll in db. It panics on a nil db
-// or an empty coll, which are programming errors.
-func New[V any](db *DB, coll string, opts ...Option[V]) *Store[V] {
+// New returns the Store of collection coll in db. It returns an error for a
+// nil db, an empty coll or a nil option.
+func New[V any](db *DB, coll string, opts ...Option[V]) (*Store[V], error) {
 	if db == nil || coll == "" {
-		panic(fmt.Sprintf("sqlitestore: New: want a DB and a collection name, got db %v and collection %q", db, coll))
+		return nil, fmt.Errorf("sqlitestore.New: want a DB and a collection name, got db %v and collection %q", db, coll)
 	}
 	s := &Store[V]{db: db, coll: coll}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("sqlitestore.New(%q): option %d is nil", coll, i)
+		}
 		o(&s.opts)
 	}
 	if s.opts.codec == nil {
 		s.opts.codec = informer.JSON[V]{}
 	}
-	return s
+	return s, nil
 }
 
 // Collection returns the collection the Store reads, writes and watches.

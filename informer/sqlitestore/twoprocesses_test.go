@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/sqlitestore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // TestTwoProcessesWritingOneFileKeepOneLog runs two writer children on one
@@ -21,7 +22,7 @@ func TestTwoProcessesWritingOneFileKeepOneLog(t *testing.T) {
 	const rounds = 25
 	path := filepath.Join(t.TempDir(), "store.db")
 	db := openPath(t, path, sqlitestore.Options{Synchronous: sqlitestore.SynchronousNormal})
-	s := sqlitestore.New[item](db, "items")
+	s := must.Do(sqlitestore.New[item](db, "items"))
 	_, from, err := s.List(t.Context())
 	require.NoError(t, err)
 

@@ -29,6 +29,7 @@ import (
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/leader/shard"
@@ -91,13 +92,13 @@ func startDemo(t *testing.T) *demo {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	release := make(chan struct{})
 
-	rsStore := memstore.New[string, int]()
+	rsStore := must.Do(memstore.New[string, int]())
 	for _, k := range []string{"default/web", "default/api", "default/batch", scriptKey, "default/cache"} {
 		rsStore.Put(k, 3)
 	}
-	rsInf := informer.New("replicasets", rsStore)
-	rec := events.NewRecorder("replicaset-controller", events.WithSink(events.NewMemorySink(0)),
-		events.WithContextID(reconcile.ReconcileID))
+	rsInf := must.Do(informer.New("replicasets", rsStore))
+	rec := must.Do(events.NewRecorder("replicaset-controller", events.WithSink(must.Do(events.NewMemorySink(0))),
+		events.WithContextID(reconcile.ReconcileID)))
 	rs, err := reconcile.New("replicasets", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 		var err error
 		switch {
@@ -127,11 +128,11 @@ func startDemo(t *testing.T) *demo {
 		}), reconcile.WithLogger(quiet))
 	require.NoError(t, err)
 
-	podStore := memstore.New[string, int]()
+	podStore := must.Do(memstore.New[string, int]())
 	for _, k := range []string{"default/web-x7k2p", "default/web-9fz4q", "default/api-5d8c7"} {
 		podStore.Put(k, 1)
 	}
-	podInf := informer.New("pods", podStore)
+	podInf := must.Do(informer.New("pods", podStore))
 	shards, err := shard.New(memlock.NewLocks(), shard.Config{Name: "pods", Identity: "replica-a", Buckets: demoBuckets})
 	require.NoError(t, err)
 	pods, err := reconcile.New("pods", reconcile.Func(func(context.Context, string) (reconcile.Result, error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/internal/leasetest"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/etcdlock"
@@ -37,7 +38,7 @@ func TestAGracefulStopOfAManagerOnAnEtcdLockShouldKeepTheNextLeaderWaitingUntilI
 	_, _ = rand.Read(suffix)
 	key := "/converge-test/chaos/manager-" + hex.EncodeToString(suffix)
 	tm := short
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("k", 1)
 	j := leasetest.New()
 
@@ -95,7 +96,7 @@ func startEtcdManager(t *testing.T, endpoints []string, key, id string, tm timin
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cli.Close() })
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	inf := informer.New("ints", store)
+	inf := must.Do(informer.New("ints", store))
 	c, err := reconcile.New("ints", rec, reconcile.For(inf), reconcile.WithLogger(quiet))
 	require.NoError(t, err)
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{Lock: etcdlock.NewLock(cli, key), Logger: quiet, Leader: leader.Config{

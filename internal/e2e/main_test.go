@@ -28,6 +28,7 @@ import (
 	"github.com/converge-go/converge/informer/etcdstore"
 	"github.com/converge-go/converge/informer/memstore"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 )
 
@@ -43,7 +44,7 @@ type backend struct {
 
 // backends are every store the controller must run on unchanged.
 var backends = []backend{
-	{"memstore", func(*testing.T) informer.Store[string, Thing] { return memstore.New[string, Thing]() }},
+	{"memstore", func(*testing.T) informer.Store[string, Thing] { return must.Do(memstore.New[string, Thing]()) }},
 	{"etcdstore", openEtcd},
 	{"pgstore", openPostgres},
 }
@@ -62,7 +63,7 @@ func openEtcd(t *testing.T) informer.Store[string, Thing] {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
-	return etcdstore.New[Thing](cli, "/converge-e2e/"+name+"-"+hex.EncodeToString(b)+"/")
+	return must.Do(etcdstore.New[Thing](cli, "/converge-e2e/"+name+"-"+hex.EncodeToString(b)+"/"))
 }
 
 // openPostgres returns a pgstore in a schema of its own in the test
@@ -81,9 +82,9 @@ func openPostgres(t *testing.T) informer.Store[string, Thing] {
 		_, err := pool.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 		require.NoError(t, err)
 	})
-	db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+	db := must.Do(pgstore.NewDB(pool, pgstore.WithSchema(schema)))
 	t.Cleanup(db.Close)
-	return pgstore.New[Thing](db, "things")
+	return must.Do(pgstore.New[Thing](db, "things"))
 }
 
 // eachBackend runs test as a subtest per backend.

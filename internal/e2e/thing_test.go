@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 	"github.com/converge-go/converge/reconcile"
 )
@@ -89,7 +90,7 @@ var quiet = slog.New(slog.DiscardHandler)
 func newThingController(t *testing.T, store informer.Store[string, Thing], ext *external, finalizer bool) *thingController {
 	t.Helper()
 	c := &thingController{store: store, ext: ext, finalizer: finalizer}
-	c.inf = informer.New("things", store, informer.WithLogger(quiet))
+	c.inf = must.Do(informer.New("things", store, informer.WithLogger(quiet)))
 	ctrl, err := reconcile.New("things", reconcile.Func(c.reconcile),
 		reconcile.For(c.inf), reconcile.WithWorkers(2), reconcile.WithLogger(quiet))
 	require.NoError(t, err)

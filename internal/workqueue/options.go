@@ -121,16 +121,16 @@ func WithAgeing(bound time.Duration) Option {
 	return func(c *config) { c.ageing = bound }
 }
 
-// optionFor returns v as T, or the zero T if v is nil. It panics if v holds
-// another type: that is an option built for another key type.
-func optionFor[T any](option string, v any) T {
+// optionFor returns v as T, or the zero T if v is nil. It returns an error
+// if v holds another type: that is an option built for another key type.
+func optionFor[T any](option string, v any) (T, error) {
 	var zero T
 	if v == nil {
-		return zero
+		return zero, nil
 	}
 	t, ok := v.(T)
 	if !ok {
-		panic(fmt.Sprintf("queue: %s: got %T, want %v: the option was built for another key type", option, v, reflect.TypeFor[T]()))
+		return zero, fmt.Errorf("queue.New: %s: got %T, want %v: the option was built for another key type", option, v, reflect.TypeFor[T]())
 	}
-	return t
+	return t, nil
 }

@@ -153,10 +153,13 @@ type cacheLinePad [128]byte
 //
 // New panics on options that cannot work, with a message naming the option:
 // a rate limiter or group function built for another key type. Nil options
-// are ignored.
+// are ignored. Only this module calls it, with options it built for K;
+// package queue's New returns the error instead (see Init).
 func New[K comparable](opts ...Option) *Queue[K] {
 	q := new(Queue[K])
-	Init(q, opts...)
+	if err := Init(q, opts...); err != nil {
+		panic(err.Error())
+	}
 	return q
 }
 
@@ -164,13 +167,22 @@ func New[K comparable](opts ...Option) *Queue[K] {
 // goroutine uses yet, an empty queue configured by opts. It is for a type
 // that holds a Queue by value, as package queue's does, so that no pointer
 // and no separate allocation stand between that type and the queue's
-// cache-line layout. It panics as New does.
-func Init[K comparable](q *Queue[K], opts ...Option) {
+// cache-line layout. Where New panics, it returns the error instead and
+// leaves *q as it was.
+func Init[K comparable](q *Queue[K], opts ...Option) error {
 	var c config
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
 		}
+	}
+	rateLimiter, err := optionFor[backoff.Limiter[K]]("WithRateLimiter", c.rateLimiter)
+	if err != nil {
+		return err
+	}
+	groupOf, err := optionFor[func(K) string]("WithGroup", c.groupOf)
+	if err != nil {
+		return err
 	}
 	*q = Queue[K]{
 		seed:      maphash.MakeSeed(),
@@ -191,11 +203,11 @@ func Init[K comparable](q *Queue[K], opts ...Option) {
 		q.clock = clock.RealClock{}
 	}
 	q.epoch = q.clock.Now()
-	q.rateLimiter = optionFor[backoff.Limiter[K]]("WithRateLimiter", c.rateLimiter)
+	q.rateLimiter = rateLimiter
 	if q.rateLimiter == nil {
 		q.rateLimiter = backoff.DefaultController[K](q.clock)
 	}
-	q.groupOf = optionFor[func(K) string]("WithGroup", c.groupOf)
+	q.groupOf = groupOf
 	q.ready = newReadySet(q.groupOf != nil)
 	switch {
 	case c.ageing <= 0:
@@ -213,6 +225,7 @@ func Init[K comparable](q *Queue[K], opts ...Option) {
 	if q.metrics != nil {
 		q.metrics.attach(q.collect)
 	}
+	return nil
 }
 
 // tag hashes key for the index, first refusing keys the queue cannot hold

@@ -36,7 +36,10 @@ func ExampleNewLock() {
 		log.Fatal(err)
 	}
 	defer cli.Close()
-	store := etcdstore.New[Config](cli, "/myapp/configs/")
+	store, err := etcdstore.New[Config](cli, "/myapp/configs/")
+	if err != nil {
+		log.Fatal(err)
+	}
 	host, _ := os.Hostname()
 
 	e, err := leader.New(etcdlock.NewLock(cli, "/myapp/locks/configurer"), leader.Config{

@@ -3,6 +3,7 @@ package reconciletest_test
 import (
 	"context"
 	"errors"
+	"log"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,7 +32,10 @@ type App struct {
 // TestAppShouldRunItsReplicasAfterARetry; this package's tests run it.
 func testAppShouldRunItsReplicasAfterARetry(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, App]()
+	store, err := memstore.New[string, App]()
+	if err != nil {
+		log.Fatal(err)
+	}
 	apps := reconciletest.Informer(h, "apps", store)
 	var down atomic.Bool // the world the controller acts on is unreachable
 	c := reconciletest.Controller(h, "apps", reconcile.Func(func(ctx context.Context, name string) (reconcile.Result, error) {

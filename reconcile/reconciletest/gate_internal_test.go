@@ -10,13 +10,14 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // A store whose history is shorter than the writes the gate has not taken
 // yet cannot be followed change by change: the gate takes its contents
 // instead, a put per key and a delete per key gone, at its revision.
 func TestTheGateTakesTheStoresContentsWhenItsHistoryIsGone(t *testing.T) {
-	store := memstore.New[string, int](memstore.WithHistory(1))
+	store := must.Do(memstore.New[string, int](memstore.WithHistory(1)))
 	store.Put("a", 1)
 	store.Put("b", 1)
 	g, err := newGatedSource("x", store, func() {})

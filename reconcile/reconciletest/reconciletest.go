@@ -205,8 +205,11 @@ func Informer[K comparable, V any](h *Harness, name string, store *memstore.Stor
 		h.t.Fatalf("reconciletest: informer %s: %v", name, err)
 	}
 	clk := newInformerClock(h.Clock)
-	inf := informer.New(name, g, append([]informer.Option{informer.WithClock(clk), informer.WithLogger(h.log)}, opts...)...)
-	resyncs := makesTicker[K, V](opts) // after New, whose panics name the informer
+	inf, err := informer.New(name, g, append([]informer.Option{informer.WithClock(clk), informer.WithLogger(h.log)}, opts...)...)
+	if err != nil {
+		h.t.Fatalf("reconciletest: %v", err)
+	}
+	resyncs := makesTicker[K, V](opts) // after New, which has checked the options
 	clk.setHandled(func() uint64 { return inf.Stats().Resyncs })
 	h.mu.Lock()
 	h.gates = append(h.gates, g)

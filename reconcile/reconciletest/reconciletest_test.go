@@ -18,6 +18,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -31,7 +32,7 @@ func TestTheExampleShouldPass(t *testing.T) { testAppShouldRunItsReplicasAfterAR
 // reconciles; Settle waits for all of them, not just the first.
 func TestSettleWaitsForReconcilesThatWriteToTheStore(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	var calls atomic.Int32
 	rec := reconcile.Func(func(_ context.Context, key string) (reconcile.Result, error) {
 		calls.Add(1)
@@ -51,7 +52,7 @@ func TestSettleWaitsForReconcilesThatWriteToTheStore(t *testing.T) {
 
 func TestStepFiresWhatIsDueAndSettles(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 0)
 	var calls atomic.Int32
 	rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
@@ -98,8 +99,8 @@ func (c *counter) count(key string) int {
 // same key: one through For, one through Watch.
 func twoInformers(t *testing.T) (*reconciletest.Harness, *memstore.Store[string, int], *memstore.Store[string, int], *counter) {
 	h := reconciletest.New(t)
-	specs := memstore.New[string, int]()
-	extras := memstore.New[string, int]()
+	specs := must.Do(memstore.New[string, int]())
+	extras := must.Do(memstore.New[string, int]())
 	c := &counter{calls: map[string]int{}}
 	c.specs = reconciletest.Informer(h, "specs", specs)
 	c.extras = reconciletest.Informer(h, "extras", extras)
@@ -144,7 +145,7 @@ func TestHeldChangesAreReleasedInInformerOrder(t *testing.T) {
 // while.
 func TestSettleReleasesAChangeAReconcileWaitsFor(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	inf := reconciletest.Informer(h, "keys", store)
 	var calls atomic.Int32
 	rec := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
@@ -172,7 +173,7 @@ func TestSettleReleasesAChangeAReconcileWaitsFor(t *testing.T) {
 // it: a change nobody settles is released after a short while.
 func TestAChangeIsReleasedWithoutSettleAfterAWhile(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	var calls atomic.Int32
 	rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		calls.Add(1)
@@ -189,7 +190,7 @@ func TestAChangeIsReleasedWithoutSettleAfterAWhile(t *testing.T) {
 // on the harness: Settle waits for it and Step moves its clock.
 func TestAddRunsAControllerBuiltByTheTest(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	var calls atomic.Int32
 	rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		calls.Add(1)
@@ -232,7 +233,7 @@ func (o *outputTB) String() string {
 func TestLogsGoToTheTestsOutput(t *testing.T) {
 	tb := &outputTB{TB: t}
 	h := reconciletest.New(tb)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	store.Put("a", 1)
 	rec := reconcile.Func(func(context.Context, string) (reconcile.Result, error) {
 		return reconcile.Result{}, reconcile.Terminal(errors.New("impossible"))
@@ -251,7 +252,7 @@ func TestLogsGoToTheTestsOutput(t *testing.T) {
 // Settle waits until the informer has taken the tick.
 func TestStepWaitsForTheResyncItFires(t *testing.T) {
 	h := reconciletest.New(t)
-	store := memstore.New[string, int]()
+	store := must.Do(memstore.New[string, int]())
 	for _, k := range []string{"a", "b", "c"} {
 		store.Put(k, 1)
 	}
@@ -337,7 +338,7 @@ func TestSettleWithAParkedKeyThatOwnsAlsoQueuesIsDeterministic(t *testing.T) {
 
 func parkedRounds(t *testing.T, owns bool) (*parentChild, func() float64) {
 	h := reconciletest.New(t)
-	parents, children := memstore.New[string, int](), memstore.New[string, int]()
+	parents, children := must.Do(memstore.New[string, int]()), must.Do(memstore.New[string, int]())
 	parentInf := reconciletest.Informer(h, "parents", parents)
 	p := &parentChild{h: h, parents: parents, children: children, calls: map[string]int{}}
 	p.childInf = reconciletest.Informer(h, "children", children)

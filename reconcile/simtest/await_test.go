@@ -14,6 +14,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/simtest"
 )
@@ -28,10 +29,10 @@ type observed struct {
 
 func observedSpec(steps ...func(context.Context, *observed) error) simtest.Spec[*observed] {
 	return simtest.Spec[*observed]{
-		World: func() *observed { return &observed{store: memstore.New[string, int]()} },
+		World: func() *observed { return &observed{store: must.Do(memstore.New[string, int]())} },
 		Process: func(p *simtest.Process, w *observed) error {
 			s := simtest.Wrap(p, "ints", w.store)
-			inf := informer.New("ints", s, informer.WithLogger(p.Logger()))
+			inf := must.Do(informer.New("ints", s, informer.WithLogger(p.Logger())))
 			c, err := reconcile.New("ints", simtest.Count(p, "ints", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 				v, ok := inf.Get(key)
 				if key != "k" || !ok {

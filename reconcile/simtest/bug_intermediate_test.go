@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/simtest"
 )
@@ -35,7 +36,7 @@ type family struct {
 }
 
 func newFamily() *family {
-	return &family{parents: memstore.New[string, Parent](), children: memstore.New[string, Child]()}
+	return &family{parents: must.Do(memstore.New[string, Parent]()), children: must.Do(memstore.New[string, Child]())}
 }
 
 // childrenByOwner is the observed end state: how many children each
@@ -128,8 +129,8 @@ func parentSpec(byStatus bool) simtest.Spec[*family] {
 		Process: func(p *simtest.Process, w *family) error {
 			c := &parentController{p: p, byStatus: byStatus,
 				parents: simtest.Wrap(p, "parents", w.parents), children: simtest.Wrap(p, "children", w.children)}
-			c.pInf = informer.New("parents", c.parents, informer.WithLogger(p.Logger()))
-			c.cInf = informer.New("children", c.children, informer.WithLogger(p.Logger()))
+			c.pInf = must.Do(informer.New("parents", c.parents, informer.WithLogger(p.Logger())))
+			c.cInf = must.Do(informer.New("children", c.children, informer.WithLogger(p.Logger())))
 			ctrl, err := reconcile.New("parents", simtest.Count(p, "parents", reconcile.Reconciler[string](c)),
 				reconcile.For(c.pInf),
 				reconcile.Owns(c.cInf, func(_ string, ch Child) (string, bool) { return ch.Owner, true }),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/reconcile"
@@ -99,10 +100,10 @@ func replicasSpec(fenced bool) simtest.Spec[*replicas] {
 	return simtest.Spec[*replicas]{
 		World: func() *replicas {
 			return &replicas{lock: memlock.NewLock(),
-				desired: memstore.New[string, Desired](), applied: memstore.New[string, Applied]()}
+				desired: must.Do(memstore.New[string, Desired]()), applied: must.Do(memstore.New[string, Applied]())}
 		},
 		Process: func(p *simtest.Process, w *replicas) error {
-			desired := informer.New("desired", simtest.Wrap(p, "desired", w.desired), informer.WithLogger(p.Logger()))
+			desired := must.Do(informer.New("desired", simtest.Wrap(p, "desired", w.desired), informer.WithLogger(p.Logger())))
 			applied := simtest.Wrap(p, "applied", w.applied)
 			el, err := leader.New(w.lock, leader.Config{
 				Identity: fmt.Sprint("replica-", p.Incarnation()),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/simtest"
 )
@@ -80,13 +81,13 @@ func (b *binder) Reconcile(ctx context.Context, key string) (reconcile.Result, e
 func storageSpec(trustCache bool) simtest.Spec[*storage] {
 	return simtest.Spec[*storage]{
 		World: func() *storage {
-			return &storage{claims: memstore.New[string, Claim](), volumes: memstore.New[string, Volume]()}
+			return &storage{claims: must.Do(memstore.New[string, Claim]()), volumes: must.Do(memstore.New[string, Volume]())}
 		},
 		Process: func(p *simtest.Process, w *storage) error {
 			b := &binder{trustCache: trustCache,
 				claims: simtest.Wrap(p, "claims", w.claims), volumes: simtest.Wrap(p, "volumes", w.volumes)}
-			b.cInf = informer.New("claims", b.claims, informer.WithLogger(p.Logger()))
-			b.vInf = informer.New("volumes", b.volumes, informer.WithLogger(p.Logger()))
+			b.cInf = must.Do(informer.New("claims", b.claims, informer.WithLogger(p.Logger())))
+			b.vInf = must.Do(informer.New("volumes", b.volumes, informer.WithLogger(p.Logger())))
 			ctrl, err := reconcile.New("volumes", simtest.Count(p, "volumes", reconcile.Reconciler[string](b)),
 				reconcile.For(b.vInf), reconcile.WithWorkers(1), reconcile.WithLogger(p.Logger()))
 			if err != nil {

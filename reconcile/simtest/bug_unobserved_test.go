@@ -9,6 +9,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/simtest"
 )
@@ -68,12 +69,12 @@ func (c *podMaker) Reconcile(ctx context.Context, key string) (reconcile.Result,
 func fleetSpec(byName bool) simtest.Spec[*fleet] {
 	return simtest.Spec[*fleet]{
 		World: func() *fleet {
-			return &fleet{owners: memstore.New[string, Owner](), pods: memstore.New[string, Pod]()}
+			return &fleet{owners: must.Do(memstore.New[string, Owner]()), pods: must.Do(memstore.New[string, Pod]())}
 		},
 		Process: func(p *simtest.Process, w *fleet) error {
 			c := &podMaker{byName: byName, owners: simtest.Wrap(p, "owners", w.owners), pods: simtest.Wrap(p, "pods", w.pods)}
-			c.oInf = informer.New("owners", c.owners, informer.WithLogger(p.Logger()))
-			c.pInf = informer.New("pods", c.pods, informer.WithLogger(p.Logger()))
+			c.oInf = must.Do(informer.New("owners", c.owners, informer.WithLogger(p.Logger())))
+			c.pInf = must.Do(informer.New("pods", c.pods, informer.WithLogger(p.Logger())))
 			ctrl, err := reconcile.New("owners", simtest.Count(p, "owners", reconcile.Reconciler[string](c)),
 				reconcile.For(c.oInf),
 				reconcile.Owns(c.pInf, func(_ string, pod Pod) (string, bool) { return pod.Owner, true }),
@@ -159,10 +160,12 @@ func (a *alerter) Reconcile(ctx context.Context, key string) (reconcile.Result, 
 
 func jobsSpec(onEdge bool) simtest.Spec[*jobs] {
 	return simtest.Spec[*jobs]{
-		World: func() *jobs { return &jobs{jobs: memstore.New[string, Job](), alerts: memstore.New[string, Alert]()} },
+		World: func() *jobs {
+			return &jobs{jobs: must.Do(memstore.New[string, Job]()), alerts: must.Do(memstore.New[string, Alert]())}
+		},
 		Process: func(p *simtest.Process, w *jobs) error {
 			a := &alerter{onEdge: onEdge, alerts: simtest.Wrap(p, "alerts", w.alerts)}
-			a.jobs = informer.New("jobs", simtest.Wrap(p, "jobs", w.jobs), informer.WithLogger(p.Logger()))
+			a.jobs = must.Do(informer.New("jobs", simtest.Wrap(p, "jobs", w.jobs), informer.WithLogger(p.Logger())))
 			ctrl, err := reconcile.New("jobs", simtest.Count(p, "jobs", reconcile.Reconciler[string](a)),
 				reconcile.For(a.jobs), reconcile.WithWorkers(1), reconcile.WithLogger(p.Logger()))
 			if err != nil {

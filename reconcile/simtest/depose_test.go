@@ -14,6 +14,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/memlock"
 	"github.com/converge-go/converge/reconcile"
@@ -95,10 +96,10 @@ type managed struct {
 
 func managedSpec() simtest.Spec[*managed] {
 	return simtest.Spec[*managed]{
-		World: func() *managed { return &managed{lock: memlock.NewLock(), store: memstore.New[string, int]()} },
+		World: func() *managed { return &managed{lock: memlock.NewLock(), store: must.Do(memstore.New[string, int]())} },
 		Process: func(p *simtest.Process, w *managed) error {
 			s := simtest.Wrap(p, "ints", w.store)
-			inf := informer.New("ints", s, informer.WithLogger(p.Logger()))
+			inf := must.Do(informer.New("ints", s, informer.WithLogger(p.Logger())))
 			c, err := reconcile.New("ints", simtest.Count(p, "ints", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 				if key != "k" {
 					return reconcile.Result{}, nil
@@ -207,7 +208,7 @@ func TestAnEffectThatWaitsWhileAnotherControllerWritesShouldNotHangTheRun(t *tes
 	spec := counterSpec(nil)
 	spec.Process = func(p *simtest.Process, w *counters) error {
 		s := simtest.Wrap(p, "ints", w.store)
-		inf := informer.New("ints", s, informer.WithLogger(p.Logger()))
+		inf := must.Do(informer.New("ints", s, informer.WithLogger(p.Logger())))
 		slow := reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 			if key != "k" {
 				return reconcile.Result{}, nil

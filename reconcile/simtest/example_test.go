@@ -37,11 +37,22 @@ func contents(s *memstore.Store[string, int]) map[string]int {
 func testMirrorShouldSurviveCrashes(t *testing.T) {
 	simtest.Run(t, simtest.Spec[*mirror]{
 		World: func() *mirror {
-			return &mirror{desired: memstore.New[string, int](), copies: memstore.New[string, int]()}
+			desired, err := memstore.New[string, int]()
+			if err != nil {
+				t.Fatal(err)
+			}
+			copies, err := memstore.New[string, int]()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return &mirror{desired: desired, copies: copies}
 		},
 		// One incarnation of the binary, built again after each crash.
 		Process: func(p *simtest.Process, w *mirror) error {
-			desired := informer.New("desired", simtest.Wrap(p, "desired", w.desired), informer.WithLogger(p.Logger()))
+			desired, err := informer.New("desired", simtest.Wrap(p, "desired", w.desired), informer.WithLogger(p.Logger()))
+			if err != nil {
+				return err
+			}
 			copies := simtest.Wrap(p, "copies", w.copies) // writes through it are numbered and crashable
 			c, err := reconcile.New("mirror", simtest.Count(p, "mirror", reconcile.Func(func(ctx context.Context, key string) (reconcile.Result, error) {
 				v, ok := desired.Get(key)

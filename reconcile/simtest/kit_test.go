@@ -14,6 +14,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/simtest"
 )
@@ -36,10 +37,10 @@ type counters struct {
 // a store with key "k" put by the workload.
 func counterSpec(rec func(p *simtest.Process, w *counters, s informer.Store[string, int]) recFunc) simtest.Spec[*counters] {
 	return simtest.Spec[*counters]{
-		World: func() *counters { return &counters{store: memstore.New[string, int]()} },
+		World: func() *counters { return &counters{store: must.Do(memstore.New[string, int]())} },
 		Process: func(p *simtest.Process, w *counters) error {
 			s := simtest.Wrap(p, "ints", w.store)
-			inf := informer.New("ints", s, informer.WithLogger(p.Logger()))
+			inf := must.Do(informer.New("ints", s, informer.WithLogger(p.Logger())))
 			c, err := reconcile.New("ints", simtest.Count(p, "ints", reconcile.Func(rec(p, w, s))),
 				reconcile.For(inf), reconcile.WithWorkers(1), reconcile.WithLogger(p.Logger()))
 			if err != nil {

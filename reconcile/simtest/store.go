@@ -34,7 +34,11 @@ func Wrap[K comparable, V any](p *Process, name string, store *memstore.Store[K,
 		}
 		// One seed per store and incarnation, all from the schedule's:
 		// the run's one fault injector is informer/faults.
-		f := faults.New[K, V](w.src, s.Seed^h.Sum64()+uint64(p.incarnation), faults.WithRates(rates))
+		f, err := faults.New[K, V](w.src, s.Seed^h.Sum64()+uint64(p.incarnation), faults.WithRates(rates))
+		if err != nil {
+			// The schedule's rates are simtest's own, drawn in [0, 1].
+			panic(fmt.Sprintf("simtest.Wrap(%q): %v", name, err))
+		}
 		p.run.addSource(f)
 		w.src = f
 	}

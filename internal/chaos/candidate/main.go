@@ -229,9 +229,15 @@ func (w *writer) write(e candidates.Entry) {
 // addReconciler adds a controller that reconciles one key again and again,
 // each reconcile taking hold unless its context is cancelled first.
 func addReconciler(m *reconcile.Manager, out *emitter, hold time.Duration, logger *slog.Logger) error {
-	store := memstore.New[string, int]()
+	store, err := memstore.New[string, int]()
+	if err != nil {
+		return err
+	}
 	store.Put("k", 1)
-	inf := informer.New("work", store)
+	inf, err := informer.New("work", store)
+	if err != nil {
+		return err
+	}
 	rec := reconcile.Func(func(ctx context.Context, _ string) (reconcile.Result, error) {
 		term, _ := leader.TermFromContext(ctx)
 		start := candidates.Mono()

@@ -25,6 +25,7 @@ import (
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/etcdlock"
@@ -81,7 +82,7 @@ func runReplica(id string) error {
 	}
 	defer cli.Close()
 	prefix := os.Getenv(prefixEnv)
-	items := informer.New("items", etcdstore.New[item](cli, prefix+"/items/"))
+	items := must.Do(informer.New("items", must.Do(etcdstore.New[item](cli, prefix+"/items/"))))
 	// Results are plain etcd puts of JSON, as before: blind writes, which
 	// an etcdstore.Store does not make (it only compares and swaps).
 	results := prefix + "/done/"
