@@ -318,4 +318,3 @@ func conflict(err error, codes ...int) error {
 	}
 	return err
 }
-

@@ -335,4 +335,3 @@ func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func
 		}
 	}
 }
-
