@@ -121,19 +121,25 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 
 // call sends a request and returns the whole response body.
 func (c *client) call(ctx context.Context, method, path string, query url.Values, body []byte) ([]byte, error) {
+	data, _, err := c.callCode(ctx, method, path, query, body)
+	return data, err
+}
+
+// callCode is call that also returns the HTTP status code of a success.
+func (c *client) callCode(ctx context.Context, method, path string, query url.Values, body []byte) ([]byte, int, error) {
 	resp, err := c.do(ctx, method, path, query, body)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("kube: %s %s: %w", method, path, ctxErr)
+			return nil, 0, fmt.Errorf("kube: %s %s: %w", method, path, ctxErr)
 		}
-		return nil, fmt.Errorf("kube: %s %s: read the response: %w", method, path, err)
+		return nil, 0, fmt.Errorf("kube: %s %s: read the response: %w", method, path, err)
 	}
-	return data, nil
+	return data, resp.StatusCode, nil
 }
 
 // apiResource is the part of a discovery document's resource the Store

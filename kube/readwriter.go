@@ -82,7 +82,8 @@ func (s *Store[V]) Create(ctx context.Context, key string, v V) (informer.Revisi
 // is the delete's.
 //
 // A PUT that changes nothing is not a write: the server returns the
-// object's revision, rev.
+// object's revision, rev. If v has a metadata.uid (a typed value's
+// ObjectMeta), the PUT has it as a precondition too.
 func (s *Store[V]) Update(ctx context.Context, key string, v V, rev informer.Revision) (informer.Revision, error) {
 	if err := s.resolve(ctx); err != nil {
 		return 0, err
@@ -98,11 +99,33 @@ func (s *Store[V]) Update(ctx context.Context, key string, v V, rev informer.Rev
 	if err != nil {
 		return 0, err
 	}
-	data, err := s.c.call(ctx, http.MethodPut, s.objectPath(ns, name), nil, enc.body)
+	data, code, err := s.c.callCode(ctx, http.MethodPut, s.objectPath(ns, name), nil, enc.body)
 	if err != nil {
 		return 0, conflict(err, http.StatusConflict, http.StatusNotFound)
 	}
+	if code == http.StatusCreated {
+		return 0, s.undoCreate(ctx, ns, name, data)
+	}
 	return s.afterWrite(ctx, ns, name, enc, data, v)
+}
+
+// undoCreate deletes the object that a PUT created: some resources
+// (leases, endpoints) create an absent object on a PUT, whatever its
+// resourceVersion, unless the PUT has its uid. Update of an absent key is
+// a conflict, so the object goes again, and a watch sees it come and go.
+func (s *Store[V]) undoCreate(ctx context.Context, ns, name string, data []byte) error {
+	var env envelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		return fmt.Errorf("kube: update %s: the object did not exist and the PUT created it: %w", name, err)
+	}
+	rev, err := parseRevision(env.Metadata.ResourceVersion)
+	if err == nil {
+		_, err = s.deleteAt(ctx, ns, name, rev, true)
+	}
+	if err != nil {
+		return fmt.Errorf("kube: update %s: the object did not exist and the PUT created it, which could not be undone: %v", name, err)
+	}
+	return fmt.Errorf("kube: update %s: the object does not exist: %w", name, informer.ErrConflict)
 }
 
 // afterWrite completes a create or update whose response is data: the
