@@ -68,8 +68,8 @@ func (s *Store[V]) Create(ctx context.Context, key string, v V) (informer.Revisi
 // Update replaces key's object by v with a PUT at resourceVersion rev, and
 // returns the new resourceVersion. A changed or absent object, or rev 0, is
 // informer.ErrConflict. The PUT to the object leaves its .status as it
-// was when the resource has a status subresource: if v's .status differs
-// from the object's after it, Update writes it with a second PUT, to the
+// was when the resource has a status subresource: if v has a .status and
+// it differs from the object's after the PUT, Update writes it with a second PUT, to the
 // status subresource at the first one's revision, and returns that one's
 // revision. If the second conflicts, the first has been written: the
 // error then says so and does not match informer.ErrConflict (the outcome
@@ -139,7 +139,10 @@ func (s *Store[V]) afterWrite(ctx context.Context, ns, name string, enc encoded,
 	if err != nil {
 		return 0, err
 	}
-	if s.status && !sameStatus(enc.status, env.Status) {
+	// A value without a .status (a type without the field, or an empty
+	// one left out by omitempty) leaves the status alone: writing it would
+	// wipe what a controller recorded there.
+	if s.status && enc.status != nil && !sameStatus(enc.status, env.Status) {
 		enc2, err := encode(s.opts.codec, v, s.encodeOptions(ns, name, env.Metadata.ResourceVersion))
 		if err != nil {
 			return 0, err

@@ -5,6 +5,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/kube"
 )
 
 // A PUT of an object with a status subresource ignores .status, and a POST
@@ -44,4 +47,29 @@ func TestCreateAndUpdateShouldWriteSpecAndStatusOfAResourceWithAStatusSubresourc
 	require.NoError(t, err)
 	assert.Equal(t, WidgetStatus{Ready: 3, ObservedGeneration: 2}, got.Status, "a status-only Update")
 	assert.Equal(t, int64(2), got.Generation, "a status write keeps the generation")
+}
+
+// specOnly is a Widget as a writer that knows only its spec sees it.
+type specOnly struct {
+	Spec WidgetSpec `json:"spec"`
+}
+
+// A value type without a status leaves the object's status alone: writing
+// "no status" would wipe what the controller recorded.
+func TestAnUpdateOfAValueWithoutStatusShouldKeepTheObjectsStatus(t *testing.T) {
+	cfg := restConfig(t)
+	s := widgets(t, cfg)
+	_, err := s.Create(t.Context(), "w", Widget{Spec: WidgetSpec{Replicas: 1}, Status: WidgetStatus{Ready: 5}})
+	require.NoError(t, err)
+	specs, err := kube.New[specOnly](cfg, widgetsGVR, kube.WithNamespace[specOnly](s.Namespace()))
+	require.NoError(t, err)
+	_, _, err = informer.Update(t.Context(), specs, "w", func(v *specOnly) error {
+		v.Spec.Replicas = 2
+		return nil
+	})
+	require.NoError(t, err)
+	got, _, _, err := s.Get(t.Context(), "w")
+	require.NoError(t, err)
+	assert.Equal(t, WidgetSpec{Replicas: 2}, got.Spec)
+	assert.Equal(t, WidgetStatus{Ready: 5}, got.Status, "the status stays")
 }

@@ -176,6 +176,9 @@ func New[V any](cfg *rest.Config, gvr schema.GroupVersionResource, opts ...Optio
 	return s, nil
 }
 
+// Namespace returns the namespace WithNamespace set, "" for all namespaces.
+func (s *Store[V]) Namespace() string { return s.opts.namespace }
+
 // Resource returns the resource the Store follows.
 func (s *Store[V]) Resource() schema.GroupVersionResource { return s.gvr }
 
