@@ -1,10 +1,8 @@
 package kube_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -58,33 +56,15 @@ func TestAStoreOverAllNamespacesShouldKeyByNamespaceAndFilterByLabels(t *testing
 	}
 	assert.Equal(t, map[string]string{ns1 + "/a": "1", ns2 + "/a": "2"}, got)
 
-	events := make(chan informer.Event[string, labeledMap], 10)
-	wctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		done <- sel.Watch(wctx, rev, func(e informer.Event[string, labeledMap]) error {
-			if e.Type != informer.Bookmark {
-				events <- e
-			}
-			return nil
-		})
-	}()
+	events, done := watching[labeledMap](t, sel, rev)
 	_, _, err = informer.Update(ctx, all, ns1+"/a", func(v *labeledMap) error {
 		v.Metadata.Labels = map[string]string{"team": "gone-" + team}
 		return nil
 	})
 	require.NoError(t, err)
-	select {
-	case e := <-events:
-		assert.Equal(t, informer.Delete, e.Type, "an object that stops matching the selector is watched as deleted")
-		assert.Equal(t, ns1+"/a", e.Key)
-	case err := <-done:
-		t.Fatalf("the watch ended: %v", err)
-	case <-ctxFor(t, 30*time.Second).Done():
-		t.Fatal("no event in 30s")
-	}
-	cancel()
-	assert.ErrorIs(t, <-done, context.Canceled)
+	e := next(t, events, done)
+	assert.Equal(t, informer.Delete, e.Type, "an object that stops matching the selector is watched as deleted")
+	assert.Equal(t, ns1+"/a", e.Key)
 }
 
 // A cluster-scoped resource is keyed by name; WithNamespace on it is an

@@ -7,9 +7,11 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/internal/testserver"
 	"github.com/converge-go/converge/kube"
 )
@@ -96,4 +99,45 @@ func etcdPost(ctx context.Context, endpoint, path string, body any, out any) err
 		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// watching runs s.Watch(after) until the test ends and returns its
+// changes (bookmarks left out) and, once it ended, its error.
+func watching[V any](t *testing.T, s informer.Source[string, V], after informer.Revision) (<-chan informer.Event[string, V], <-chan error) {
+	t.Helper()
+	events := make(chan informer.Event[string, V], 100)
+	done := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		done <- s.Watch(ctx, after, func(e informer.Event[string, V]) error {
+			if e.Type != informer.Bookmark {
+				events <- e
+			}
+			return nil
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("the watch ended with %v", err)
+		}
+	})
+	return events, done
+}
+
+// next returns the next change, failing t if the watch ends or none comes
+// within 30 seconds.
+func next[V any](t *testing.T, events <-chan informer.Event[string, V], done <-chan error) informer.Event[string, V] {
+	t.Helper()
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	select {
+	case e := <-events:
+		return e
+	case err := <-done:
+		t.Fatalf("the watch ended: %v", err)
+	case <-timeout.C:
+		t.Fatal("no change watched in 30s")
+	}
+	panic("unreachable")
 }

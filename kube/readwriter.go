@@ -120,7 +120,7 @@ func (s *Store[V]) undoCreate(ctx context.Context, ns, name string, data []byte)
 	}
 	rev, err := parseRevision(env.Metadata.ResourceVersion)
 	if err == nil {
-		_, err = s.deleteAt(ctx, ns, name, rev, true)
+		_, err = s.deleteAt(ctx, ns, name, rev, rev, true)
 	}
 	if err != nil {
 		return fmt.Errorf("kube: update %s: the object did not exist and the PUT created it, which could not be undone: %v", name, err)
@@ -160,7 +160,7 @@ func (s *Store[V]) afterWrite(ctx context.Context, ns, name string, enc encoded,
 		}
 	}
 	if m := metaOf(&v); m != nil && m.Deleting() && env.Metadata.DeletionTimestamp == nil {
-		r, err := s.deleteAt(ctx, ns, name, rev, false)
+		r, err := s.deleteAt(ctx, ns, name, rev, rev, false)
 		if err != nil && errors.Is(err, informer.ErrConflict) {
 			return 0, fmt.Errorf("kube: %s written at revision %d, but its deletion not: %v", name, rev, err)
 		}
@@ -182,9 +182,12 @@ func (s *Store[V]) afterWrite(ctx context.Context, ns, name string, enc encoded,
 // it. To honour finalizers, use informer.RequestDelete, which only marks
 // such an object (see the package doc).
 //
-// The DELETE's answer carries no revision, so Delete then watches the
-// object from rev for its DELETED event (a watch of one name, served from
-// the server's watch cache), and waits for it until ctx is done.
+// The DELETE's answer carries no revision, so Delete reads the server's
+// current revision first (a list of at most one object) and then watches
+// the object's name from there for its DELETED event: from rev itself
+// would fail once rev is older than the server's history (the watch
+// cache keeps minutes of it), and an object's revision is often older.
+// It waits for the event until ctx is done.
 func (s *Store[V]) Delete(ctx context.Context, key string, rev informer.Revision) (informer.Revision, error) {
 	if err := s.resolve(ctx); err != nil {
 		return 0, err
@@ -193,33 +196,36 @@ func (s *Store[V]) Delete(ctx context.Context, key string, rev informer.Revision
 	if err != nil {
 		return 0, err
 	}
-	if rev > 0 {
-		return s.deleteAt(ctx, ns, name, rev, true)
-	}
 	for {
-		// A DELETE without a precondition would not tell the revision to
-		// watch its event from.
-		data, err := s.c.call(ctx, http.MethodGet, s.objectPath(ns, name), nil, nil)
-		if isCode(err, http.StatusNotFound) {
-			return 0, nil
+		at := rev
+		if rev == 0 {
+			// A DELETE without a precondition would not tell whether the
+			// object existed.
+			data, err := s.c.call(ctx, http.MethodGet, s.objectPath(ns, name), nil, nil)
+			if isCode(err, http.StatusNotFound) {
+				return 0, nil
+			}
+			if err != nil {
+				return 0, err
+			}
+			var env envelope
+			if err := json.Unmarshal(data, &env); err != nil {
+				return 0, fmt.Errorf("kube: delete %s: %w", key, err)
+			}
+			if at, err = parseRevision(env.Metadata.ResourceVersion); err != nil {
+				return 0, err
+			}
 		}
+		head, err := s.head(ctx, ns)
 		if err != nil {
-			return 0, err
-		}
-		var env envelope
-		if err := json.Unmarshal(data, &env); err != nil {
 			return 0, fmt.Errorf("kube: delete %s: %w", key, err)
 		}
-		r, err := parseRevision(env.Metadata.ResourceVersion)
-		if err != nil {
-			return 0, err
+		d, err := s.deleteAt(ctx, ns, name, at, head, true)
+		if rev > 0 || !errors.Is(err, informer.ErrConflict) {
+			return d, err
 		}
-		d, err := s.deleteAt(ctx, ns, name, r, true)
 		if errors.Is(err, errGone) {
 			return 0, nil
-		}
-		if !errors.Is(err, informer.ErrConflict) {
-			return d, err
 		}
 		// Changed since the read: read again.
 	}
@@ -231,8 +237,10 @@ var errGone = fmt.Errorf("the object does not exist: %w", informer.ErrConflict)
 // deleteAt sends a DELETE with the precondition resourceVersion=rev. If
 // the object then still exists (it has finalizers) it returns the mark's
 // revision, unless strip, when it removes the finalizers at that revision.
-// Once the object is gone it returns the revision of its DELETED event.
-func (s *Store[V]) deleteAt(ctx context.Context, ns, name string, rev informer.Revision, strip bool) (informer.Revision, error) {
+// Once the object is gone it returns the revision of its DELETED event,
+// watched for from revision from (at most the deletion's, and within the
+// server's history).
+func (s *Store[V]) deleteAt(ctx context.Context, ns, name string, rev, from informer.Revision, strip bool) (informer.Revision, error) {
 	body, _ := json.Marshal(map[string]any{
 		"apiVersion":    "v1",
 		"kind":          "DeleteOptions",
@@ -262,7 +270,7 @@ func (s *Store[V]) deleteAt(ctx context.Context, ns, name string, rev informer.R
 			return 0, fmt.Errorf("kube: delete %s: marked for deletion at revision %d, but not deleted: %v", name, marked, err)
 		}
 	}
-	return s.deletedRevision(ctx, ns, name, rev)
+	return s.deletedRevision(ctx, ns, name, from)
 }
 
 // stripFinalizers PUTs obj (the server's JSON of the object, at its

@@ -233,10 +233,10 @@ func watchError(obj json.RawMessage) error {
 // head returns the server's current revision: that of a consistent list
 // of at most one object (without the selectors, which could make the
 // server read many objects to find one that matches).
-func (s *Store[V]) head(ctx context.Context) (informer.Revision, error) {
+func (s *Store[V]) head(ctx context.Context, ns string) (informer.Revision, error) {
 	q := url.Values{}
 	q.Set("limit", "1")
-	data, err := s.c.call(ctx, http.MethodGet, s.collectionPath(s.opts.namespace), q, nil)
+	data, err := s.c.call(ctx, http.MethodGet, s.collectionPath(ns), q, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -268,7 +268,7 @@ func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func
 	// (served by etcd) or fails after a few seconds (by the watch cache):
 	// such a revision is from another server, or from before this one lost
 	// its data, and the informer must list again.
-	head, err := s.head(ctx)
+	head, err := s.head(ctx, s.opts.namespace)
 	if err != nil {
 		return fmt.Errorf("kube: watch %s after %d: %w", s.gvr.Resource, after, err)
 	}
