@@ -37,4 +37,11 @@
 //   - List streams (WatchList) where the server can and reads pages where
 //     it cannot (WithListMode); Watch asks for bookmarks; 410 Gone is
 //     informer.ErrRevisionExpired.
+//
+// Lock is a leader.Lock over a coordination.k8s.io/v1 Lease, with
+// converge's fencing term in an annotation beside the spec that client-go
+// and kubectl read.
+//
+// The design note docs/design/kube.md gives the reasons and the
+// alternatives.
 package kube
