@@ -45,6 +45,7 @@ type lease struct {
 		// UID, in a PUT, is a precondition: a Lease must not be created by
 		// an Update (a PUT of an absent Lease creates it otherwise).
 		UID         string            `json:"uid,omitempty"`
+		Labels      map[string]string `json:"labels,omitempty"`
 		Annotations map[string]string `json:"annotations,omitempty"`
 	} `json:"metadata"`
 	Spec struct {
@@ -71,6 +72,9 @@ type lease struct {
 type Lock struct {
 	s               *Store[lease]
 	namespace, name string
+	// labels and annotations are written into the Lease besides the
+	// Lock's own annotations (Locks names its Leases with them).
+	labels, annotations map[string]string
 
 	mu  sync.Mutex
 	uid string // of the Lease last read: the precondition of an Update
@@ -90,6 +94,16 @@ func NewLock(cfg *rest.Config, namespace, name string) (*Lock, error) {
 		return nil, err
 	}
 	return &Lock{s: s, namespace: namespace, name: name}, nil
+}
+
+// lease is the Lease that holds r, with the Lock's labels and annotations.
+func (l *Lock) lease(r leader.Record) lease {
+	v := toLease(r)
+	v.Metadata.Labels = l.labels
+	for k, a := range l.annotations {
+		v.Metadata.Annotations[k] = a
+	}
+	return v
 }
 
 // Describe names the Lease: "kube:lease/NAMESPACE/NAME".
@@ -141,7 +155,7 @@ func (l *Lock) uidAt(ctx context.Context, version int64) (string, error) {
 // exists. The Lease's uid, which every Update has as a precondition, is
 // learnt by the next Get, or by the first Update.
 func (l *Lock) Create(ctx context.Context, r leader.Record) (leader.Record, error) {
-	rev, err := l.s.Create(ctx, l.name, toLease(r))
+	rev, err := l.s.Create(ctx, l.name, l.lease(r))
 	l.setUID("")
 	return l.stored(r, rev, err)
 }
@@ -156,7 +170,7 @@ func (l *Lock) Update(ctx context.Context, old, r leader.Record) (leader.Record,
 	if err != nil {
 		return leader.Record{}, err
 	}
-	v := toLease(r)
+	v := l.lease(r)
 	v.Metadata.UID = uid
 	v.Metadata.Annotations[ReplacesAnnotation] = strconv.FormatInt(old.Version, 10)
 	rev, err := l.s.Update(ctx, l.name, v, informer.Revision(old.Version))

@@ -13,6 +13,8 @@ import (
 	"github.com/converge-go/converge/kube"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/locktest"
+	"github.com/converge-go/converge/leader/shard"
+	"github.com/converge-go/converge/leader/shard/shardtest"
 )
 
 func TestLockShouldPassTheLockConformanceSuite(t *testing.T) {
@@ -79,4 +81,13 @@ func TestUpdateOfAnAbsentObjectOfAResourceThatCreatesOnPutShouldConflict(t *test
 	_, _, ok, err := s.Get(t.Context(), "l")
 	require.NoError(t, err)
 	assert.False(t, ok, "the object the PUT created is gone")
+}
+
+func TestLocksShouldPassTheShardBackendConformanceSuite(t *testing.T) {
+	cfg := restConfig(t)
+	shardtest.RunBackend(t, func(t *testing.T) shard.Backend {
+		l, err := kube.NewLocks(cfg, namespace(t, cfg), "shards")
+		require.NoError(t, err)
+		return l
+	})
 }
