@@ -69,11 +69,11 @@ func (s *Store[V]) Create(ctx context.Context, key string, v V) (informer.Revisi
 // returns the new resourceVersion. A changed or absent object, or rev 0, is
 // informer.ErrConflict. The PUT to the object leaves its .status as it
 // was when the resource has a status subresource: if v has a .status and
-// it differs from the object's after the PUT, Update writes it with a second PUT, to the
-// status subresource at the first one's revision, and returns that one's
-// revision. If the second conflicts, the first has been written: the
-// error then says so and does not match informer.ErrConflict (the outcome
-// is a half write: read again).
+// it differs from the object's after the PUT, Update writes it with a
+// second PUT, to the status subresource at the first one's revision, and
+// returns that one's revision. If the second conflicts, the first has been
+// written: the error then says so and does not match informer.ErrConflict
+// (the outcome is a half write: read again).
 //
 // If v is an object.Object that is Deleting and the object is not, Update
 // then requests its deletion (a DELETE at the revision written): with
@@ -149,7 +149,7 @@ func (s *Store[V]) afterWrite(ctx context.Context, ns, name string, enc encoded,
 		}
 		data, err = s.c.call(ctx, http.MethodPut, s.objectPath(ns, name)+"/status", nil, enc2.body)
 		if err != nil {
-			return 0, fmt.Errorf("kube: %s written at revision %d, but not its status: %v", name, rev, err)
+			return 0, fmt.Errorf("kube: %s written at revision %d, but not its status: %w", name, rev, err)
 		}
 		env = envelope{}
 		if err := json.Unmarshal(data, &env); err != nil {
