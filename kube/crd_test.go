@@ -1,7 +1,6 @@
 package kube_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -84,11 +83,4 @@ func widgets(t *testing.T, cfg *rest.Config) *kube.Store[Widget] {
 		return err == nil
 	}, 30*time.Second, 50*time.Millisecond, "the Widget resource is not served")
 	return s
-}
-
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
