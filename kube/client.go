@@ -78,9 +78,13 @@ func groupVersionPath(gv schema.GroupVersion) string {
 	return "/apis/" + gv.Group + "/" + gv.Version
 }
 
+// applyPatch is the content type of a server-side apply.
+const applyPatch = "application/apply-patch+yaml"
+
 // do sends a request with body (nil: none) and returns the response, whose
 // body the caller closes. A status of 300 or above is an *APIError, with
-// the body read and closed.
+// the body read and closed. A body is JSON unless the method is PATCH,
+// which is a server-side apply (JSON is YAML).
 func (c *client) do(ctx context.Context, method, path string, query url.Values, body []byte) (*http.Response, error) {
 	u := *c.base
 	u.Path += path
@@ -94,7 +98,10 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 		return nil, fmt.Errorf("kube: %s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
+	switch {
+	case body != nil && method == http.MethodPatch:
+		req.Header.Set("Content-Type", applyPatch)
+	case body != nil:
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)

@@ -34,6 +34,8 @@
 //     finalizer then deletes it, as on every converge store. A raw Delete
 //     removes the object whatever its finalizers, as every converge store's
 //     Delete does.
+//   - Server-side apply is an extra method (Store.Apply), not the write
+//     path: it merges by field ownership and compares no revision.
 //   - List streams (WatchList) where the server can and reads pages where
 //     it cannot (WithListMode); Watch asks for bookmarks; 410 Gone is
 //     informer.ErrRevisionExpired.
