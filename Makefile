@@ -19,11 +19,18 @@ PKGS ?= ./...
 # it, in it; BENCH_PKGS= (empty) leaves it out.
 BENCH_MOD := bench
 BENCH_PKGS ?= ./...
+# kube/ (the Kubernetes backend) is a module of its own too, so that the
+# library's go.mod requires no k8s.io module; its tests run against the
+# kube-apiserver that scripts/servers.sh builds and starts. KUBE_PKGS=
+# (empty) leaves it out.
+KUBE_MOD := kube
+KUBE_PKGS ?= ./...
 
 # --- test -------------------------------------------------------------------
 #
 # `make test` starts the integration servers with scripts/servers.sh (installing
-# etcd and PostgreSQL with apt-get if they are missing, and Chromium for the
+# etcd and PostgreSQL with apt-get if they are missing, building a real
+# kube-apiserver into .bin/ once, and Chromium for the
 # debug pages' browser test, internal/browsertest: not a server, only its path
 # in CONVERGE_CHROMIUM), stops them on exit whatever happens (the
 # trap keeps go test's exit code), and runs go test with their addresses in the
@@ -78,12 +85,13 @@ help: ## List the targets.
 	@echo
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-zA-Z0-9_-]*:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-test: ## Start etcd and PostgreSQL (installing them and Chromium if missing), run all tests with -race, integration tests required.
+test: ## Start etcd, PostgreSQL and a kube-apiserver (installing or building them and Chromium if missing), run all tests with -race, integration tests required.
 	trap '$(SERVERS) stop' EXIT; \
 	$(SERVERS) start; \
 	eval "$$($(SERVERS) env)"; \
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) $$($(GO) list $(PKGS) | grep -Ev '$(SERVER_PKG_PATTERN)'); \
 	$(if $(BENCH_PKGS),$(TEST_ENV) $(GO) -C $(BENCH_MOD) test $(TEST_FLAGS) $(BENCH_PKGS);) \
+	$(if $(KUBE_PKGS),$(TEST_ENV) $(GO) -C $(KUBE_MOD) test $(TEST_FLAGS) $(KUBE_PKGS);) \
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) -p 1 $(SERVER_PKGS)
 
 bench: ## Start etcd and PostgreSQL, run the benchmarks (client-go/controller-runtime, etcdstore, pgstore), print the table, draw docs/images/bench-*.svg (BENCH_COUNT=3).
@@ -103,6 +111,8 @@ lint: $(STATICCHECK) ## gofmt (must list nothing), go vet and staticcheck on all
 	$(STATICCHECK) $(PKGS)
 	$(if $(BENCH_PKGS),$(GO) -C $(BENCH_MOD) vet $(BENCH_PKGS))
 	$(if $(BENCH_PKGS),cd $(BENCH_MOD) && $(STATICCHECK) $(BENCH_PKGS))
+	$(if $(KUBE_PKGS),$(GO) -C $(KUBE_MOD) vet $(KUBE_PKGS))
+	$(if $(KUBE_PKGS),cd $(KUBE_MOD) && $(STATICCHECK) $(KUBE_PKGS))
 	$(GO) -C $(MDCHECK_MOD) vet ./...
 	cd $(MDCHECK_MOD) && $(STATICCHECK) ./...
 	$(GO) -C $(MDCHECK_MOD) test -count=1 ./...

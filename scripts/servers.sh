@@ -39,17 +39,24 @@
 #                                      start or stop, only installed; the debug pages' browser test)
 #   CONVERGE_SQLITE3                   the sqlite3 command line (not a server either; the
 #                                      sqlitestore tests of writes from outside the program)
+#   CONVERGE_KUBECONFIG                a kubeconfig for the kube-apiserver (see the Kubernetes section)
+#   CONVERGE_KUBE_ETCD_ENDPOINTS       127.0.0.1:P of the etcd that only the kube-apiserver uses
+#   CONVERGE_KUBE_STATE_DIR            the kube directory (port, token, kubeconfig, logs, etcd/)
+#
+# CONVERGE_SERVERS_KINDS, if set, names the kinds start starts (space-separated,
+# of: etcd postgres chromium sqlite3 kube); stop always stops every kind.
 #
 # Adding a server kind: write <kind>_install, <kind>_start
 # (which appends to the env file), <kind>_healthy and <kind>_stop, and list the
-# kind in KINDS.
+# kind in ALL_KINDS.
 #
 # start is idempotent: if every server in the state dir is alive and healthy it
 # does nothing; otherwise it stops whatever is left (a half-failed start) and
 # starts afresh. stop is safe to run at any time.
 set -euo pipefail
 
-KINDS=(etcd postgres chromium sqlite3)
+ALL_KINDS=(etcd postgres chromium sqlite3 kube)
+read -r -a KINDS <<<"${CONVERGE_SERVERS_KINDS:-${ALL_KINDS[*]}}"
 
 STATE_DIR=${CONVERGE_SERVERS_DIR:-${TMPDIR:-/tmp}/converge-servers-$(id -u)}
 ENV_FILE=$STATE_DIR/env
@@ -540,6 +547,168 @@ sqlite3_healthy() { command -v sqlite3 >/dev/null; }
 
 sqlite3_stop() { :; }
 
+# --- Kubernetes --------------------------------------------------------------
+#
+# A real kube-apiserver (the kube module's integration tests) on loopback, on
+# an etcd of its own: the tests of the other kinds kill, restart and compact
+# the shared etcd, which must not take the API server down with it. The
+# binary is built from the Go module in scripts/kube-apiserver (it requires
+# k8s.io/kubernetes at KUBE_VERSION) once, into .bin/ with the version in its
+# name, so that bumping the pin builds it again: about 15 minutes on two cores
+# with a cold Go build cache, under half a minute with a warm one. The state
+# dir's kube/ directory holds
+#
+#   etcd/        the etcd member (files as for the etcd kind)
+#   port         the API server's HTTPS port on 127.0.0.1
+#   token        the bearer token of user admin (group system:masters)
+#   kubeconfig   a kubeconfig for it (the server's self-signed certificate as CA)
+#   pid, log     the API server's process id and output
+#
+# Authorization is the default AlwaysAllow. Secrets are not watch-cached
+# (--watch-cache-sizes=secrets#0): a watch of them is served by etcd, so a
+# test can expire revisions by compacting etcd and see the 410 a real
+# cluster gives once its cache's window has passed; every other resource is
+# cached as on a real cluster.
+
+# KUBE_VERSION must be the k8s.io/kubernetes version scripts/kube-apiserver/go.mod requires.
+KUBE_VERSION=v1.37.2
+REPO_DIR=$(cd "$(dirname "$SELF")/.." && pwd)
+KUBE_APISERVER=${CONVERGE_KUBE_APISERVER:-$REPO_DIR/.bin/kube-apiserver-$KUBE_VERSION}
+# The API server takes 3-4 s to become ready on an idle machine, much longer
+# on a loaded one.
+KUBE_HEALTH_TIMEOUT=${CONVERGE_SERVERS_KUBE_TIMEOUT:-180}
+
+kube_install() {
+	[[ -x $KUBE_APISERVER ]] && return 0
+	command -v go >/dev/null || die "go is not on PATH: it builds $KUBE_APISERVER"
+	local mod=$REPO_DIR/scripts/kube-apiserver
+	grep -q "^require k8s.io/kubernetes $KUBE_VERSION\$" "$mod/go.mod" ||
+		die "$mod/go.mod does not require k8s.io/kubernetes $KUBE_VERSION (KUBE_VERSION in $SELF)"
+	local minor=${KUBE_VERSION#v1.}
+	minor=${minor%%.*}
+	local pkg x=() flags
+	# The release's version stamps (hack/lib/version.sh), so that /version
+	# and kubectl version name the real version.
+	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		x+=("-X '$pkg.gitVersion=$KUBE_VERSION'" "-X '$pkg.gitMajor=1'" "-X '$pkg.gitMinor=$minor'" "-X '$pkg.gitTreeState=clean'")
+	done
+	flags=${x[*]}
+	local t0=$SECONDS tmp=$KUBE_APISERVER.tmp.$$ blog
+	blog=$(mktemp "${TMPDIR:-/tmp}/converge-kube-build.XXXXXX")
+	log "building kube-apiserver $KUBE_VERSION into $KUBE_APISERVER (once; log: $blog)"
+	mkdir -p "$(dirname "$KUBE_APISERVER")"
+	if ! go -C "$mod" build -o "$tmp" -ldflags "$flags" k8s.io/kubernetes/cmd/kube-apiserver >"$blog" 2>&1; then
+		rm -f "$tmp"
+		tail -n 30 "$blog" >&2
+		die "building kube-apiserver failed (log above)"
+	fi
+	mv "$tmp" "$KUBE_APISERVER"
+	rm -f "$blog"
+	log "built kube-apiserver $KUBE_VERSION in $((SECONDS - t0))s"
+}
+
+# kube_token: print a random bearer token.
+kube_token() { od -An -N24 -tx1 /dev/urandom | tr -d ' \n'; }
+
+# kube_get DIR PATH: print the API server's answer to GET PATH, failing on an HTTP error.
+kube_get() {
+	curl -fsS --max-time 2 --cacert "$1/certs/apiserver.crt" \
+		-H "Authorization: Bearer $(<"$1/token")" "https://127.0.0.1:$(<"$1/port")$2" 2>/dev/null
+}
+
+kube_healthy() {
+	local dir=$STATE_DIR/kube
+	[[ -f $dir/port ]] || return 1
+	alive "$(cat "$dir/pid" 2>/dev/null)" || return 1
+	alive "$(cat "$dir/etcd/pid" 2>/dev/null)" || return 1
+	[[ $(kube_get "$dir" /readyz) == ok ]]
+}
+
+kube_start() {
+	kube_install
+	command -v openssl >/dev/null || apt_install openssl
+	command -v curl >/dev/null || apt_install curl
+	etcd_install
+	local dir=$STATE_DIR/kube ec ep port token
+	mkdir -p "$dir"
+	ec=$(free_port)
+	ep=$(free_port)
+	port=$(free_port)
+	etcd_prepare "$dir/etcd" kube "$ec" "$ep" "kube=http://127.0.0.1:$ep" "converge-kube-$$-$RANDOM"
+	etcd_spawn "$dir/etcd"
+	etcd_wait "$dir/etcd"
+
+	openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null || die "openssl genrsa failed"
+	token=$(kube_token)
+	echo "$token" >"$dir/token"
+	echo "$token,admin,admin-uid,system:masters" >"$dir/tokens.csv"
+	chmod 600 "$dir/token" "$dir/tokens.csv" "$dir/sa.key"
+	echo "$port" >"$dir/port"
+	# --advertise-address=127.0.0.1 alone is refused (the endpoint
+	# reconciler will not advertise a loopback address); with no reconciler
+	# it is accepted, and the machine needs no other interface.
+	# ServiceAccount admission is off because no controller creates the
+	# default service account (as envtest does).
+	local t0 cmd=(
+		"$KUBE_APISERVER" --etcd-servers "http://127.0.0.1:$ec"
+		--bind-address 127.0.0.1 --secure-port "$port" --cert-dir "$dir/certs"
+		--advertise-address 127.0.0.1 --endpoint-reconciler-type none
+		--token-auth-file "$dir/tokens.csv"
+		--service-account-issuer "https://127.0.0.1:$port"
+		--service-account-signing-key-file "$dir/sa.key" --service-account-key-file "$dir/sa.key"
+		--disable-admission-plugins ServiceAccount
+		--watch-cache-sizes 'secrets#0'
+	)
+	t0=$(date +%s%N)
+	"${cmd[@]}" >>"$dir/log" 2>&1 </dev/null &
+	echo $! >"$dir/pid"
+	local deadline=$((SECONDS + KUBE_HEALTH_TIMEOUT))
+	until [[ -f $dir/certs/apiserver.crt && $(kube_get "$dir" /readyz) == ok ]]; do
+		if ! alive "$(<"$dir/pid")"; then
+			tail -n 20 "$dir/log" >&2 || true
+			die "kube-apiserver exited during start (its log above)"
+		fi
+		if ((SECONDS >= deadline)); then
+			tail -n 20 "$dir/log" >&2 || true
+			die "kube-apiserver not ready after ${KUBE_HEALTH_TIMEOUT}s (its log above)"
+		fi
+		sleep 0.1
+	done
+	log "kube-apiserver ready in $((($(date +%s%N) - t0) / 1000000)) ms on https://127.0.0.1:$port"
+
+	cat >"$dir/kubeconfig" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: converge-test
+  cluster:
+    server: https://127.0.0.1:$port
+    certificate-authority: $dir/certs/apiserver.crt
+users:
+- name: admin
+  user:
+    token: $token
+contexts:
+- name: converge-test
+  context:
+    cluster: converge-test
+    user: admin
+current-context: converge-test
+KUBECONFIG
+	chmod 600 "$dir/kubeconfig"
+	write_env CONVERGE_KUBECONFIG "$dir/kubeconfig"
+	write_env CONVERGE_KUBE_ETCD_ENDPOINTS "127.0.0.1:$ec"
+	write_env CONVERGE_KUBE_STATE_DIR "$dir"
+}
+
+kube_stop() {
+	local dir=$STATE_DIR/kube
+	[[ -d $dir ]] || return 0
+	stop_pids "$STOP_TIMEOUT" "$(cat "$dir/pid" 2>/dev/null || true)"
+	stop_pids "$STOP_TIMEOUT" "$(cat "$dir/etcd/pid" 2>/dev/null || true)"
+	rm -rf "$dir"
+}
+
 # --- commands ----------------------------------------------------------------
 
 all_healthy() {
@@ -560,7 +729,10 @@ cmd_start() {
 	: >"$ENV_FILE.tmp"
 	ENV_FILE=$ENV_FILE.tmp
 	local kind
-	for kind in "${KINDS[@]}"; do "${kind}_start"; done
+	for kind in "${KINDS[@]}"; do
+		[[ " ${ALL_KINDS[*]} " == *" $kind "* ]] || die "unknown server kind $kind in CONVERGE_SERVERS_KINDS"
+		"${kind}_start"
+	done
 	mv "$ENV_FILE" "${ENV_FILE%.tmp}"
 	ENV_FILE=${ENV_FILE%.tmp}
 	log "servers up in $((SECONDS - t0))s (env: $ENV_FILE)"
@@ -568,7 +740,7 @@ cmd_start() {
 
 cmd_stop() {
 	local kind
-	for kind in "${KINDS[@]}"; do "${kind}_stop"; done
+	for kind in "${ALL_KINDS[@]}"; do "${kind}_stop"; done
 	rm -f "$ENV_FILE" "$ENV_FILE.tmp"
 	rmdir "$STATE_DIR" 2>/dev/null || true
 }

@@ -3,6 +3,7 @@ package deps_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"os/exec"
 	"slices"
 	"strings"
@@ -190,4 +191,32 @@ func TestOnlyItsBackendImportsADatabaseDriver(t *testing.T) {
 	}
 	require.NoError(t, sc.Err())
 	require.Positive(t, checked)
+}
+
+// allowedK8sModules are the only k8s.io modules the library's go.mod may
+// require: the clock and pointer helpers. client-go and apimachinery are
+// the kube module's (and the bench module's) requirements, so that a user
+// of memstore, etcd or PostgreSQL never downloads Kubernetes.
+var allowedK8sModules = []string{"k8s.io/utils"}
+
+// The library's go.mod, read by the go command: every requirement, direct
+// or indirect, under k8s.io or sigs.k8s.io must be allowed.
+func TestLibraryGoModRequiresNoKubernetesModule(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	require.NoError(t, err, "this test runs `go mod edit -json`: it needs the go command on PATH")
+	gomod, err := exec.Command(goCmd, "env", "GOMOD").Output()
+	require.NoError(t, err, "go env GOMOD")
+	out, err := exec.Command(goCmd, "mod", "edit", "-json", strings.TrimSpace(string(gomod))).Output()
+	require.NoError(t, err, "go mod edit -json")
+	var mod struct {
+		Module  struct{ Path string }
+		Require []struct{ Path string }
+	}
+	require.NoError(t, json.Unmarshal(out, &mod))
+	require.Equal(t, module, mod.Module.Path, "the go.mod read is the library's")
+	for _, r := range mod.Require {
+		if (under(r.Path, "k8s.io") || under(r.Path, "sigs.k8s.io")) && !slices.Contains(allowedK8sModules, r.Path) {
+			t.Errorf("the library's go.mod requires %s: Kubernetes modules belong in the kube module (kube/go.mod)", r.Path)
+		}
+	}
 }

@@ -1,5 +1,5 @@
 // Package testserver finds the real servers that integration tests run
-// against: the throwaway etcd and PostgreSQL servers that
+// against: the throwaway etcd, PostgreSQL and kube-apiserver servers that
 // scripts/servers.sh starts on loopback ports and describes in environment
 // variables. `make test` starts them, exports the variables and sets
 // CONVERGE_INTEGRATION=1.
@@ -32,6 +32,11 @@ const (
 	// EtcdClusterStateDirEnv is the directory of the cluster's member
 	// directories.
 	EtcdClusterStateDirEnv = "CONVERGE_ETCD_CLUSTER_STATE_DIR"
+	// KubeconfigEnv is the path of a kubeconfig for the kube-apiserver.
+	KubeconfigEnv = "CONVERGE_KUBECONFIG"
+	// KubeEtcdEndpointsEnv holds the host:port of the etcd that only the
+	// kube-apiserver uses.
+	KubeEtcdEndpointsEnv = "CONVERGE_KUBE_ETCD_ENDPOINTS"
 )
 
 // Integration reports whether CONVERGE_INTEGRATION=1, that is whether a
@@ -73,6 +78,24 @@ func Etcd(t testing.TB) []string {
 func EtcdCluster(t testing.TB) []string {
 	t.Helper()
 	return splitList(lookup(t, EtcdClusterEndpointsEnv, "3-node etcd cluster"))
+}
+
+// Kubeconfig returns the path of a kubeconfig for the real kube-apiserver
+// (user admin, group system:masters), or skips or fails t if there is none
+// (see the package doc). Tests share the server: use a namespace, or names,
+// unique to the test.
+func Kubeconfig(t testing.TB) string {
+	t.Helper()
+	return lookup(t, KubeconfigEnv, "kube-apiserver")
+}
+
+// KubeEtcd returns the client endpoints of the etcd under the
+// kube-apiserver, or skips or fails t like Kubeconfig. Compacting it
+// expires the revisions of the resources the server does not watch-cache
+// (secrets; see scripts/servers.sh).
+func KubeEtcd(t testing.TB) []string {
+	t.Helper()
+	return splitList(lookup(t, KubeEtcdEndpointsEnv, "kube-apiserver's etcd"))
 }
 
 func splitList(s string) []string {

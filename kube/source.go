@@ -1,0 +1,337 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/converge-go/converge/informer"
+)
+
+// DecodeError says that an object does not decode into V: it is the Err of
+// a List entry or a Watch Put (the key is bad, the stream goes on), and the
+// error of a Get. Match it with errors.As.
+type DecodeError struct {
+	Key      string
+	Revision informer.Revision
+	Err      error // the codec's
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("kube: object %q at resourceVersion %d does not decode: %v", e.Key, e.Revision, e.Err)
+}
+
+// Unwrap returns the codec's error.
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// frame is one event of a watch stream.
+type frame struct {
+	Type   string          `json:"type"`
+	Object json.RawMessage `json:"object"`
+}
+
+// initialEventsEnd is the annotation of the bookmark that ends a streaming
+// list's initial events.
+const initialEventsEnd = "k8s.io/initial-events-end"
+
+// decode reads one object: its key and revision, and its value, with
+// Err set if the codec fails. An object without a name or a valid
+// resourceVersion is an error (it cannot be keyed). transform applies the
+// Store's transform.
+func (s *Store[V]) decode(raw []byte, transform bool) (informer.Entry[string, V], *objectMeta, error) {
+	var env envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return informer.Entry[string, V]{}, nil, fmt.Errorf("kube: %s: an object that is not JSON: %w", s.gvr.Resource, err)
+	}
+	rev, err := parseRevision(env.Metadata.ResourceVersion)
+	if err != nil {
+		return informer.Entry[string, V]{}, nil, err
+	}
+	if env.Metadata.Name == "" {
+		return informer.Entry[string, V]{}, nil, fmt.Errorf("kube: %s: an object without a name", s.gvr.Resource)
+	}
+	e := informer.Entry[string, V]{Key: s.key(&env.Metadata), Revision: rev}
+	v, err := s.opts.codec.Unmarshal(raw)
+	if err != nil {
+		s.decodeErrors.Add(1)
+		e.Err = &DecodeError{Key: e.Key, Revision: rev, Err: err}
+		return e, &env.Metadata, nil
+	}
+	fromServer(&v, &env.Metadata)
+	if transform && s.opts.transform != nil {
+		s.opts.transform(e.Key, &v)
+	}
+	e.Value = v
+	return e, &env.Metadata, nil
+}
+
+// List returns every object (that the selectors match) and the
+// resourceVersion of the snapshot, each entry with its own resourceVersion.
+// It streams the list or reads it in pages, as WithListMode says; either
+// way the snapshot is consistent (read from etcd, not a cache).
+func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], informer.Revision, error) {
+	if err := s.resolve(ctx); err != nil {
+		return nil, 0, err
+	}
+	mode := s.opts.listMode
+	if mode == ListAuto && s.streamingUnsupported.Load() {
+		mode = ListPaginated
+	}
+	if mode != ListPaginated {
+		entries, rev, err := s.listStreaming(ctx)
+		if err == nil {
+			s.streamedLists.Add(1)
+			return entries, rev, nil
+		}
+		var refused *streamingRefused
+		if mode == ListStreaming || !errors.As(err, &refused) {
+			return nil, 0, err
+		}
+		s.streamingUnsupported.Store(true)
+	}
+	entries, rev, err := s.listPages(ctx)
+	if err == nil {
+		s.paginatedLists.Add(1)
+	}
+	return entries, rev, err
+}
+
+// listPages lists in pages: the first a consistent read, the others at
+// its resourceVersion through the continue token.
+func (s *Store[V]) listPages(ctx context.Context) ([]informer.Entry[string, V], informer.Revision, error) {
+	q := s.selectors()
+	q.Set("limit", strconv.Itoa(s.opts.pageSize))
+	var entries []informer.Entry[string, V]
+	path := s.collectionPath(s.opts.namespace)
+	for {
+		data, err := s.c.call(ctx, http.MethodGet, path, q, nil)
+		if err != nil {
+			return nil, 0, fmt.Errorf("kube: list %s: %w", s.gvr.Resource, err)
+		}
+		var page struct {
+			Metadata struct {
+				ResourceVersion string `json:"resourceVersion"`
+				Continue        string `json:"continue"`
+			} `json:"metadata"`
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(data, &page); err != nil {
+			return nil, 0, fmt.Errorf("kube: list %s: %w", s.gvr.Resource, err)
+		}
+		for _, raw := range page.Items {
+			e, _, err := s.decode(raw, true)
+			if err != nil {
+				return nil, 0, fmt.Errorf("kube: list %s: %w", s.gvr.Resource, err)
+			}
+			entries = append(entries, e)
+		}
+		if page.Metadata.Continue == "" {
+			rev, err := parseRevision(page.Metadata.ResourceVersion)
+			if err != nil {
+				return nil, 0, fmt.Errorf("kube: list %s: %w", s.gvr.Resource, err)
+			}
+			return entries, rev, nil
+		}
+		q.Set("continue", page.Metadata.Continue)
+	}
+}
+
+// streamingRefused is listStreaming's error when the server does not
+// stream lists: it answered the request with an error before any event.
+type streamingRefused struct{ err error }
+
+func (e *streamingRefused) Error() string {
+	return "kube: the server does not stream lists: " + e.err.Error()
+}
+func (e *streamingRefused) Unwrap() error { return e.err }
+
+// listStreaming lists with a watch that sends every object as ADDED, then
+// a bookmark annotated initial-events-end at the snapshot's
+// resourceVersion. The events before it are in no order: they are one
+// snapshot, published at the bookmark.
+func (s *Store[V]) listStreaming(ctx context.Context) ([]informer.Entry[string, V], informer.Revision, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	q := s.selectors()
+	q.Set("watch", "1")
+	q.Set("sendInitialEvents", "true")
+	q.Set("allowWatchBookmarks", "true")
+	q.Set("resourceVersionMatch", "NotOlderThan")
+	q.Set("resourceVersion", "")
+	resp, err := s.c.do(ctx, http.MethodGet, s.collectionPath(s.opts.namespace), q, nil)
+	if err != nil {
+		var apiErr *APIError
+		if errors.As(err, &apiErr) {
+			return nil, 0, &streamingRefused{err}
+		}
+		return nil, 0, fmt.Errorf("kube: list %s: %w", s.gvr.Resource, err)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	var entries []informer.Entry[string, V]
+	for first := true; ; first = false {
+		var f frame
+		if err := dec.Decode(&f); err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				err = ctxErr
+			}
+			return nil, 0, fmt.Errorf("kube: list %s: streaming: %w", s.gvr.Resource, err)
+		}
+		switch f.Type {
+		case "ADDED":
+			e, _, err := s.decode(f.Object, true)
+			if err != nil {
+				return nil, 0, fmt.Errorf("kube: list %s: %w", s.gvr.Resource, err)
+			}
+			entries = append(entries, e)
+		case "BOOKMARK":
+			var env envelope
+			if err := json.Unmarshal(f.Object, &env); err != nil {
+				return nil, 0, fmt.Errorf("kube: list %s: bookmark: %w", s.gvr.Resource, err)
+			}
+			if env.Metadata.Annotations[initialEventsEnd] != "true" {
+				continue
+			}
+			rev, err := parseRevision(env.Metadata.ResourceVersion)
+			if err != nil {
+				return nil, 0, fmt.Errorf("kube: list %s: %w", s.gvr.Resource, err)
+			}
+			return entries, rev, nil
+		case "ERROR":
+			err := fmt.Errorf("kube: list %s: streaming: %w", s.gvr.Resource, watchError(f.Object))
+			if first {
+				return nil, 0, &streamingRefused{err}
+			}
+			return nil, 0, err
+		default:
+			return nil, 0, fmt.Errorf("kube: list %s: streaming: a %s event before the initial events ended", s.gvr.Resource, f.Type)
+		}
+	}
+}
+
+// watchError turns a watch's ERROR event (a metav1.Status) into an error:
+// 410 Gone (the resourceVersion is too old) matches
+// informer.ErrRevisionExpired.
+func watchError(obj json.RawMessage) error {
+	var st status
+	_ = json.Unmarshal(obj, &st)
+	e := &APIError{Method: "WATCH", Code: st.Code, Reason: st.Reason, Message: st.Message}
+	// 410: the revision is compacted, or gone from the watch cache; "Too
+	// large resource version" (504): beyond what the cache has.
+	if st.Code == http.StatusGone || st.Reason == "Expired" || st.Reason == "Gone" ||
+		strings.Contains(st.Message, "Too large resource version") {
+		return fmt.Errorf("%w: %w", informer.ErrRevisionExpired, e)
+	}
+	return e
+}
+
+// head returns the server's current revision: that of a consistent list
+// of at most one object (without the selectors, which could make the
+// server read many objects to find one that matches).
+func (s *Store[V]) head(ctx context.Context, ns string) (informer.Revision, error) {
+	q := url.Values{}
+	q.Set("limit", "1")
+	data, err := s.c.call(ctx, http.MethodGet, s.collectionPath(ns), q, nil)
+	if err != nil {
+		return 0, err
+	}
+	var page struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(data, &page); err != nil {
+		return 0, err
+	}
+	return parseRevision(page.Metadata.ResourceVersion)
+}
+
+// Watch emits every change after revision after (of objects the selectors
+// match) until ctx is done (it returns ctx.Err()), the watch fails, or emit
+// returns an error; with the server's bookmarks (about one a minute) as
+// informer.Bookmark. ADDED and MODIFIED are Puts, DELETED a Delete that
+// carries the last value, at the deletion's revision. A revision the
+// server no longer has (410 Gone) is informer.ErrRevisionExpired. The
+// server ends a watch after a while (--min-request-timeout, 30 to 60
+// minutes): Watch then returns an error, and the informer watches again
+// from the last revision it saw.
+func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, V]) error) error {
+	if err := s.resolve(ctx); err != nil {
+		return err
+	}
+	// A watch from a revision the server has not reached waits for it
+	// (served by etcd) or fails after a few seconds (by the watch cache):
+	// such a revision is from another server, or from before this one lost
+	// its data, and the informer must list again.
+	head, err := s.head(ctx, s.opts.namespace)
+	if err != nil {
+		return fmt.Errorf("kube: watch %s after %d: %w", s.gvr.Resource, after, err)
+	}
+	if after > head {
+		return fmt.Errorf("kube: watch %s after %d: the server is at revision %d: %w",
+			s.gvr.Resource, after, head, informer.ErrRevisionExpired)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	q := s.selectors()
+	q.Set("watch", "1")
+	q.Set("allowWatchBookmarks", "true")
+	q.Set("resourceVersion", formatRevision(after))
+	resp, err := s.c.do(ctx, http.MethodGet, s.collectionPath(s.opts.namespace), q, nil)
+	if err != nil {
+		if isCode(err, http.StatusGone) {
+			return fmt.Errorf("kube: watch %s after %d: %w: %w", s.gvr.Resource, after, informer.ErrRevisionExpired, err)
+		}
+		return fmt.Errorf("kube: watch %s after %d: %w", s.gvr.Resource, after, err)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	last := after
+	for {
+		var f frame
+		if err := dec.Decode(&f); err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return ctxErr
+			}
+			return fmt.Errorf("kube: watch %s: the stream ended: %w", s.gvr.Resource, err)
+		}
+		var ev informer.Event[string, V]
+		switch f.Type {
+		case "ADDED", "MODIFIED", "DELETED":
+			e, _, err := s.decode(f.Object, true)
+			if err != nil {
+				return fmt.Errorf("kube: watch %s: %w", s.gvr.Resource, err)
+			}
+			ev = informer.Event[string, V]{Type: informer.Put, Key: e.Key, Value: e.Value, Revision: e.Revision, Err: e.Err}
+			if f.Type == "DELETED" {
+				ev.Type, ev.Err = informer.Delete, nil
+			}
+		case "BOOKMARK":
+			var env envelope
+			if err := json.Unmarshal(f.Object, &env); err != nil {
+				return fmt.Errorf("kube: watch %s: bookmark: %w", s.gvr.Resource, err)
+			}
+			rev, err := parseRevision(env.Metadata.ResourceVersion)
+			if err != nil {
+				return fmt.Errorf("kube: watch %s: bookmark: %w", s.gvr.Resource, err)
+			}
+			if rev <= last {
+				continue
+			}
+			ev = informer.Event[string, V]{Type: informer.Bookmark, Revision: rev}
+		case "ERROR":
+			return fmt.Errorf("kube: watch %s after %d: %w", s.gvr.Resource, last, watchError(f.Object))
+		default:
+			return fmt.Errorf("kube: watch %s: unknown event type %q", s.gvr.Resource, f.Type)
+		}
+		last = max(last, ev.Revision)
+		if err := emit(ev); err != nil {
+			return err
+		}
+	}
+}
