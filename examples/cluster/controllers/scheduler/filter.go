@@ -31,7 +31,7 @@ const defaultMaxPods = 110
 // DefaultMemoryRequest), so that a node full of request-less pods does not
 // look empty.
 const (
-	nonZeroCPU    = 100                       // 100m, in millicores
+	nonZeroCPU    = 100                      // 100m, in millicores
 	nonZeroMemory = 200 * 1024 * 1024 * 1000 // 200Mi, in milli-bytes
 )
 
