@@ -37,8 +37,8 @@ func newFixture(t *testing.T) *fixture {
 	c := &api.Cluster{
 		Stores:    st,
 		Informers: api.Informers{Pods: reconciletest.Informer(h, "pods", f.pods), Nodes: nodes},
-		Timings: api.KubeTimings(),
-		Clock:   h.Clock,
+		Timings:   api.KubeTimings(),
+		Clock:     h.Clock,
 		Recorder: func(source string) *events.Recorder {
 			return events.NewRecorder(source, events.WithClock(h.Clock), events.WithSink(f.sink))
 		},
