@@ -86,7 +86,7 @@ func (e *eviction) reconcile(ctx context.Context, key string) (reconcile.Result,
 	// Kubernetes' message (k8s@v1.37.2:pkg/controller/tainteviction/taint_eviction.go
 	// deletePodHandler).
 	e.events.Eventf(ctx, key, events.Normal, EventTaintManagerEviction, "Marking for deletion Pod %s", key)
-	return reconcile.Result{}, deletePod(ctx, e.podStore, key, pod.UID)
+	return reconcile.Result{}, deletePod(ctx, e.podStore, key, pod.UID, now)
 }
 
 // collectOrphan deletes a pod bound to a node that no longer exists, as
@@ -102,7 +102,7 @@ func (e *eviction) collectOrphan(ctx context.Context, key string, pod api.Pod) e
 		return nil // the informer will bring it, and reconcile the pod again
 	}
 	e.events.Eventf(ctx, key, events.Normal, EventPodGarbageCollected, "Deleting pod %s: its node %s no longer exists", key, pod.Spec.NodeName)
-	return deletePod(ctx, e.podStore, key, pod.UID)
+	return deletePod(ctx, e.podStore, key, pod.UID, e.clock.Now())
 }
 
 // markNotReady sets a pod's Ready condition False while its node is not
@@ -207,8 +207,11 @@ func withDefaultTolerations(tolerations []api.Toleration, seconds int64) []api.T
 
 // deletePod deletes the pod of uid at key: at the revision read, so that a
 // pod written meanwhile (another pod of the same name) is never deleted
-// by mistake; through informer.RequestDelete if it has finalizers.
-func deletePod(ctx context.Context, store informer.ReadWriter[string, api.Pod], key, uid string) error {
+// by mistake. A pod with finalizers is only marked (DeletionRequested,
+// once), and goes when its last finalizer is removed. The mark is written
+// here rather than by informer.RequestDelete, which honours finalizers only
+// for an object.Object.
+func deletePod(ctx context.Context, store informer.ReadWriter[string, api.Pod], key, uid string, now time.Time) error {
 	p, rev, ok, err := store.Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("read pod %s: %w", key, err)
@@ -217,8 +220,12 @@ func deletePod(ctx context.Context, store informer.ReadWriter[string, api.Pod], 
 		return nil
 	}
 	if len(p.Finalizers) > 0 {
-		if _, _, err := informer.RequestDelete(ctx, store, key); err != nil && !errors.Is(err, informer.ErrNotFound) {
-			return fmt.Errorf("delete pod %s: %w", key, err)
+		if !p.DeletionRequested.IsZero() {
+			return nil
+		}
+		p.DeletionRequested = now.UTC()
+		if _, err := store.Update(ctx, key, p, rev); err != nil {
+			return fmt.Errorf("mark pod %s for deletion: %w", key, err)
 		}
 		return nil
 	}
