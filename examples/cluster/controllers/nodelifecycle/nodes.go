@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -80,11 +81,20 @@ func (l *lifecycle) syncHealth(ctx context.Context, n api.Node, now time.Time) (
 	last, grace, fresh := l.probe(n, now)
 	expired := now.After(last.Add(grace))
 	before := readyStatus(n)
-	var out api.Node
-	_, _, err := informer.Update(ctx, l.store, n.Name, func(n *api.Node) error {
+	apply := func(n *api.Node) {
 		setReady(n, expired, fresh, now)
 		syncNoScheduleTaints(n, now)
 		syncNoExecuteTaints(n, now)
+	}
+	// The cached node first: a pass that changes nothing reads nothing
+	// from the store. The helpers never write into the cached value's
+	// slices.
+	out := n
+	if apply(&out); reflect.DeepEqual(out, n) {
+		return n, nil
+	}
+	_, _, err := informer.Update(ctx, l.store, n.Name, func(n *api.Node) error {
+		apply(n)
 		out = *n
 		return nil
 	})
