@@ -50,7 +50,7 @@ func newFixture(t *testing.T, timings api.Timings) *fixture {
 		},
 		Logger: h.Logger(),
 	}
-	ctrls, err := NewControllers(c, h.Options()...)
+	ctrls, err := NewControllers(c, Options{Controller: h.Options()})
 	require.NoError(t, err)
 	for _, ctrl := range ctrls {
 		h.Add(ctrl)

@@ -76,7 +76,7 @@ const monitorKey = "nodes"
 // Add adds the node lifecycle and taint eviction controllers to m, on c's
 // informers and stores.
 func Add(m *reconcile.Manager, c *api.Cluster) error {
-	ctrls, err := NewControllers(c)
+	ctrls, err := NewControllers(c, Options{})
 	if err != nil {
 		return err
 	}
@@ -88,14 +88,29 @@ func Add(m *reconcile.Manager, c *api.Cluster) error {
 	return nil
 }
 
+// Options configures NewControllers. The zero Options is the default.
+type Options struct {
+	// Controller options are added to each controller after its own (a
+	// test's clock and logger). Default none.
+	Controller []reconcile.Option
+	// Wrap, if set, wraps each controller's reconciler, given the
+	// controller's name: a simulation (reconcile/simtest.Count) counts and
+	// orders their reconciles so. Default none.
+	Wrap func(controller string, r reconcile.Reconciler[string]) reconcile.Reconciler[string]
+}
+
 // NewControllers builds the node lifecycle controller and the taint
-// eviction controller without adding them to a Manager; opts are added to
-// each after its own (a test's clock and logger). It adds
+// eviction controller without adding them to a Manager. It adds
 // api.PodNodeNameIndex to the pods informer if missing. c needs its Nodes,
 // Leases and Pods informers and stores, timings whose periods and rates
 // are positive, and a clock that implements reconcile.Clock (a nil one is
 // the real clock).
-func NewControllers(c *api.Cluster, opts ...reconcile.Option) ([]*reconcile.Controller[string], error) {
+func NewControllers(c *api.Cluster, o Options) ([]*reconcile.Controller[string], error) {
+	wrap := o.Wrap
+	if wrap == nil {
+		wrap = func(_ string, r reconcile.Reconciler[string]) reconcile.Reconciler[string] { return r }
+	}
+	opts := o.Controller
 	if c == nil || c.Informers.Nodes == nil || c.Informers.Leases == nil || c.Informers.Pods == nil ||
 		c.Stores.Nodes == nil || c.Stores.Pods == nil {
 		return nil, errors.New("nodelifecycle: the cluster needs its nodes, leases and pods informers and the nodes and pods stores")
@@ -129,7 +144,7 @@ func NewControllers(c *api.Cluster, opts ...reconcile.Option) ([]*reconcile.Cont
 		clock: clk, events: recorder(LifecycleName), t: c.Timings,
 		zones: map[string]*zone{}, firstSeen: map[string]time.Time{},
 	}
-	lc, err := reconcile.New(LifecycleName, reconcile.Func(l.reconcile), slices.Concat(base, []reconcile.Option{
+	lc, err := reconcile.New(LifecycleName, wrap(LifecycleName, reconcile.Func(l.reconcile)), slices.Concat(base, []reconcile.Option{
 		reconcile.Watch(l.nodes, func(string, api.Node) []string { return []string{monitorKey} }, nodeHealthInput),
 	}, opts)...)
 	if err != nil {
@@ -141,7 +156,7 @@ func NewControllers(c *api.Cluster, opts ...reconcile.Option) ([]*reconcile.Cont
 		clock: clk, events: recorder(EvictionName), defaultToleration: c.Timings.DefaultTolerationSeconds,
 		firstSeen: map[string]time.Time{},
 	}
-	ec, err := reconcile.New(EvictionName, reconcile.Func(e.reconcile), slices.Concat(base, []reconcile.Option{
+	ec, err := reconcile.New(EvictionName, wrap(EvictionName, reconcile.Func(e.reconcile)), slices.Concat(base, []reconcile.Option{
 		reconcile.For(e.pods, boundPod),
 		reconcile.Watch(e.nodes, e.podsOnNode, nodeTaintsOrReadyChanged),
 	}, opts)...)

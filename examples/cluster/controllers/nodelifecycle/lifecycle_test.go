@@ -306,8 +306,8 @@ func TestNewControllersShouldRefuseBadTimings(t *testing.T) {
 	timings := api.KubeTimings()
 	timings.NodeMonitorPeriod = 0
 	timings.UnhealthyZoneThreshold = 2
-	_, err := NewControllers(&api.Cluster{Stores: st, Informers: api.NewInformers(st), Timings: timings})
+	_, err := NewControllers(&api.Cluster{Stores: st, Informers: api.NewInformers(st), Timings: timings}, Options{})
 	assert.ErrorContains(t, err, "NodeMonitorPeriod 0s, UnhealthyZoneThreshold 2")
-	_, err = NewControllers(&api.Cluster{})
+	_, err = NewControllers(&api.Cluster{}, Options{})
 	assert.Error(t, err)
 }

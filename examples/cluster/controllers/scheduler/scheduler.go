@@ -59,6 +59,10 @@ type Options struct {
 	// Controller options are added after the scheduler's own (a test's
 	// clock and logger). Default none.
 	Controller []reconcile.Option
+	// Wrap, if set, wraps the scheduler's reconciler: a simulation
+	// (reconcile/simtest.Count) counts and orders its reconciles so.
+	// Default none.
+	Wrap func(reconcile.Reconciler[string]) reconcile.Reconciler[string]
 }
 
 // Add adds the scheduler to m, on c's informers and stores.
@@ -111,7 +115,11 @@ func NewController(c *api.Cluster, opts Options) (*reconcile.Controller[string],
 	if c.Logger != nil {
 		ro = append(ro, reconcile.WithLogger(c.Logger))
 	}
-	return reconcile.New(Name, reconcile.Func(s.reconcile), append(ro, opts.Controller...)...)
+	var rec reconcile.Reconciler[string] = reconcile.Func(s.reconcile)
+	if opts.Wrap != nil {
+		rec = opts.Wrap(rec)
+	}
+	return reconcile.New(Name, rec, append(ro, opts.Controller...)...)
 }
 
 // assumedPod is a pod the scheduler has bound (or is binding) that the
