@@ -134,7 +134,13 @@ func NewControllers(c *api.Cluster, o Options) ([]*reconcile.Controller[string],
 		}
 		return c.Recorder(name)
 	}
-	base := []reconcile.Option{reconcile.WithClock(clk)}
+	// Both controllers act on what their caches say of time: a restarted
+	// process whose caches lag its store (an HA API server's replica)
+	// would find a renewed lease old, or a node's taint missing. The head
+	// barrier holds their workers until the caches hold the store's head
+	// (on etcd, with a short --experimental-watch-progress-notify-interval;
+	// see reconcile.WithHeadBarrier).
+	base := []reconcile.Option{reconcile.WithClock(clk), reconcile.WithHeadBarrier()}
 	if c.Logger != nil {
 		base = append(base, reconcile.WithLogger(c.Logger))
 	}
@@ -146,6 +152,10 @@ func NewControllers(c *api.Cluster, o Options) ([]*reconcile.Controller[string],
 	}
 	lc, err := reconcile.New(LifecycleName, wrap(LifecycleName, reconcile.Func(l.reconcile)), slices.Concat(base, []reconcile.Option{
 		reconcile.Watch(l.nodes, func(string, api.Node) []string { return []string{monitorKey} }, nodeHealthInput),
+		// A new lease (an agent that registered) is looked at at once;
+		// renewals wait for the next periodic check, as in Kubernetes.
+		reconcile.Watch(l.leases, func(string, api.Lease) []string { return []string{monitorKey} },
+			func(ch reconcile.Change[string, api.Lease]) bool { return ch.Kind == reconcile.Added && !ch.InitialList }),
 	}, opts)...)
 	if err != nil {
 		return nil, err

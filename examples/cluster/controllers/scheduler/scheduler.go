@@ -108,6 +108,12 @@ func NewController(c *api.Cluster, opts Options) (*reconcile.Controller[string],
 	}
 	ro := []reconcile.Option{
 		reconcile.WithClock(clk),
+		// A restarted scheduler whose caches lag its store would bind to a
+		// node it still sees Ready and free: the head barrier holds it
+		// until its caches hold the store's head (on etcd, with a short
+		// --experimental-watch-progress-notify-interval; see
+		// reconcile.WithHeadBarrier).
+		reconcile.WithHeadBarrier(),
 		reconcile.For(s.pods, s.podChanged),
 		reconcile.Watch(s.nodes, func(string, api.Node) []string { return s.waitingKeys() }, nodeChangeMayHelp),
 		reconcile.Watch(s.pods, func(string, api.Pod) []string { return s.waitingKeys() }, podReleasedResources),
