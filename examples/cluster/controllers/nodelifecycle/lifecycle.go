@@ -155,7 +155,9 @@ func NewControllers(c *api.Cluster, o Options) ([]*reconcile.Controller[string],
 		// A new lease (an agent that registered) is looked at at once;
 		// renewals wait for the next periodic check, as in Kubernetes.
 		reconcile.Watch(l.leases, func(string, api.Lease) []string { return []string{monitorKey} },
-			func(ch reconcile.Change[string, api.Lease]) bool { return ch.Kind == reconcile.Added && !ch.InitialList }),
+			func(ch reconcile.Change[string, api.Lease]) bool {
+				return ch.Kind == reconcile.Added && !ch.InitialList
+			}),
 	}, opts)...)
 	if err != nil {
 		return nil, err
