@@ -21,6 +21,11 @@ func AddPodNodeNameIndex(pods *informer.Informer[string, Pod]) error {
 	})
 }
 
+// LabelTopologyZone is the node label that names a node's zone: the
+// scheduler spreads an owner's pods over zones, and the node lifecycle
+// controller rates evictions per zone. A node without it is in the zone "".
+const LabelTopologyZone = "topology.kubernetes.io/zone"
+
 // Toleration operators.
 const (
 	TolerationOpEqual  = "Equal"

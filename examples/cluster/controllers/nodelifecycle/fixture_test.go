@@ -64,7 +64,7 @@ func (f *fixture) addNode(name, zone string) {
 	now := f.h.Clock.Now()
 	n := api.Node{ObjectMeta: api.ObjectMeta{Name: name, CreationTimestamp: now}}
 	if zone != "" {
-		n.Labels = map[string]string{LabelTopologyZone: zone}
+		n.Labels = map[string]string{api.LabelTopologyZone: zone}
 	}
 	n.Status.Conditions = []object.Condition{{Type: api.NodeReady, Status: object.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: now}}
 	f.nodes.Put(name, n)

@@ -64,7 +64,6 @@ const (
 	ReasonNodeStatusUnknown    = "NodeStatusUnknown"
 	ReasonNodeStatusNeverSeen  = "NodeStatusNeverUpdated"
 	ReasonNodeLeaseRenewed     = "NodeLeaseRenewed"
-	LabelTopologyZone          = "topology.kubernetes.io/zone"
 	messageNodeStatusUnknown   = "Kubelet stopped posting node status."
 	messageNodeStatusNeverSeen = "Kubelet never posted node status."
 )
@@ -254,7 +253,7 @@ type lifecycle struct {
 	exitedDisruption time.Time
 }
 
-func zoneOf(n api.Node) string { return n.Labels[LabelTopologyZone] }
+func zoneOf(n api.Node) string { return n.Labels[api.LabelTopologyZone] }
 
 func readyStatus(n api.Node) object.ConditionStatus {
 	c, ok := object.FindCondition(n.Status.Conditions, api.NodeReady)

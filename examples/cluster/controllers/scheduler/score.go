@@ -11,10 +11,6 @@ import (
 // (kube-scheduler@v0.37.2:framework/interface.go MaxNodeScore).
 const maxNodeScore = 100
 
-// LabelTopologyZone is the node label that names a node's zone, for
-// spreading (and the node lifecycle controller's zone rules).
-const LabelTopologyZone = "topology.kubernetes.io/zone"
-
 // The default profile's score weights
 // (k8s@v1.37.2:pkg/scheduler/apis/config/v1/default_plugins.go):
 // TaintToleration 3, PodTopologySpread 2, NodeResourcesFit and
@@ -155,7 +151,7 @@ func scoreSpread(p *podInfo, nodes []*nodeInfo) []int64 {
 				perHost[i]++
 			}
 		}
-		if z, ok := n.node.Labels[LabelTopologyZone]; ok {
+		if z, ok := n.node.Labels[api.LabelTopologyZone]; ok {
 			perZone[z] += perHost[i]
 		}
 	}
@@ -164,7 +160,7 @@ func scoreSpread(p *podInfo, nodes []*nodeInfo) []int64 {
 	minRaw, maxRaw := int64(math.MaxInt64), int64(0)
 	for i, n := range nodes {
 		s := float64(perHost[i])*hostWeight + maxSkewHost - 1
-		if z, ok := n.node.Labels[LabelTopologyZone]; ok {
+		if z, ok := n.node.Labels[api.LabelTopologyZone]; ok {
 			s += float64(perZone[z])*zoneWeight + maxSkewZone - 1
 		}
 		out[i] = int64(math.Round(s))

@@ -98,7 +98,7 @@ func TestSpreadShouldFavourNodesWithFewerPodsOfTheSameOwner(t *testing.T) {
 func TestSpreadShouldAlsoSpreadOverZones(t *testing.T) {
 	inZone := func(name, zone string, pods ...api.Pod) *nodeInfo {
 		n := readyNode(name, "4", "8Gi")
-		n.Labels = map[string]string{LabelTopologyZone: zone}
+		n.Labels = map[string]string{api.LabelTopologyZone: zone}
 		return infoOf(n, pods...)
 	}
 	mine := func(name string) api.Pod { return ownedBy(reqPod(name, "", ""), "rs-1") }
