@@ -36,6 +36,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -55,15 +56,25 @@ const (
 	EvictionName  = "taint-eviction-controller"
 )
 
-// Event reasons, as Kubernetes records them.
+// Event reasons. NodeNotReady, NodeReady (on the node's key) and
+// TaintManagerEviction (on the pod's key) are Kubernetes'; Kubernetes'
+// pod garbage collector records nothing, this one NodeLost on the pod.
 const (
-	EventNodeNotReady          = "NodeNotReady"
-	EventNodeReady             = "NodeReady"
-	EventTaintManagerEviction  = "TaintManagerEviction"
-	EventPodGarbageCollected   = "NodeLost"
-	ReasonNodeStatusUnknown    = "NodeStatusUnknown"
-	ReasonNodeStatusNeverSeen  = "NodeStatusNeverUpdated"
-	ReasonNodeLeaseRenewed     = "NodeLeaseRenewed"
+	EventNodeNotReady         = "NodeNotReady"
+	EventNodeReady            = "NodeReady"
+	EventTaintManagerEviction = "TaintManagerEviction"
+	EventPodGarbageCollected  = "NodeLost"
+)
+
+// The Ready condition's reasons this controller writes: Unknown with
+// Kubernetes' NodeStatusUnknown (a lease no longer renewed) or
+// NodeStatusNeverUpdated (a node that never reported), and True with
+// NodeLeaseRenewed when the lease is renewed again.
+const (
+	ReasonNodeStatusUnknown   = "NodeStatusUnknown"
+	ReasonNodeStatusNeverSeen = "NodeStatusNeverUpdated"
+	ReasonNodeLeaseRenewed    = "NodeLeaseRenewed"
+
 	messageNodeStatusUnknown   = "Kubelet stopped posting node status."
 	messageNodeStatusNeverSeen = "Kubelet never posted node status."
 )
@@ -208,21 +219,9 @@ func nodeHealthInput(ch reconcile.Change[string, api.Node]) bool {
 		return true
 	}
 	o, n := ch.Old, ch.New
-	return !equalJSONish(o.Labels, n.Labels) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
+	return !maps.Equal(o.Labels, n.Labels) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
 		!slices.EqualFunc(o.Spec.Taints, n.Spec.Taints, sameTaint) ||
 		!slices.EqualFunc(o.Status.Conditions, n.Status.Conditions, sameCondition)
-}
-
-func equalJSONish(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 func sameTaint(a, b api.Taint) bool {
