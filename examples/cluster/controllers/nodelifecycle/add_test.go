@@ -25,7 +25,8 @@ func TestAddShouldRunTheControllersInAManager(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	orphan := api.Pod{ObjectMeta: api.ObjectMeta{Name: "web", Namespace: "default", UID: "u"}}
+	var orphan api.Pod
+	orphan.Name, orphan.Namespace, orphan.UID = "web", "default", "u"
 	orphan.Spec.NodeName = "gone"
 	_, err = st.Pods.Create(ctx, "default/web", orphan)
 	require.NoError(t, err)

@@ -110,7 +110,8 @@ func TestAPodBoundToANodeThatNoLongerExistsShouldBeDeleted(t *testing.T) {
 
 func TestAPodWithFinalizersShouldOnlyBeAskedToGo(t *testing.T) {
 	f := newFixture(t, api.KubeTimings())
-	p := api.Pod{ObjectMeta: api.ObjectMeta{Name: "held", Namespace: "default", UID: "u"}}
+	var p api.Pod
+	p.Name, p.Namespace, p.UID = "held", "default", "u"
 	p.Spec.NodeName = "gone"
 	p.Finalizers = []string{"example.com/hold"}
 	f.pods.Put(p.Key(), p)

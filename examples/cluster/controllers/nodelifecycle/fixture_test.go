@@ -62,7 +62,8 @@ func newFixture(t *testing.T, timings api.Timings) *fixture {
 // its lease from now on.
 func (f *fixture) addNode(name, zone string) {
 	now := f.h.Clock.Now()
-	n := api.Node{ObjectMeta: api.ObjectMeta{Name: name, CreationTimestamp: now}}
+	var n api.Node
+	n.Name, n.CreationTimestamp = name, now
 	if zone != "" {
 		n.Labels = map[string]string{api.LabelTopologyZone: zone}
 	}
@@ -74,8 +75,10 @@ func (f *fixture) addNode(name, zone string) {
 
 func (f *fixture) renew(name string) {
 	key := api.Key(api.NodeLeaseNamespace, name)
-	f.leases.Put(key, api.Lease{ObjectMeta: api.ObjectMeta{Name: name, Namespace: api.NodeLeaseNamespace},
-		Spec: api.LeaseSpec{HolderIdentity: name, RenewTime: f.h.Clock.Now()}})
+	var l api.Lease
+	l.Name, l.Namespace = name, api.NodeLeaseNamespace
+	l.Spec = api.LeaseSpec{HolderIdentity: name, RenewTime: f.h.Clock.Now()}
+	f.leases.Put(key, l)
 }
 
 // kill stops a node's agent: its lease is no longer renewed.
@@ -140,7 +143,8 @@ func (f *fixture) hasPod(name string) bool {
 
 // putPod puts a Ready pod bound to node.
 func (f *fixture) putPod(name, node string, tolerations ...api.Toleration) {
-	p := api.Pod{ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default", UID: "uid-" + name}}
+	var p api.Pod
+	p.Name, p.Namespace, p.UID = name, "default", "uid-"+name
 	p.Spec.NodeName = node
 	p.Spec.Tolerations = tolerations
 	p.Status.Phase = api.PodRunning

@@ -50,7 +50,9 @@ func TestANodeThatNeverReportedShouldGetTheStartupGrace(t *testing.T) {
 	for _, n := range []string{"n1", "n2"} {
 		f.addNode(n, "")
 	}
-	f.nodes.Put("new", api.Node{ObjectMeta: api.ObjectMeta{Name: "new", CreationTimestamp: f.h.Clock.Now()}})
+	var fresh api.Node
+	fresh.Name, fresh.CreationTimestamp = "new", f.h.Clock.Now()
+	f.nodes.Put("new", fresh)
 	f.h.Settle()
 
 	f.advance(55*time.Second, time.Second)

@@ -136,14 +136,16 @@ func simProcess(p *simtest.Process, w *simWorld) error {
 }
 
 func simNode(name string) api.Node {
-	n := api.Node{ObjectMeta: api.ObjectMeta{Name: name, CreationTimestamp: time.Now().UTC()}}
+	var n api.Node
+	n.Name, n.CreationTimestamp = name, time.Now().UTC()
 	n.Status.Allocatable = api.ResourceList{api.ResourceCPU: "2", api.ResourceMemory: "4Gi", api.ResourcePods: "4"}
 	n.Status.Conditions = []object.Condition{{Type: api.NodeReady, Status: object.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: time.Now().UTC()}}
 	return n
 }
 
 func simPod(name, node, cpu string, tolerations ...api.Toleration) api.Pod {
-	p := api.Pod{ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default", UID: "uid-" + name}}
+	var p api.Pod
+	p.Name, p.Namespace, p.UID = name, "default", "uid-"+name
 	p.Spec.NodeName = node
 	p.Spec.Tolerations = tolerations
 	p.Spec.Containers = []api.Container{{Name: "c", Command: []string{"cluster", "worker"},

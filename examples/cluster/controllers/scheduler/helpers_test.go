@@ -8,7 +8,8 @@ import (
 // readyNode is a node whose agent reports Ready, with cpu and memory
 // allocatable ("" leaves a resource out).
 func readyNode(name, cpu, mem string) api.Node {
-	n := api.Node{ObjectMeta: api.ObjectMeta{Name: name}}
+	var n api.Node
+	n.Name = name
 	n.Status.Allocatable = api.ResourceList{}
 	if cpu != "" {
 		n.Status.Allocatable[api.ResourceCPU] = api.Quantity(cpu)
@@ -22,7 +23,8 @@ func readyNode(name, cpu, mem string) api.Node {
 
 // reqPod is a pod of one container requesting cpu and memory ("" for none).
 func reqPod(name, cpu, mem string) api.Pod {
-	p := api.Pod{ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default", UID: "uid-" + name}}
+	var p api.Pod
+	p.Name, p.Namespace, p.UID = name, "default", "uid-"+name
 	req := api.ResourceList{}
 	if cpu != "" {
 		req[api.ResourceCPU] = api.Quantity(cpu)
