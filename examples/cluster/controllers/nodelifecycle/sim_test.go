@@ -398,8 +398,8 @@ func TestTheNodeControllersShouldSurviveACrashAfterEveryWrite(t *testing.T) {
 }
 
 func TestTheNodeControllersShouldPassSampledFaultSchedules(t *testing.T) {
-	r := simtest.Run(t, simSpec(simtest.Sampled, 50, simtest.DefaultKinds...))
-	assert.GreaterOrEqual(t, r.Schedules, 50)
+	r := simtest.Run(t, simSpec(simtest.Sampled, 100, simtest.DefaultKinds...))
+	assert.GreaterOrEqual(t, r.Schedules, 100, "-simtest.runs may ask for more")
 }
 
 func TestTheLostNodeOracleShouldCatchAPodLeftOnALongLostNode(t *testing.T) {
