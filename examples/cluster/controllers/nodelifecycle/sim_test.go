@@ -279,7 +279,7 @@ func observeSim(w *simWorld) any {
 	return out
 }
 
-// noPodOnALongLostNode is the oracle: no pod stays bound to a node
+// noPodOnALongLostNode is the cluster's eviction oracle: no pod stays bound to a node
 // whose lease expired longer than the grace period plus the pod's
 // toleration ago. The detection may lag the expiry by one check, the taint
 // wait its turn in the zone's queue (one interval per node), and a stale
