@@ -11,14 +11,15 @@ import (
 
 	"github.com/converge-go/converge/examples/cluster/api"
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 )
 
 var errCollected = errors.New("collected")
 
 func TestAddShouldRunTheControllersInAManager(t *testing.T) {
-	st := api.NewMemoryStores()
-	c := &api.Cluster{Stores: st, Informers: api.NewInformers(st), Timings: api.FastTimings()}
+	st := must.Do(api.NewMemoryStores())
+	c := &api.Cluster{Stores: st, Informers: must.Do(api.NewInformers(st)), Timings: api.FastTimings()}
 	m, err := reconcile.NewManager(reconcile.ManagerOptions{})
 	require.NoError(t, err)
 	require.NoError(t, Add(m, c))

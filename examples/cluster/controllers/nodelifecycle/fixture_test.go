@@ -11,6 +11,7 @@ import (
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/examples/cluster/api"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -31,8 +32,8 @@ type fixture struct {
 func newFixture(t *testing.T, timings api.Timings) *fixture {
 	t.Helper()
 	h := reconciletest.New(t)
-	st := api.NewMemoryStores()
-	f := &fixture{t: t, h: h, sink: events.NewMemorySink(0), alive: map[string]bool{},
+	st := must.Do(api.NewMemoryStores())
+	f := &fixture{t: t, h: h, sink: must.Do(events.NewMemorySink(0)), alive: map[string]bool{},
 		nodes:  st.Nodes.(*memstore.Store[string, api.Node]),
 		leases: st.Leases.(*memstore.Store[string, api.Lease]),
 		pods:   st.Pods.(*memstore.Store[string, api.Pod])}
@@ -46,7 +47,7 @@ func newFixture(t *testing.T, timings api.Timings) *fixture {
 		Timings: timings,
 		Clock:   h.Clock,
 		Recorder: func(source string) *events.Recorder {
-			return events.NewRecorder(source, events.WithClock(h.Clock), events.WithSink(f.sink))
+			return must.Do(events.NewRecorder(source, events.WithClock(h.Clock), events.WithSink(f.sink)))
 		},
 		Logger: h.Logger(),
 	}

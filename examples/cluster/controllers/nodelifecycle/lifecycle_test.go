@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/examples/cluster/api"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 )
 
@@ -304,11 +305,11 @@ func TestBucketShouldGiveOneTokenAtOnceThenOnePerInterval(t *testing.T) {
 }
 
 func TestNewControllersShouldRefuseBadTimings(t *testing.T) {
-	st := api.NewMemoryStores()
+	st := must.Do(api.NewMemoryStores())
 	timings := api.KubeTimings()
 	timings.NodeMonitorPeriod = 0
 	timings.UnhealthyZoneThreshold = 2
-	_, err := NewControllers(&api.Cluster{Stores: st, Informers: api.NewInformers(st), Timings: timings}, Options{})
+	_, err := NewControllers(&api.Cluster{Stores: st, Informers: must.Do(api.NewInformers(st)), Timings: timings}, Options{})
 	assert.ErrorContains(t, err, "NodeMonitorPeriod 0s, UnhealthyZoneThreshold 2")
 	_, err = NewControllers(&api.Cluster{}, Options{})
 	assert.Error(t, err)

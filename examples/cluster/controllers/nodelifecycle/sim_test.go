@@ -18,6 +18,7 @@ import (
 	"github.com/converge-go/converge/examples/cluster/controllers/scheduler"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/simtest"
@@ -77,8 +78,8 @@ func (w *simWorld) replicas(p *simtest.Process, pods informer.Store[string, api.
 }
 
 func newSimWorld() *simWorld {
-	return &simWorld{nodes: memstore.New[string, api.Node](), leases: memstore.New[string, api.Lease](),
-		pods: memstore.New[string, api.Pod]()}
+	return &simWorld{nodes: must.Do(memstore.New[string, api.Node]()), leases: must.Do(memstore.New[string, api.Lease]()),
+		pods: must.Do(memstore.New[string, api.Pod]())}
 }
 
 // forever is an alive agent's lease renewal.
@@ -93,9 +94,9 @@ func simProcess(p *simtest.Process, w *simWorld) error {
 		Pods:   simtest.Wrap(p, "pods", w.pods),
 	}
 	inf := api.Informers{
-		Nodes:  informer.New("nodes", st.Nodes),
-		Leases: informer.New("leases", st.Leases),
-		Pods:   informer.New("pods", st.Pods),
+		Nodes:  must.Do(informer.New("nodes", st.Nodes)),
+		Leases: must.Do(informer.New("leases", st.Leases)),
+		Pods:   must.Do(informer.New("pods", st.Pods)),
 	}
 	c := &api.Cluster{
 		Stores: st, Informers: inf, Timings: simTimings,
@@ -103,7 +104,7 @@ func simProcess(p *simtest.Process, w *simWorld) error {
 		// clock has no AfterFunc, and no fault here needs it frozen.
 		Clock: clock.RealClock{},
 		Recorder: func(source string) *events.Recorder {
-			return events.NewRecorder(source, events.WithSink(events.NewMemorySink(0)))
+			return must.Do(events.NewRecorder(source, events.WithSink(must.Do(events.NewMemorySink(0)))))
 		},
 		Logger: p.Logger(),
 	}

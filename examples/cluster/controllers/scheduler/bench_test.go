@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-go/converge/examples/cluster/api"
+	"github.com/converge-go/converge/internal/must"
 )
 
 // BenchmarkSchedulingCycle measures one pod's scheduling cycle as the
@@ -17,7 +18,7 @@ import (
 func BenchmarkSchedulingCycle(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st := api.NewMemoryStores()
+	st := must.Do(api.NewMemoryStores())
 	for i := range 50 {
 		n := readyNode(fmt.Sprintf("n%02d", i), "64", "256Gi")
 		n.Status.Allocatable[api.ResourcePods] = "110"
@@ -30,7 +31,7 @@ func BenchmarkSchedulingCycle(b *testing.B) {
 		_, err := st.Pods.Create(ctx, p.Key(), p)
 		require.NoError(b, err)
 	}
-	inf := api.NewInformers(st)
+	inf := must.Do(api.NewInformers(st))
 	require.NoError(b, api.AddPodNodeNameIndex(inf.Pods))
 	done := make(chan struct{}, 2)
 	for _, run := range []func(context.Context) error{inf.Nodes.Run, inf.Pods.Run} {

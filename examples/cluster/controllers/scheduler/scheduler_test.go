@@ -11,6 +11,7 @@ import (
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/examples/cluster/api"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 	"github.com/converge-go/converge/reconcile/reconciletest"
 )
@@ -28,8 +29,8 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	h := reconciletest.New(t)
-	st := api.NewMemoryStores()
-	f := &fixture{t: t, h: h, sink: events.NewMemorySink(0),
+	st := must.Do(api.NewMemoryStores())
+	f := &fixture{t: t, h: h, sink: must.Do(events.NewMemorySink(0)),
 		pods: st.Pods.(*memstore.Store[string, api.Pod]), nodes: st.Nodes.(*memstore.Store[string, api.Node])}
 	// The nodes informer first: the harness releases its changes before
 	// the pods', so a test's nodes are there when its pods are scheduled.
@@ -40,7 +41,7 @@ func newFixture(t *testing.T) *fixture {
 		Timings:   api.KubeTimings(),
 		Clock:     h.Clock,
 		Recorder: func(source string) *events.Recorder {
-			return events.NewRecorder(source, events.WithClock(h.Clock), events.WithSink(f.sink))
+			return must.Do(events.NewRecorder(source, events.WithClock(h.Clock), events.WithSink(f.sink)))
 		},
 		Logger: h.Logger(),
 	}
@@ -247,8 +248,8 @@ func TestSchedulerShouldLeaveABoundOrDeletingPodAlone(t *testing.T) {
 }
 
 func TestNewControllerShouldRefuseABadBackOff(t *testing.T) {
-	st := api.NewMemoryStores()
-	c := &api.Cluster{Stores: st, Informers: api.NewInformers(st), Timings: api.Timings{SchedulerBackOff: 2 * time.Second, SchedulerBackOffMax: time.Second}}
+	st := must.Do(api.NewMemoryStores())
+	c := &api.Cluster{Stores: st, Informers: must.Do(api.NewInformers(st)), Timings: api.Timings{SchedulerBackOff: 2 * time.Second, SchedulerBackOffMax: time.Second}}
 	_, err := NewController(c, Options{})
 	assert.ErrorContains(t, err, "SchedulerBackOff <= SchedulerBackOffMax")
 	_, err = NewController(&api.Cluster{}, Options{})
