@@ -24,8 +24,14 @@
 // streaming its output to stderr, and prints a markdown table of the
 // median of each metric per queue, the ratios converge/client-go and
 // converge/priorityqueue, and whether each target is met, with the Go
-// version, GOMAXPROCS, CPU model and the command. It also writes the table
-// to bench/out/queue.md (not committed). A run takes about 10 minutes at
+// version, GOMAXPROCS, CPU model, the date and the command, and a last
+// column naming the Source converge's side was fed by (memstore,
+// etcdstore, pgstore, or a diagnostic Source of the benchmark). It also
+// writes the report to bench/out/queue.md (not committed), and the table
+// with the machine and date to docs/benchmarks-table.md and between the
+// markers <!-- bench:begin --> and <!-- bench:end --> of
+// docs/benchmarks.md (committed: the documentation's table is the last
+// run's). A run takes about 10 minutes at
 // BENCH_COUNT=3 and 4 at BENCH_COUNT=1: the informer scenarios and the
 // leader fail-overs at client-go's default timings (a 15 s lease) take most
 // of it.

@@ -302,21 +302,61 @@ func init() {
 		{"InformerFanout", "9. informer fan-out of 100k updates, %s objects"},
 	} {
 		for _, n := range informerSizes {
-			Scenarios = append(Scenarios, struct{ Name, Title string }{sc.name + "/" + n, fmt.Sprintf(sc.title, n)})
+			Scenarios = append(Scenarios, Scenario{sc.name + "/" + n, fmt.Sprintf(sc.title, n), srcMemstore})
 		}
 	}
 }
 
+// Scenario is one row group of the table: a benchmark's scenario name (as
+// splitName returns it), its number and description, and the Source
+// converge's side was fed by.
+type Scenario struct {
+	Name, Title string
+	// Source names what fed converge's side: a store (memstore, etcdstore,
+	// pgstore), a diagnostic Source of the benchmark, or none (a queue or a
+	// lock measured alone). Empty: derived from the name (sourceOf).
+	Source string
+}
+
+// The Sources of the table's Source column.
+const (
+	srcNone     = "none (queue alone)"
+	srcMemstore = "memstore"
+	srcEtcd     = "etcdstore (etcd)"
+	srcPg       = "pgstore (PostgreSQL)"
+)
+
 // Scenarios gives each benchmark function its number and description, in
 // table order.
-var Scenarios = []struct{ Name, Title string }{
-	{"Throughput", "1. throughput, 8 producers / 8 workers, 1M keys"},
-	{"Throughput/metrics", "1. throughput, 8 producers / 8 workers, 1M keys, metrics on"},
-	{"RoundTrip", "2. Add+Get+Done, one goroutine"},
-	{"Memory", "3. memory, 1M keys queued"},
-	{"AddAfter", "4. 1M AddAfter (0-100 ms), 4 workers"},
-	{"Steady", "5. steady 50k adds/s for 2 s, 4 workers"},
-	{"Storm", "6. add storm, 4 producers × 1M adds over 1k keys, 4 workers"},
+var Scenarios = []Scenario{
+	{"Throughput", "1. throughput, 8 producers / 8 workers, 1M keys", srcNone},
+	{"Throughput/metrics", "1. throughput, 8 producers / 8 workers, 1M keys, metrics on", srcNone},
+	{"RoundTrip", "2. Add+Get+Done, one goroutine", srcNone},
+	{"Memory", "3. memory, 1M keys queued", srcNone},
+	{"AddAfter", "4. 1M AddAfter (0-100 ms), 4 workers", srcNone},
+	{"Steady", "5. steady 50k adds/s for 2 s, 4 workers", srcNone},
+	{"Storm", "6. add storm, 4 producers × 1M adds over 1k keys, 4 workers", srcNone},
+}
+
+// sourceOf is the Source column of a scenario: the one Scenarios gives it,
+// or else the store its benchmark's name names (BenchmarkUpdate/helper/memstore/…).
+func sourceOf(scenario string) string {
+	for _, sc := range Scenarios {
+		if sc.Name == scenario && sc.Source != "" {
+			return sc.Source
+		}
+	}
+	for _, part := range strings.Split(strings.ToLower(scenario), "/") {
+		for _, s := range []struct{ prefix, source string }{
+			{"memstore", srcMemstore}, {"etcd", srcEtcd}, {"pgstore", srcPg}, {"postgres", srcPg},
+			{"sqlite", "sqlitestore (SQLite file)"}, {"httpstore", "httpstore (HTTP, memstore behind)"},
+		} {
+			if strings.HasPrefix(part, s.prefix) {
+				return s.source
+			}
+		}
+	}
+	return ""
 }
 
 // Rows returns the rows in scenario order, then metric order as printed.
@@ -338,8 +378,8 @@ func (res *Results) Rows() []Key {
 // counts the targets met.
 func (res *Results) Table() (table string, met, total int) {
 	var b strings.Builder
-	b.WriteString("| scenario | metric | converge | client-go | priorityqueue or controller-runtime | converge/client-go | converge/(priorityqueue or controller-runtime) | target | met |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|---|---|\n")
+	b.WriteString("| scenario | metric | converge | client-go | priorityqueue or controller-runtime | converge/client-go | converge/(priorityqueue or controller-runtime) | target | met | converge/client-go per rep [min..max] | converge's Source |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|---|---|---|---|\n")
 	for _, k := range res.Rows() {
 		title := k.Scenario
 		for _, sc := range Scenarios {
@@ -366,10 +406,31 @@ func (res *Results) Table() (table string, met, total int) {
 				verdict = "no"
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			title, k.Metric, num(conv), num(cg), num(pq), ratio(conv, cg), ratio(conv, pq), t.Text, verdict)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			title, k.Metric, num(conv), num(cg), num(pq), ratio(conv, cg), ratio(conv, pq), t.Text, verdict,
+			res.repRange(k, clientGo), sourceOf(k.Scenario))
 	}
 	return b.String(), met, total
+}
+
+// repRange is "[min..max] of n": the smallest and largest ratio of
+// converge's repetition to other's repetition of the same index, or empty
+// when there are fewer than two pairs (or the repetitions cannot be paired).
+func (res *Results) repRange(k Key, other string) string {
+	byImpl := res.Samples[k.Scenario][k.Metric]
+	conv, oth := byImpl[converge], byImpl[other]
+	if len(conv) < 2 || len(conv) != len(oth) {
+		return ""
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i, v := range conv {
+		if oth[i] == 0 {
+			return ""
+		}
+		r := v / oth[i]
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	return fmt.Sprintf("[%s..%s] of %d", strings.TrimSuffix(ratio(lo, 1), "x"), strings.TrimSuffix(ratio(hi, 1), "x"), len(conv))
 }
 
 // num formats a median with about four significant digits.
