@@ -72,6 +72,23 @@
 //     longest any worker waited between two keys (from the storm's start to
 //     its end), and the storm's duration.
 //
+// Scenarios 5 and 12 also report, per repetition, what the host and the
+// runtime did to the process meanwhile (hoststall_test.go): stall-max-µs,
+// the longest gap between two clock reads of the writer's loop, which
+// only yields between them, so a gap is time its thread was off the CPU
+// (or the world stopped for the GC: gc-pause-max-µs, gcs); runq-wait-ms,
+// the time the process's threads waited for a CPU; steal-ms. The report
+// leaves out of an "in every rep" target a repetition that missed while
+// converge's stall-max-µs was at least as long as its value, and says how
+// many it left out. With BENCH_TRACE_DIR set, a runtime/trace flight
+// recorder writes the execution trace of every repetition whose p99.9 is
+// above BENCH_TRACE_P999_US (1000 by default) to that directory. Traced at
+// a load of 5-14 on 2 cores, a 64 ms p99.9 of scenario 5 was a window in
+// which neither of the process's two threads emitted a trace event: the
+// writer, spinning on Gosched (an event every few µs), went silent on one
+// P, and the thread woken for the other P to run the four readied workers
+// started 64 ms later: both threads runnable, neither on a CPU.
+//
 // Scenarios 7-9 compare informers, with one sub-benchmark per informer and
 // size: BenchmarkInformerSync/converge/100k. The sizes are 10k, 100k and 1M
 // objects (the whole suite stays well under 10 minutes at BENCH_COUNT=3).

@@ -166,10 +166,10 @@ type addRecorder struct {
 }
 
 // recordAdds runs an informer on src until b ends and waits for its sync.
-func recordAdds(b *testing.B, src informer.Source[string, pgObj]) *addRecorder {
+func recordAdds[V any](b *testing.B, src informer.Source[string, V]) *addRecorder {
 	r := &addRecorder{seen: make(map[string]time.Time), n: -1, done: make(chan struct{})}
-	inf := informer.New[string, pgObj]("pg-latency", src)
-	_, err := inf.AddHandler(informer.HandlerFuncs[string, pgObj]{AddFunc: func(k string, _ pgObj, _ bool) {
+	inf := informer.New[string, V]("pg-latency", src)
+	_, err := inf.AddHandler(informer.HandlerFuncs[string, V]{AddFunc: func(k string, _ V, _ bool) {
 		now := time.Now()
 		r.mu.Lock()
 		defer r.mu.Unlock()

@@ -132,15 +132,18 @@ func BenchmarkReconcileLatency(b *testing.B) {
 			var lat []int64
 			var rate float64
 			var coalesced int
+			var host hostStats
 			for range b.N {
-				l, r, c := recLatencyOnce(b, im, o, ups, sched)
+				l, r, c, h := recLatencyOnce(b, im, o, ups, sched)
 				lat = append(lat, l...)
 				rate += r
 				coalesced += c
+				host = host.add(h)
 			}
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(rate/float64(b.N), "writes/s")
 			reportLatencyMicros(b, lat)
+			host.report(b)
 			b.ReportMetric(float64(coalesced)/float64(b.N), "coalesced")
 		})
 	}
@@ -168,8 +171,9 @@ func recThroughputOnce(b *testing.B, im recImpl, o *informerObjects, workers int
 
 // recLatencyOnce runs the latency scenario once on a fresh pipeline and
 // returns the latency of every version reconciled (ns), the write rate
-// achieved, and how many versions no reconcile saw.
-func recLatencyOnce(b *testing.B, im recImpl, o *informerObjects, ups []*benchObj, sched []int64) ([]int64, float64, int) {
+// achieved, how many versions no reconcile saw, and what the host did to
+// the process during the writes.
+func recLatencyOnce(b *testing.B, im recImpl, o *informerObjects, ups []*benchObj, sched []int64) ([]int64, float64, int, hostStats) {
 	t := newRecTracker(o, ups)
 	p := im.newPipeline(o, t, len(ups))
 	p.start(latencyWorkers)
@@ -178,12 +182,13 @@ func recLatencyOnce(b *testing.B, im recImpl, o *informerObjects, ups []*benchOb
 		b.Fatalf("%s: %d of %d keys reconciled within %v", im.name, t.count.Load(), o.n, reconcileTimeout)
 	}
 	settle()
+	hw := startHostWatch(b)
 	// The schedule starts now, after the initial sync and reconciles; the
 	// reconcilers read base only for versions written after this.
 	t.base = time.Now()
 	base := t.base
 	for i, u := range ups {
-		waitUntil(base, sched[i])
+		hw.gaps.waitUntil(base, sched[i])
 		t.writeAt[i] = int64(time.Since(base))
 		p.push(u)
 	}
@@ -202,7 +207,7 @@ func recLatencyOnce(b *testing.B, im recImpl, o *informerObjects, ups []*benchOb
 			lat = append(lat, at-t.writeAt[g])
 		}
 	}
-	return lat, rate, len(ups) - len(lat)
+	return lat, rate, len(ups) - len(lat), hw.stop(b, repP999(lat))
 }
 
 // newLatencyUpdates returns n new versions of o's objects, cycling over

@@ -231,16 +231,17 @@ func TestATargetForEveryRepetitionShouldFailOnOneRepetitionThatMissesThoughTheMe
 	require.NoError(t, err)
 	table, _, _ := res.Table()
 	// p99.9: medians 60 vs 80 (0.75x) but the third pair is 200 vs 70.
-	assert.Contains(t, table, "| p999-µs | 60.00 | 80.00 | — | 0.75x | — | ≤ 1x client-go in every rep | no |")
+	assert.Contains(t, table, "| p999-µs | 60.00 | 80.00 | — | 0.75x | — | ≤ 1x client-go in every rep not stalled by the host | no |")
 	// max: below client-go's in each pair.
-	assert.Contains(t, table, "| max-µs | 900.0 | 1000 | — | 0.90x | — | ≤ 1x client-go in every rep | yes |")
+	assert.Contains(t, table, "| max-µs | 900.0 | 1000 | — | 0.90x | — | ≤ 1x client-go in every rep not stalled by the host | yes |")
 	// p99 ≤ 0.5x: the median (200 vs 1000) holds and one pair of three
 	// misses (900 vs 1000), which the target allows.
 	assert.Contains(t, table, "| p99-µs | 200.0 | 1000 | — | 0.20x | — | ≤ 0.5x client-go, and in all reps but one at most | yes |")
 
-	held, n, ok := Targets[Key{"Steady", "p999-µs"}].checks[0].reps(res.Samples["Steady"]["p999-µs"])
+	held, stalled, n, ok := Targets[Key{"Steady", "p999-µs"}].checks[0].reps(res.Samples["Steady"]["p999-µs"], nil)
 	assert.True(t, ok)
 	assert.Equal(t, 2, held)
+	assert.Zero(t, stalled, "no stall figures: nothing left out")
 	assert.Equal(t, 3, n)
 }
 
@@ -274,4 +275,24 @@ func TestTheRatioOfEachRepetitionShouldBeShownAsARangeBesideTheMedianRatio(t *te
 	one, err := Parse(strings.NewReader("BenchmarkSteady/converge-2 1 50.0 p999-µs\nBenchmarkSteady/client-go-2 1 80.0 p999-µs\n"))
 	require.NoError(t, err)
 	assert.Empty(t, one.repRange(Key{"Steady", "p999-µs"}, clientGo), "one repetition: no range")
+}
+
+func TestARepetitionThatMissesWhileTheHostStalledTheProcessAsLongShouldBeLeftOutAndSaidSo(t *testing.T) {
+	// The third pair misses (200 vs 70 µs), and its stall-max-µs is 250:
+	// the host held the writer off the CPU longer than the tail.
+	res, err := Parse(strings.NewReader(perRepSample + `BenchmarkSteady/converge-2 1 10.0 stall-max-µs
+BenchmarkSteady/converge-2 1 10.0 stall-max-µs
+BenchmarkSteady/converge-2 1 250 stall-max-µs
+`))
+	require.NoError(t, err)
+	table, _, _ := res.Table()
+	assert.Contains(t, table, "| p999-µs | 60.00 | 80.00 | — | 0.75x | — | ≤ 1x client-go in every rep not stalled by the host | yes (1 rep(s) left out: the host stalled the process at least as long) |")
+
+	short, err := Parse(strings.NewReader(perRepSample + `BenchmarkSteady/converge-2 1 10.0 stall-max-µs
+BenchmarkSteady/converge-2 1 10.0 stall-max-µs
+BenchmarkSteady/converge-2 1 150 stall-max-µs
+`))
+	require.NoError(t, err)
+	table, _, _ = short.Table()
+	assert.Contains(t, table, "| ≤ 1x client-go in every rep not stalled by the host | no |", "a stall shorter than the tail explains nothing")
 }
