@@ -14,6 +14,7 @@ func init() {
 		{"PgstoreWriteToInformer/local", "15. write → informer handler at 1k writes/s, 8 writers, pgstore, writers in the informer's process", srcPg},
 		{"PgstoreWriteToInformer/notify", "15. write → informer handler at 1k writes/s, 8 writers, pgstore, writers in another process (NOTIFY)", srcPg},
 		{"EtcdWriteToInformer", "15. write → informer handler at 1k writes/s, 8 writers, etcdstore", srcEtcd},
+		{"PgstoreTableToInformer", "15. plain SQL INSERT into a followed table (as psql) → informer handler at 500 writes/s, 8 writers", "pgstore (PostgreSQL): a followed table, NOTIFY from its trigger"},
 		{"PgstoreWriteToInformer10k/local", "16. write → informer handler at 10k writes/s asked, 8 writers, pgstore, writers in the informer's process", srcPg},
 		{"PgstoreWriteToInformer10k/notify", "16. write → informer handler at 10k writes/s asked, 8 writers, pgstore, writers in another process (NOTIFY)", srcPg},
 		{"EtcdWriteToInformer10k", "16. write → informer handler at 10k writes/s asked, 8 writers, etcdstore", srcEtcd},
@@ -28,4 +29,5 @@ func init() {
 	for _, path := range []string{"local", "notify"} {
 		Targets[Key{"PgstoreWriteToInformer/" + path, "p99-ms"}] = Target{"≤ 5 ms", []check{vs("", "<=", 5)}}
 	}
+	Targets[Key{"PgstoreTableToInformer", "p99-ms"}] = Target{"≤ 5 ms", []check{vs("", "<=", 5)}}
 }
