@@ -77,12 +77,14 @@ func BenchmarkReconcileThroughput(b *testing.B) {
 				b.Run("workers="+strconv.Itoa(w), func(b *testing.B) {
 					b.StopTimer()
 					o := cachedInformerObjects(reconcileObjects)
-					var total time.Duration
+					var total, synced, first time.Duration
 					for range b.N {
-						total += recThroughputOnce(b, im, o, w)
+						e, s, f := recThroughputOnce(b, im, o, w)
+						total, synced, first = total+e, synced+s, first+f
 					}
 					b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
 					b.ReportMetric(float64(b.N*o.n)/total.Seconds(), "objects/s")
+					reportStages(b, synced, first, b.N)
 				})
 			}
 		})
@@ -101,12 +103,14 @@ func BenchmarkReconcileThroughput1M(b *testing.B) {
 		b.Run(im.name, func(b *testing.B) {
 			b.StopTimer()
 			o := cachedInformerObjects(1_000_000)
-			var total time.Duration
+			var total, synced, first time.Duration
 			for range b.N {
-				total += recThroughputOnce(b, im, o, 4)
+				e, s, f := recThroughputOnce(b, im, o, 4)
+				total, synced, first = total+e, synced+s, first+f
 			}
 			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
 			b.ReportMetric(float64(b.N*o.n)/total.Seconds(), "objects/s")
+			reportStages(b, synced, first, b.N)
 		})
 	}
 }
@@ -149,16 +153,27 @@ func BenchmarkReconcileLatency(b *testing.B) {
 	}
 }
 
+// reportStages reports the mean of n runs' stage times: synced-ms, from
+// the start until the pipeline's informer reported synced (listed, cached,
+// and for client-go every add handed to the handler), and first-ms, until
+// the first reconcile started; 0 for a pipeline that does not tell.
+func reportStages(b *testing.B, synced, first time.Duration, n int) {
+	b.ReportMetric(float64(synced.Nanoseconds())/1e6/float64(n), "synced-ms")
+	b.ReportMetric(float64(first.Nanoseconds())/1e6/float64(n), "first-ms")
+}
+
 // recThroughputOnce runs the throughput scenario once on a fresh pipeline
-// and returns the time from start to every key reconciled.
-func recThroughputOnce(b *testing.B, im recImpl, o *informerObjects, workers int) time.Duration {
+// and returns the time from start to every key reconciled, to the
+// informer's sync and to the first reconcile (stages: 0 if not told).
+func recThroughputOnce(b *testing.B, im recImpl, o *informerObjects, workers int) (elapsed, synced, first time.Duration) {
 	t := newRecTracker(o, nil)
 	p := im.newPipeline(o, t, 0)
 	settle()
 	start := time.Now()
+	t.start = start
 	p.start(workers)
 	ok := waitOrTimeout(t.done, reconcileTimeout)
-	elapsed := time.Since(start)
+	elapsed = time.Since(start)
 	p.stop()
 	if !ok {
 		b.Fatalf("%s: %d of %d keys reconciled within %v", im.name, t.count.Load(), o.n, reconcileTimeout)
@@ -166,7 +181,7 @@ func recThroughputOnce(b *testing.B, im recImpl, o *informerObjects, workers int
 	if err := errors.Join(p.check(), t.check()); err != nil {
 		b.Fatalf("%s: %v", im.name, err)
 	}
-	return elapsed
+	return elapsed, time.Duration(t.syncedAt.Load()), time.Duration(t.firstAt.Load())
 }
 
 // recLatencyOnce runs the latency scenario once on a fresh pipeline and
@@ -252,6 +267,19 @@ type recTracker struct {
 	// early counts reconciles that read a version before the writer had
 	// stamped it, which cannot happen: the stamp precedes the write.
 	early atomic.Int64
+
+	// The throughput scenario's stages (zero start: not recorded): when,
+	// in ns since start, the pipeline's informer synced and the first
+	// reconcile started.
+	start             time.Time
+	syncedAt, firstAt atomic.Int64
+}
+
+// synced records that the pipeline's informer reported synced.
+func (t *recTracker) synced() {
+	if !t.start.IsZero() {
+		t.syncedAt.CompareAndSwap(0, int64(time.Since(t.start)))
+	}
 }
 
 func newRecTracker(o *informerObjects, ups []*benchObj) *recTracker {
@@ -299,8 +327,12 @@ func (t *recTracker) reconciled(obj *benchObj, ok bool) {
 		}
 	}
 	if !t.seen[obj.idx].Load() && t.seen[obj.idx].CompareAndSwap(false, true) {
-		if t.count.Add(1) == int64(t.n) {
+		switch c := t.count.Add(1); {
+		case c == int64(t.n):
 			close(t.done)
+			fallthrough
+		case c == 1 && !t.start.IsZero():
+			t.firstAt.CompareAndSwap(0, int64(time.Since(t.start)))
 		}
 	}
 }
@@ -368,7 +400,8 @@ type convergeRec struct {
 	// The controller stops first, then the informer, as a Manager does.
 	stopCtl, stopInf context.CancelFunc
 	ctlDone, infDone chan struct{}
-	runErr           error // of the controller's Run; read after ctlDone
+	runErr           error          // of the controller's Run; read after ctlDone
+	syncWait         sync.WaitGroup // the goroutine that notes the informer's sync
 }
 
 // newConvergeRec is convergeRec over a memstore.Store holding o's objects,
@@ -406,6 +439,11 @@ func (p *convergeRec) start(workers int) {
 		defer close(p.ctlDone)
 		p.runErr = c.Run(ctlCtx)
 	}()
+	p.syncWait.Go(func() {
+		if p.inf.WaitForSync(infCtx) == nil {
+			p.t.synced()
+		}
+	})
 }
 
 func (p *convergeRec) push(u *benchObj) { p.pushFn(u) }
@@ -415,6 +453,7 @@ func (p *convergeRec) stop() {
 	<-p.ctlDone
 	p.stopInf()
 	<-p.infDone
+	p.syncWait.Wait()
 }
 
 func (p *convergeRec) check() error {
@@ -479,6 +518,7 @@ func (p *clientGoRec) start(workers int) {
 				return
 			}
 		}
+		p.t.synced()
 		for range workers {
 			p.workers.Go(p.work)
 		}
