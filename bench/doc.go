@@ -142,9 +142,20 @@
 // (priority queue, metrics). Every reconciler reads its object from the
 // cache without a copy. ReconcileThroughput (11) times 100k listed objects
 // until each has been reconciled at least once (a per-key flag, not a
-// quiet period), at 1, 4 and 16 workers. ReconcileLatency (12) writes 20k
+// quiet period), at 1, 4 and 16 workers, and reports its stages beside
+// the total: synced-ms, when the informer reported synced (converge: the
+// list cached and every add handed to the controller's handler; client-go:
+// the same, after which its workers start), and first-ms, when the first
+// reconcile started. ReconcileLatency (12) writes 20k
 // updates at a paced 10k/s over 10k keys, 4 workers, and measures each
 // version from just before its write to the first reconcile that reads it.
+//
+// The stores' rows (13-17, 19, 21) run against the servers make bench
+// starts. PgstoreTableToInformer (15) is the path of a program or psql
+// writing a table that pgstore follows: plain INSERTs at 500/s from a pool
+// with no pgstore DB, the table's trigger's NOTIFY waking the informer's
+// reader. informer/pgstore's BenchmarkStages/table splits the same path
+// into its stages (commit, wake, query, emit, handler).
 //
 // The objects of one size are built once and reused by the consecutive
 // runs of one sub-benchmark; only one size is kept alive at a time. Each
