@@ -143,10 +143,11 @@
 // cache without a copy. ReconcileThroughput (11) times 100k listed objects
 // until each has been reconciled at least once (a per-key flag, not a
 // quiet period), at 1, 4 and 16 workers, and reports its stages beside
-// the total: synced-ms, when the informer reported synced (converge: the
-// list cached and every add handed to the controller's handler; client-go:
-// the same, after which its workers start), and first-ms, when the first
-// reconcile started. ReconcileLatency (12) writes 20k
+// the total: cached-ms, when the informer held the whole list (converge:
+// WaitForCache; client-go: the informer's HasSynced, the list popped into
+// its indexer and handed to its listeners), and first-ms, when the first
+// reconcile started (client-go's workers start once its handler has been
+// given every add; converge's once the cache holds the list). ReconcileLatency (12) writes 20k
 // updates at a paced 10k/s over 10k keys, 4 workers, and measures each
 // version from just before its write to the first reconcile that reads it.
 //
