@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -119,28 +120,34 @@ func BenchmarkSteady(b *testing.B) {
 			b.StopTimer()
 			var lat []int64
 			var rate float64
+			var host hostStats
 			for range b.N {
-				l, r := steadyOnce(b, newQueueFor(im, nil), keys, sched)
+				l, r, h := steadyOnce(b, newQueueFor(im, nil), keys, sched)
 				lat = append(lat, l...)
 				rate += r
+				host = host.add(h)
 			}
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(rate/float64(b.N), "adds/s")
 			reportLatencyMicros(b, lat)
+			host.report(b)
 		})
 	}
 }
 
-// steadyOnce returns every key's add→Get latency in ns and the achieved rate.
-func steadyOnce(b *testing.B, q Queue, keys []string, sched []int64) ([]int64, float64) {
+// steadyOnce returns every key's add→Get latency in ns, the achieved rate
+// and what the host did to the process meanwhile.
+func steadyOnce(b *testing.B, q Queue, keys []string, sched []int64) ([]int64, float64, hostStats) {
 	n := len(keys)
 	added := make([]int64, n)
 	recs := make([]getRec, n)
 	var next atomic.Int64
 	allDone := make(chan struct{})
 	settle()
+	hw := startHostWatch(b)
 	var workers sync.WaitGroup
 	base := time.Now()
+	hw.mark("base")
 	for range steadyWorkers {
 		workers.Go(func() {
 			for {
@@ -160,7 +167,7 @@ func steadyOnce(b *testing.B, q Queue, keys []string, sched []int64) ([]int64, f
 		})
 	}
 	for i, k := range keys {
-		waitUntil(base, sched[i])
+		hw.gaps.waitUntil(base, sched[i])
 		added[i] = int64(time.Since(base))
 		q.Add(k)
 	}
@@ -171,10 +178,20 @@ func steadyOnce(b *testing.B, q Queue, keys []string, sched []int64) ([]int64, f
 		b.Fatalf("only %d of %d keys came out within %v", next.Load(), n, steadyTimeout)
 	}
 	lat := make([]int64, n)
+	worst := 0
 	for i, r := range recs {
 		lat[i] = r.at - added[keyIndex(r.key)]
+		if lat[i] > lat[worst] {
+			worst = i
+		}
 	}
-	return lat, rate
+	hw.worst = fmt.Sprintf("worst add→Get %v, added %v after base", time.Duration(lat[worst]), time.Duration(added[keyIndex(recs[worst].key)]))
+	return lat, rate, hw.stop(b, repP999(lat))
+}
+
+// repP999 is the p99.9 of one repetition's latencies (ns), lat unchanged.
+func repP999(lat []int64) time.Duration {
+	return time.Duration(percentile(slices.Sorted(slices.Values(lat)), 99.9))
 }
 
 // steadySchedule returns the offsets, in nanoseconds from the start, of n
@@ -203,14 +220,30 @@ func reportLatencyMicros(b *testing.B, lat []int64) {
 // machine allows. Timers have ~1 ms resolution here, so it sleeps only when
 // far ahead and otherwise yields, so that the goroutines under test can run
 // on this P while the caller waits.
-func waitUntil(base time.Time, at int64) {
+func waitUntil(base time.Time, at int64) { (*clockGaps)(nil).waitUntil(base, at) }
+
+// clockGaps notes the longest time between two consecutive clock reads of
+// a waitUntil loop that never slept (nil: notes nothing). The loop only
+// yields between reads, so a long gap is time in which the writer's thread
+// did not run: the host kept the process off the CPU, or the garbage
+// collector stopped the world (gc-pause-max-µs tells which).
+type clockGaps struct{ max time.Duration }
+
+func (g *clockGaps) waitUntil(base time.Time, at int64) {
+	last := int64(-1)
 	for {
-		wait := at - int64(time.Since(base))
+		now := int64(time.Since(base))
+		if g != nil && last >= 0 {
+			g.max = max(g.max, time.Duration(now-last))
+		}
+		last = now
+		wait := at - now
 		if wait <= 0 {
 			return
 		}
 		if wait > int64(2*time.Millisecond) {
 			time.Sleep(time.Duration(wait) - time.Millisecond)
+			last = -1 // a gap that slept is not a stall
 		} else {
 			runtime.Gosched()
 		}

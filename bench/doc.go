@@ -24,8 +24,14 @@
 // streaming its output to stderr, and prints a markdown table of the
 // median of each metric per queue, the ratios converge/client-go and
 // converge/priorityqueue, and whether each target is met, with the Go
-// version, GOMAXPROCS, CPU model and the command. It also writes the table
-// to bench/out/queue.md (not committed). A run takes about 10 minutes at
+// version, GOMAXPROCS, CPU model, the date and the command, and a last
+// column naming the Source converge's side was fed by (memstore,
+// etcdstore, pgstore, or a diagnostic Source of the benchmark). It also
+// writes the report to bench/out/queue.md (not committed), and the table
+// with the machine and date to docs/benchmarks-table.md and between the
+// markers <!-- bench:begin --> and <!-- bench:end --> of
+// docs/benchmarks.md (committed: the documentation's table is the last
+// run's). A run takes about 10 minutes at
 // BENCH_COUNT=3 and 4 at BENCH_COUNT=1: the informer scenarios and the
 // leader fail-overs at client-go's default timings (a 15 s lease) take most
 // of it.
@@ -65,6 +71,23 @@
 //     workers Get+Done; the keys the workers received during the storm, the
 //     longest any worker waited between two keys (from the storm's start to
 //     its end), and the storm's duration.
+//
+// Scenarios 5 and 12 also report, per repetition, what the host and the
+// runtime did to the process meanwhile (hoststall_test.go): stall-max-µs,
+// the longest gap between two clock reads of the writer's loop, which
+// only yields between them, so a gap is time its thread was off the CPU
+// (or the world stopped for the GC: gc-pause-max-µs, gcs); runq-wait-ms,
+// the time the process's threads waited for a CPU; steal-ms. The report
+// leaves out of an "in every rep" target a repetition that missed while
+// converge's stall-max-µs was at least as long as its value, and says how
+// many it left out. With BENCH_TRACE_DIR set, a runtime/trace flight
+// recorder writes the execution trace of every repetition whose p99.9 is
+// above BENCH_TRACE_P999_US (1000 by default) to that directory. Traced at
+// a load of 5-14 on 2 cores, a 64 ms p99.9 of scenario 5 was a window in
+// which neither of the process's two threads emitted a trace event: the
+// writer, spinning on Gosched (an event every few µs), went silent on one
+// P, and the thread woken for the other P to run the four readied workers
+// started 64 ms later: both threads runnable, neither on a CPU.
 //
 // Scenarios 7-9 compare informers, with one sub-benchmark per informer and
 // size: BenchmarkInformerSync/converge/100k. The sizes are 10k, 100k and 1M
@@ -119,9 +142,21 @@
 // (priority queue, metrics). Every reconciler reads its object from the
 // cache without a copy. ReconcileThroughput (11) times 100k listed objects
 // until each has been reconciled at least once (a per-key flag, not a
-// quiet period), at 1, 4 and 16 workers. ReconcileLatency (12) writes 20k
+// quiet period), at 1, 4 and 16 workers, and reports its stages beside
+// the total: cached-ms, when the informer held the whole list (converge:
+// WaitForCache; client-go: the informer's HasSynced, the list popped into
+// its indexer and handed to its listeners), and first-ms, when the first
+// reconcile started (client-go's workers start once its handler has been
+// given every add; converge's once the cache holds the list). ReconcileLatency (12) writes 20k
 // updates at a paced 10k/s over 10k keys, 4 workers, and measures each
 // version from just before its write to the first reconcile that reads it.
+//
+// The stores' rows (13-17, 19, 21) run against the servers make bench
+// starts. PgstoreTableToInformer (15) is the path of a program or psql
+// writing a table that pgstore follows: plain INSERTs at 500/s from a pool
+// with no pgstore DB, the table's trigger's NOTIFY waking the informer's
+// reader. informer/pgstore's BenchmarkStages/table splits the same path
+// into its stages (commit, wake, query, emit, handler).
 //
 // The objects of one size are built once and reused by the consecutive
 // runs of one sub-benchmark; only one size is kept alive at a time. Each

@@ -18,7 +18,7 @@ import (
 )
 
 // The pgstore latency benchmarks: write → informer handler at a steady rate,
-// and the stall a transaction held open causes (docs/design/pgstore.md, Measured).
+// and the stall a transaction held open causes (docs/design/pgstore.md §8).
 
 // BenchmarkPgstoreWriteToInformer measures write → informer handler
 // latency at a steady 1000 writes per second from pgWriters writers, each
@@ -122,7 +122,7 @@ type latencyRun struct {
 // 0.5–0.7 s the pool dials up to pgWriters*pgInflight connections, each
 // new PostgreSQL backend loads its caches and the statements are prepared,
 // and deliveries then take 50–120 ms (seen per 100 ms window on a quiet
-// machine). That is a cold start, not the steady rate the
+// machine, 2026-11-23). That is a cold start, not the steady rate the
 // figures are about, so it is written and waited for but not counted.
 const warmUp = time.Second
 
@@ -167,10 +167,10 @@ type addRecorder struct {
 }
 
 // recordAdds runs an informer on src until b ends and waits for its sync.
-func recordAdds(b *testing.B, src informer.Source[string, pgObj]) *addRecorder {
+func recordAdds[V any](b *testing.B, src informer.Source[string, V]) *addRecorder {
 	r := &addRecorder{seen: make(map[string]time.Time), n: -1, done: make(chan struct{})}
-	inf := must.Do(informer.New[string, pgObj]("pg-latency", src))
-	_, err := inf.AddHandler(informer.HandlerFuncs[string, pgObj]{AddFunc: func(k string, _ pgObj, _ bool) {
+	inf := must.Do(informer.New[string, V]("pg-latency", src))
+	_, err := inf.AddHandler(informer.HandlerFuncs[string, V]{AddFunc: func(k string, _ V, _ bool) {
 		now := time.Now()
 		r.mu.Lock()
 		defer r.mu.Unlock()

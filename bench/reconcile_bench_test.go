@@ -78,12 +78,14 @@ func BenchmarkReconcileThroughput(b *testing.B) {
 				b.Run("workers="+strconv.Itoa(w), func(b *testing.B) {
 					b.StopTimer()
 					o := cachedInformerObjects(reconcileObjects)
-					var total time.Duration
+					var total, synced, first time.Duration
 					for range b.N {
-						total += recThroughputOnce(b, im, o, w)
+						e, s, f := recThroughputOnce(b, im, o, w)
+						total, synced, first = total+e, synced+s, first+f
 					}
 					b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
 					b.ReportMetric(float64(b.N*o.n)/total.Seconds(), "objects/s")
+					reportStages(b, synced, first, b.N)
 				})
 			}
 		})
@@ -102,12 +104,14 @@ func BenchmarkReconcileThroughput1M(b *testing.B) {
 		b.Run(im.name, func(b *testing.B) {
 			b.StopTimer()
 			o := cachedInformerObjects(1_000_000)
-			var total time.Duration
+			var total, synced, first time.Duration
 			for range b.N {
-				total += recThroughputOnce(b, im, o, 4)
+				e, s, f := recThroughputOnce(b, im, o, 4)
+				total, synced, first = total+e, synced+s, first+f
 			}
 			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
 			b.ReportMetric(float64(b.N*o.n)/total.Seconds(), "objects/s")
+			reportStages(b, synced, first, b.N)
 		})
 	}
 }
@@ -133,30 +137,46 @@ func BenchmarkReconcileLatency(b *testing.B) {
 			var lat []int64
 			var rate float64
 			var coalesced int
+			var host hostStats
 			for range b.N {
-				l, r, c := recLatencyOnce(b, im, o, ups, sched)
+				l, r, c, h := recLatencyOnce(b, im, o, ups, sched)
 				lat = append(lat, l...)
 				rate += r
 				coalesced += c
+				host = host.add(h)
 			}
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(rate/float64(b.N), "writes/s")
 			reportLatencyMicros(b, lat)
+			host.report(b)
 			b.ReportMetric(float64(coalesced)/float64(b.N), "coalesced")
 		})
 	}
 }
 
+// reportStages reports the mean of n runs' stage times: cached-ms, from
+// the start until the pipeline's informer held the whole list in its cache
+// (converge: WaitForCache returned; client-go: the informer's
+// HasSyncedChecker, the list popped from its queue into the indexer and
+// handed to the listeners), and first-ms, until the first reconcile
+// started; 0 for a pipeline that does not tell.
+func reportStages(b *testing.B, synced, first time.Duration, n int) {
+	b.ReportMetric(float64(synced.Nanoseconds())/1e6/float64(n), "cached-ms")
+	b.ReportMetric(float64(first.Nanoseconds())/1e6/float64(n), "first-ms")
+}
+
 // recThroughputOnce runs the throughput scenario once on a fresh pipeline
-// and returns the time from start to every key reconciled.
-func recThroughputOnce(b *testing.B, im recImpl, o *informerObjects, workers int) time.Duration {
+// and returns the time from start to every key reconciled, to the
+// informer's sync and to the first reconcile (stages: 0 if not told).
+func recThroughputOnce(b *testing.B, im recImpl, o *informerObjects, workers int) (elapsed, synced, first time.Duration) {
 	t := newRecTracker(o, nil)
 	p := im.newPipeline(o, t, 0)
 	settle()
 	start := time.Now()
+	t.start = start
 	p.start(workers)
 	ok := waitOrTimeout(t.done, reconcileTimeout)
-	elapsed := time.Since(start)
+	elapsed = time.Since(start)
 	p.stop()
 	if !ok {
 		b.Fatalf("%s: %d of %d keys reconciled within %v", im.name, t.count.Load(), o.n, reconcileTimeout)
@@ -164,13 +184,14 @@ func recThroughputOnce(b *testing.B, im recImpl, o *informerObjects, workers int
 	if err := errors.Join(p.check(), t.check()); err != nil {
 		b.Fatalf("%s: %v", im.name, err)
 	}
-	return elapsed
+	return elapsed, time.Duration(t.syncedAt.Load()), time.Duration(t.firstAt.Load())
 }
 
 // recLatencyOnce runs the latency scenario once on a fresh pipeline and
 // returns the latency of every version reconciled (ns), the write rate
-// achieved, and how many versions no reconcile saw.
-func recLatencyOnce(b *testing.B, im recImpl, o *informerObjects, ups []*benchObj, sched []int64) ([]int64, float64, int) {
+// achieved, how many versions no reconcile saw, and what the host did to
+// the process during the writes.
+func recLatencyOnce(b *testing.B, im recImpl, o *informerObjects, ups []*benchObj, sched []int64) ([]int64, float64, int, hostStats) {
 	t := newRecTracker(o, ups)
 	p := im.newPipeline(o, t, len(ups))
 	p.start(latencyWorkers)
@@ -179,12 +200,13 @@ func recLatencyOnce(b *testing.B, im recImpl, o *informerObjects, ups []*benchOb
 		b.Fatalf("%s: %d of %d keys reconciled within %v", im.name, t.count.Load(), o.n, reconcileTimeout)
 	}
 	settle()
+	hw := startHostWatch(b)
 	// The schedule starts now, after the initial sync and reconciles; the
 	// reconcilers read base only for versions written after this.
 	t.base = time.Now()
 	base := t.base
 	for i, u := range ups {
-		waitUntil(base, sched[i])
+		hw.gaps.waitUntil(base, sched[i])
 		t.writeAt[i] = int64(time.Since(base))
 		p.push(u)
 	}
@@ -203,7 +225,7 @@ func recLatencyOnce(b *testing.B, im recImpl, o *informerObjects, ups []*benchOb
 			lat = append(lat, at-t.writeAt[g])
 		}
 	}
-	return lat, rate, len(ups) - len(lat)
+	return lat, rate, len(ups) - len(lat), hw.stop(b, repP999(lat))
 }
 
 // newLatencyUpdates returns n new versions of o's objects, cycling over
@@ -248,6 +270,19 @@ type recTracker struct {
 	// early counts reconciles that read a version before the writer had
 	// stamped it, which cannot happen: the stamp precedes the write.
 	early atomic.Int64
+
+	// The throughput scenario's stages (zero start: not recorded): when,
+	// in ns since start, the pipeline's informer had the list cached and
+	// the first reconcile started.
+	start             time.Time
+	syncedAt, firstAt atomic.Int64
+}
+
+// synced records that the pipeline's informer has the list cached.
+func (t *recTracker) synced() {
+	if !t.start.IsZero() {
+		t.syncedAt.CompareAndSwap(0, int64(time.Since(t.start)))
+	}
 }
 
 func newRecTracker(o *informerObjects, ups []*benchObj) *recTracker {
@@ -295,8 +330,12 @@ func (t *recTracker) reconciled(obj *benchObj, ok bool) {
 		}
 	}
 	if !t.seen[obj.idx].Load() && t.seen[obj.idx].CompareAndSwap(false, true) {
-		if t.count.Add(1) == int64(t.n) {
+		switch c := t.count.Add(1); {
+		case c == int64(t.n):
 			close(t.done)
+			fallthrough
+		case c == 1 && !t.start.IsZero():
+			t.firstAt.CompareAndSwap(0, int64(time.Since(t.start)))
 		}
 	}
 }
@@ -364,7 +403,8 @@ type convergeRec struct {
 	// The controller stops first, then the informer, as a Manager does.
 	stopCtl, stopInf context.CancelFunc
 	ctlDone, infDone chan struct{}
-	runErr           error // of the controller's Run; read after ctlDone
+	runErr           error          // of the controller's Run; read after ctlDone
+	syncWait         sync.WaitGroup // the goroutine that notes the informer's sync
 }
 
 // newConvergeRec is convergeRec over a memstore.Store holding o's objects,
@@ -402,6 +442,11 @@ func (p *convergeRec) start(workers int) {
 		defer close(p.ctlDone)
 		p.runErr = c.Run(ctlCtx)
 	}()
+	p.syncWait.Go(func() {
+		if p.inf.WaitForCache(infCtx) == nil {
+			p.t.synced()
+		}
+	})
 }
 
 func (p *convergeRec) push(u *benchObj) { p.pushFn(u) }
@@ -411,6 +456,7 @@ func (p *convergeRec) stop() {
 	<-p.ctlDone
 	p.stopInf()
 	<-p.infDone
+	p.syncWait.Wait()
 }
 
 func (p *convergeRec) check() error {
@@ -468,11 +514,14 @@ func (p *clientGoRec) start(workers int) {
 		p.inf.RunWithContext(infCtx)
 	}()
 	p.workers.Go(func() {
-		for _, c := range []cache.DoneChecker{p.inf.HasSyncedChecker(), reg.HasSyncedChecker()} {
+		for i, c := range []cache.DoneChecker{p.inf.HasSyncedChecker(), reg.HasSyncedChecker()} {
 			select {
 			case <-c.Done():
 			case <-ctlCtx.Done():
 				return
+			}
+			if i == 0 {
+				p.t.synced()
 			}
 		}
 		for range workers {

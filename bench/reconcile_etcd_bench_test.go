@@ -40,12 +40,14 @@ func BenchmarkReconcileThroughputEtcd(b *testing.B) {
 	for _, im := range impls {
 		b.Run(im.name, func(b *testing.B) {
 			b.StopTimer()
-			var total time.Duration
+			var total, synced, first time.Duration
 			for range b.N {
-				total += recThroughputOnce(b, im, o, 4)
+				e, s, f := recThroughputOnce(b, im, o, 4)
+				total, synced, first = total+e, synced+s, first+f
 			}
 			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
 			b.ReportMetric(float64(b.N*o.n)/total.Seconds(), "objects/s")
+			reportStages(b, synced, first, b.N)
 		})
 	}
 }

@@ -54,6 +54,10 @@ type cache[K comparable, V any] struct {
 	byName  map[string]int
 	// scratch for set and remove: the new and the old value's filing.
 	newVals, oldVals filed
+	// writes counts the changes that may add a key to the maps or remove
+	// one (set, remove, a grow that replaces them): a replay that finds it
+	// unchanged between two chunks knows no key can come up twice.
+	writes uint64
 }
 
 func newCache[K comparable, V any]() *cache[K, V] {
@@ -106,6 +110,7 @@ func (c *cache[K, V]) hasIndex(name string) bool {
 func (c *cache[K, V]) grow(n int) {
 	if c.items.len() == 0 {
 		c.items = newItemMap[K, V](n)
+		c.writes++
 	}
 }
 
@@ -137,6 +142,7 @@ func (c *cache[K, V]) set(key K, v V, rev Revision) (old V, existed bool, err er
 		c.index(key, &c.newVals)
 	}
 	items[key] = item[V]{value: v, rev: rev}
+	c.writes++
 	return prev.value, existed, nil
 }
 
@@ -168,6 +174,7 @@ func (c *cache[K, V]) remove(key K) (last V, existed bool, err error) {
 		}
 	}
 	delete(items, key)
+	c.writes++
 	return prev.value, true, err
 }
 

@@ -135,11 +135,14 @@ type listener[K comparable, V any] struct {
 	isSynced bool
 	stopped  bool
 	// replaying is set while the cache is being replayed to a handler
-	// added late (see replay.go); replayed holds the keys replayed so far.
+	// added late (see replay.go); the keys replayed so far are in
+	// replayedKeys while the cache has not changed since the replay
+	// began, and in the set replayed (nil until then) once it has.
 	// Meanwhile line holds the changes made since the replay began, and
 	// waits for it.
-	replaying bool
-	replayed  map[K]struct{}
+	replaying    bool
+	replayedKeys []K
+	replayed     map[K]struct{}
 	// delivered are Registration.AfterRevision callbacks waiting for the
 	// handler to be given the changes pushed before their revision was
 	// reached (see delivered.go).
@@ -204,7 +207,7 @@ func (l *listener[K, V]) pushLocked(key K, c change[V]) {
 		return
 	}
 	if l.replaying {
-		if _, ok := l.replayed[key]; !ok {
+		if _, ok := l.replayedSetLocked()[key]; !ok {
 			// The handler has not been given the key, and will not be
 			// by the replay (see replayLocked): tell it as new.
 			if c = unseen(c); c.kind == kindNone {

@@ -226,3 +226,59 @@ func drain(ch <-chan string) []string {
 		}
 	}
 }
+
+func TestAReplayShouldBuildItsSetOfReplayedKeysOnlyWhenAChangeComesAndStillGiveEachKeyOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newListener[string, int](HandlerFuncs[string, int]{}, nil)
+		l.replaying = true
+		got := make(chan string, 10)
+		go func() {
+			for {
+				k, c, ok := l.next()
+				if !ok {
+					close(got)
+					return
+				}
+				got <- fmt.Sprintf("%s %v %d->%d", k, c.kind, c.old, c.cur)
+				l.mu.Lock()
+				l.taken++
+				l.checkSyncLocked()
+				l.mu.Unlock()
+			}
+		}()
+
+		l.mu.Lock()
+		l.replayLocked("a", item[int]{value: 1})
+		l.replayLocked("b", item[int]{value: 2})
+		assert.Nil(t, l.replayed, "no change yet: the keys need no set")
+		assert.Equal(t, []string{"a", "b"}, l.replayedKeys)
+		l.mu.Unlock()
+
+		// b is deleted and created again, c (not reached yet) updated:
+		// the first change makes the set, which knows a and b.
+		l.push("b", del(2))
+		l.push("b", add(6, false))
+		l.push("c", update(3, 4))
+		l.mu.Lock()
+		assert.Equal(t, map[string]struct{}{"a": {}, "b": {}}, l.replayed)
+		assert.Nil(t, l.replayedKeys)
+		l.replayLocked("b", item[int]{value: 6}) // met again: given once
+		l.replayLocked("c", item[int]{value: 4}) // pending: told through its change
+		l.replayLocked("d", item[int]{value: 5})
+		l.endReplayLocked()
+		assert.Nil(t, l.replayed)
+		l.mu.Unlock()
+		l.wake()
+		synctest.Wait()
+		assert.Equal(t, []string{
+			fmt.Sprintf("a %v 0->1", kindAdd),
+			fmt.Sprintf("b %v 0->2", kindAdd),
+			fmt.Sprintf("d %v 0->5", kindAdd),
+			fmt.Sprintf("b %v 2->6", kindUpdate),
+			fmt.Sprintf("c %v 0->4", kindAdd),
+		}, drain(got))
+		assert.True(t, l.hasSynced())
+		l.halt(true)
+		synctest.Wait()
+	})
+}

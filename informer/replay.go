@@ -21,6 +21,12 @@ package informer
 // the two apart, and keeps a key that was deleted and created again from
 // being replayed twice. Changes wait in line until the replay is done, so
 // every add in bulk is delivered before any change.
+//
+// The set is built only once the cache changes during the replay: until
+// then no key can come up twice and no change asks about one, so the keys
+// replayed are only appended to a slice, from which the set is made at the
+// first change (a replay of 100k keys with no change saves 100k map
+// inserts, most of its cost).
 
 // replayChunk is how many keys the replay handles per hold of the
 // informer's read lock: about 0.1 ms of work, so that readers and the
@@ -32,14 +38,18 @@ const replayChunk = 1024
 func (inf *Informer[K, V]) replay(l *listener[K, V], sizeHint int) {
 	// Allocated without a lock. bulk is nil: fill skips a replaying
 	// listener.
-	replayed, bulk := make(map[K]struct{}, sizeHint), make([]keyed[K, V], 0, sizeHint)
+	keys, bulk := make([]K, 0, sizeHint), make([]keyed[K, V], 0, sizeHint)
 	inf.mu.RLock()
 	l.mu.Lock()
-	l.replayed, l.bulk = replayed, bulk
+	l.replayedKeys, l.bulk = keys, bulk
+	writes := inf.cache.writes
 	n := 0
 	for k, it := range inf.cache.all() {
 		if l.stopped {
 			break
+		}
+		if inf.cache.writes != writes {
+			l.replayedSetLocked() // a key may come up again
 		}
 		l.replayLocked(k, it)
 		if n++; n%replayChunk == 0 {
@@ -65,9 +75,14 @@ func (l *listener[K, V]) replayLocked(key K, it item[V]) {
 			return
 		}
 	}
-	n := len(l.replayed)
-	if l.replayed[key] = struct{}{}; len(l.replayed) == n {
-		return // replayed already: one map operation instead of two
+	if l.replayed == nil {
+		// The cache has not changed since the replay began: key is new.
+		l.replayedKeys = append(l.replayedKeys, key)
+	} else {
+		n := len(l.replayed)
+		if l.replayed[key] = struct{}{}; len(l.replayed) == n {
+			return // replayed already: one map operation instead of two
+		}
 	}
 	l.bulk = append(l.bulk, keyed[K, V]{key, change[V]{kind: kindAdd, cur: it.value, initialList: true, rev: it.rev}})
 	l.pushed++
@@ -77,7 +92,7 @@ func (l *listener[K, V]) replayLocked(key K, it item[V]) {
 // endReplayLocked ends the replay: the listener has synced once bulk is
 // delivered, and then the changes in line follow.
 func (l *listener[K, V]) endReplayLocked() {
-	l.replaying, l.replayed = false, nil
+	l.replaying, l.replayed, l.replayedKeys = false, nil, nil
 	if l.stopped {
 		return
 	}
@@ -86,6 +101,20 @@ func (l *listener[K, V]) endReplayLocked() {
 	// delivered.
 	l.marked = true
 	l.checkSyncLocked()
+}
+
+// replayedSetLocked returns the set of the keys replayed so far, making it
+// from replayedKeys the first time: the cache has changed, so a key may
+// come up again, or a change asks whether its key was replayed.
+func (l *listener[K, V]) replayedSetLocked() map[K]struct{} {
+	if l.replayed == nil {
+		l.replayed = make(map[K]struct{}, max(len(l.replayedKeys), replayChunk))
+		for _, k := range l.replayedKeys {
+			l.replayed[k] = struct{}{}
+		}
+		l.replayedKeys = nil
+	}
+	return l.replayed
 }
 
 // unseen returns what c is to a handler that does not have the key: an add

@@ -14,8 +14,11 @@
 // dependencies (client-go, controller-runtime) so that the library's go.mod
 // does not. The go test output streams to stderr while it runs and is saved
 // in bench/out/bench.txt; the report goes to stdout and to
-// bench/out/queue.md; the charts of the medians (gonum.org/v1/plot) go to
-// docs/images/bench-*.svg, which the README shows.
+// bench/out/queue.md; the machine, date and table go to
+// docs/benchmarks-table.md, and between the markers <!-- bench:begin -->
+// and <!-- bench:end --> of docs/benchmarks.md when it has them
+// (doctable.go); the charts of the medians (gonum.org/v1/plot) go to
+// docs/images/bench-*.svg.
 package main
 
 import (
@@ -104,6 +107,13 @@ func run() error {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "report: written to", path)
+	written, err := writeTable(root, renderBody(res, command, count, took, runErr))
+	for _, w := range written {
+		fmt.Fprintln(os.Stderr, "report: table written to", w)
+	}
+	if err != nil {
+		return err
+	}
 	charts, err := writeCharts(res, filepath.Join(root, chartsDir))
 	for _, c := range charts {
 		fmt.Fprintln(os.Stderr, "report: chart written to", c)
@@ -131,7 +141,15 @@ func runBenchmarks(root string, args []string, command string) ([]byte, time.Dur
 	return out.Bytes(), time.Since(start).Round(time.Second), err
 }
 
+// render is the report make bench prints: a title, then renderBody.
 func render(res *Results, command, count string, took time.Duration, runErr error) string {
+	return "# Benchmarks: converge vs client-go (workqueue, SharedIndexInformer, controller loop) vs controller-runtime (priority queue, controller)\n\n" +
+		renderBody(res, command, count, took, runErr)
+}
+
+// renderBody is the machine, the command, the date and the table: what
+// writeTable puts in the documentation.
+func renderBody(res *Results, command, count string, took time.Duration, runErr error) string {
 	var b strings.Builder
 	procs := res.Procs
 	if procs == 0 {
@@ -142,13 +160,13 @@ func render(res *Results, command, count string, took time.Duration, runErr erro
 		cpu = cpuModel()
 	}
 	table, met, total := res.Table()
-	fmt.Fprintf(&b, "# Benchmarks: converge vs client-go (workqueue, SharedIndexInformer, controller loop) vs controller-runtime (priority queue, controller)\n\n")
 	fmt.Fprintf(&b, "- go: %s\n", goVersion())
 	fmt.Fprintf(&b, "- GOMAXPROCS: %d\n", procs)
 	fmt.Fprintf(&b, "- CPU: %s (%d logical CPUs)\n", cpu, runtime.NumCPU())
 	fmt.Fprintf(&b, "- command: `%s` (took %v)\n", command, took)
 	fmt.Fprintf(&b, "- values: median of %s run(s) per benchmark; ratios are converge ÷ the other implementation, from one run on one machine\n", count)
-	fmt.Fprintf(&b, "- date: %s\n\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "- date: %s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "- Source: the last column names what fed converge's side of each row; client-go and controller-runtime are fed the same objects by an in-memory fake ListWatch (no decoding), unless the row says otherwise\n\n")
 	b.WriteString(table)
 	fmt.Fprintf(&b, "\nTargets met: %d of %d.\n", met, total)
 	if runErr != nil {

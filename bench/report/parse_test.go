@@ -117,7 +117,7 @@ func TestTable(t *testing.T) {
 		return ""
 	}
 	// 2.4M vs 1.1M and 0.4M: ≥ 2x client-go holds, ≥ 10x the priority queue does not.
-	assert.Equal(t, "| 1. throughput, 8 producers / 8 workers, 1M keys | items/s | 2400000 | 1100000 | 400000 | 2.18x | 6.00x | ≥ 2x client-go in every rep, ≥ 10x priorityqueue | no |",
+	assert.Equal(t, "| 1. throughput, 8 producers / 8 workers, 1M keys | items/s | 2400000 | 1100000 | 400000 | 2.18x | 6.00x | ≥ 2x client-go in every rep, ≥ 10x priorityqueue | no | [1.73..2.18] of 3 | none (queue alone) |",
 		row("1. throughput, 8 producers / 8 workers, 1M keys |", "items/s"))
 	assert.Contains(t, row("1. throughput, 8 producers / 8 workers, 1M keys, metrics on", "items/s"), "| 3.93x | — | ≥ 3x client-go, ≥ 2x in every rep | yes |")
 	assert.Contains(t, row("2.", "ns/op"), "| 70.40 | 145.8 | 1230 | 0.48x | 0.057x | ≤ 0.7x client-go | yes |")
@@ -231,16 +231,17 @@ func TestATargetForEveryRepetitionShouldFailOnOneRepetitionThatMissesThoughTheMe
 	require.NoError(t, err)
 	table, _, _ := res.Table()
 	// p99.9: medians 60 vs 80 (0.75x) but the third pair is 200 vs 70.
-	assert.Contains(t, table, "| p999-µs | 60.00 | 80.00 | — | 0.75x | — | ≤ 1x client-go in every rep | no |")
+	assert.Contains(t, table, "| p999-µs | 60.00 | 80.00 | — | 0.75x | — | ≤ 1x client-go in every rep not stalled by the host | no |")
 	// max: below client-go's in each pair.
-	assert.Contains(t, table, "| max-µs | 900.0 | 1000 | — | 0.90x | — | ≤ 1x client-go in every rep | yes |")
+	assert.Contains(t, table, "| max-µs | 900.0 | 1000 | — | 0.90x | — | ≤ 1x client-go in every rep not stalled by the host | yes |")
 	// p99 ≤ 0.5x: the median (200 vs 1000) holds and one pair of three
 	// misses (900 vs 1000), which the target allows.
 	assert.Contains(t, table, "| p99-µs | 200.0 | 1000 | — | 0.20x | — | ≤ 0.5x client-go, and in all reps but one at most | yes |")
 
-	held, n, ok := Targets[Key{"Steady", "p999-µs"}].checks[0].reps(res.Samples["Steady"]["p999-µs"])
+	held, stalled, n, ok := Targets[Key{"Steady", "p999-µs"}].checks[0].reps(res.Samples["Steady"]["p999-µs"], nil)
 	assert.True(t, ok)
 	assert.Equal(t, 2, held)
+	assert.Zero(t, stalled, "no stall figures: nothing left out")
 	assert.Equal(t, 3, n)
 }
 
@@ -252,4 +253,46 @@ BenchmarkSteady/client-go-2 1 80.0 p999-µs
 	require.NoError(t, err)
 	_, known := Targets[Key{"Steady", "p999-µs"}].Met(res, Key{"Steady", "p999-µs"})
 	assert.False(t, known, "two converge repetitions, one client-go: no pairs")
+}
+
+func TestEveryRowShouldNameConvergesSourceFromItsScenarioOrElseFromTheStoreItsNameNames(t *testing.T) {
+	res, err := Parse(strings.NewReader(convergeOnlySample + reconcileSample))
+	require.NoError(t, err)
+	table, _, _ := res.Table()
+	assert.Contains(t, table, "| Update/helper/memstore/1writers | ns/op | 158486 | — | — | — | — |  |  |  | memstore |")
+	assert.Contains(t, table, "| etcdstore/floor | 1.13 | — | — | — | — | ≤ 1.1 | no |  | etcdstore (etcd) |")
+	assert.Contains(t, table, "writers in the informer's process | p99-ms | 34.60 | — | — | — | — | ≤ 5 ms | no |  | pgstore (PostgreSQL) |")
+	assert.Contains(t, table, "| none (lock: memory) |")
+	assert.Equal(t, "", sourceOf("RoundTripSomethingNew"), "a scenario that names no store has no Source")
+}
+
+func TestTheRatioOfEachRepetitionShouldBeShownAsARangeBesideTheMedianRatio(t *testing.T) {
+	res, err := Parse(strings.NewReader(perRepSample))
+	require.NoError(t, err)
+	table, _, _ := res.Table()
+	// p99: 100/1000, 900/1000, 200/1000.
+	assert.Contains(t, table, "| 0.20x | — | ≤ 0.5x client-go, and in all reps but one at most | yes | [0.10..0.90] of 3 | memstore |")
+	one, err := Parse(strings.NewReader("BenchmarkSteady/converge-2 1 50.0 p999-µs\nBenchmarkSteady/client-go-2 1 80.0 p999-µs\n"))
+	require.NoError(t, err)
+	assert.Empty(t, one.repRange(Key{"Steady", "p999-µs"}, clientGo), "one repetition: no range")
+}
+
+func TestARepetitionThatMissesWhileTheHostStalledTheProcessAsLongShouldBeLeftOutAndSaidSo(t *testing.T) {
+	// The third pair misses (200 vs 70 µs), and its stall-max-µs is 250:
+	// the host held the writer off the CPU longer than the tail.
+	res, err := Parse(strings.NewReader(perRepSample + `BenchmarkSteady/converge-2 1 10.0 stall-max-µs
+BenchmarkSteady/converge-2 1 10.0 stall-max-µs
+BenchmarkSteady/converge-2 1 250 stall-max-µs
+`))
+	require.NoError(t, err)
+	table, _, _ := res.Table()
+	assert.Contains(t, table, "| p999-µs | 60.00 | 80.00 | — | 0.75x | — | ≤ 1x client-go in every rep not stalled by the host | yes (1 rep(s) left out: the host stalled the process at least as long) |")
+
+	short, err := Parse(strings.NewReader(perRepSample + `BenchmarkSteady/converge-2 1 10.0 stall-max-µs
+BenchmarkSteady/converge-2 1 10.0 stall-max-µs
+BenchmarkSteady/converge-2 1 150 stall-max-µs
+`))
+	require.NoError(t, err)
+	table, _, _ = short.Table()
+	assert.Contains(t, table, "| ≤ 1x client-go in every rep not stalled by the host | no |", "a stall shorter than the tail explains nothing")
 }

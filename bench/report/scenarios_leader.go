@@ -18,9 +18,10 @@ func init() {
 	for _, backend := range []string{"memory", "etcd", "postgres"} {
 		for _, f := range faults {
 			for _, tm := range timings {
-				Scenarios = append(Scenarios, struct{ Name, Title string }{
+				Scenarios = append(Scenarios, Scenario{
 					fmt.Sprintf("LeaderFailover/%s/%s/%s", backend, f.name, tm.name),
 					fmt.Sprintf("10. leader fail-over after %s, %s, %s", f.text, backend, tm.text),
+					"none (lock: " + backend + ")",
 				})
 			}
 		}

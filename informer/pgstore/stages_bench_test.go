@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/converge-go/converge/informer"
@@ -22,7 +23,10 @@ import (
 // at 1000 writes per second from 8 writers, each write a Create of a new key
 // with a ~550 B value, 5000 writes per op (use -benchtime 1x). local: the
 // writers use the informer's DB (a commit wakes the reader in process);
-// notify: a DB of their own (another process), whose NOTIFY wakes it.
+// notify: a DB of their own (another process), whose NOTIFY wakes it;
+// table: plain single-row INSERTs (as psql's) into a table the informer
+// follows (Follow, NewTable), at 500 writes per second, 2500 per op, the
+// table's statement trigger's NOTIFY waking the reader.
 //
 // Per write, in order (ms, p50 and p99 over the writes, and tail-*: the
 // mean of each stage over the writes at or above the total's p99, which
@@ -44,11 +48,11 @@ import (
 //
 //	CONVERGE_INTEGRATION=1 GOMAXPROCS=2 go test -run '^$' -bench Stages -benchtime 1x -count 3 ./informer/pgstore/
 func BenchmarkStages(b *testing.B) {
-	for _, path := range []string{"local", "notify"} {
+	for _, path := range []string{"local", "notify", "table"} {
 		b.Run(path, func(b *testing.B) {
 			var all []stageTimes
 			for range b.N {
-				all = append(all, runStages(b, path == "notify")...)
+				all = append(all, runStages(b, path)...)
 			}
 			reportStages(b, all)
 		})
@@ -61,7 +65,34 @@ const (
 	stageWrites   = 5000
 	stageRate     = 1000
 	stageWarmUp   = time.Second
+	// The table path: psql's rate in the issue that asked for it.
+	stageTableRate   = 500
+	stageTableWrites = 2500
 )
+
+// stageRevisions fills in the revision of each write, which a plain INSERT
+// into a followed table does not return, from the log.
+func stageRevisions(b *testing.B, pool *pgxpool.Pool, schema string, writes map[string]stageWrite) {
+	rows, err := pool.Query(b.Context(), `SELECT key, rev FROM `+pgx.Identifier{schema}.Sanitize()+`.log WHERE coll = 'apps'`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var rev int64
+		if err := rows.Scan(&k, &rev); err != nil {
+			b.Fatal(err)
+		}
+		if wr, ok := writes[k]; ok {
+			wr.rev = rev
+			writes[k] = wr
+		}
+	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+}
 
 // stageRecorder is the DB's tracer and the informer's handler.
 type stageRecorder struct {
@@ -118,12 +149,12 @@ type stageWrite struct {
 	start, end time.Time
 }
 
-// stageWriteAt creates n keys (named with prefix) through w at stageRate
+// stageWriteAt creates n keys (named with prefix) through create at rate
 // from stageWriters writers, open loop as the bench module's createAt:
 // each writer starts a write on each of its ticks, with up to
 // stageInflight in flight, so a slow write does not delay the next one's
 // start (its latency is counted, not hidden). It returns every write.
-func stageWriteAt(b *testing.B, w *pgstore.Store[stageValue], prefix string, n int) map[string]stageWrite {
+func stageWriteAt(b *testing.B, create func(ctx context.Context, key string) (int64, error), prefix string, n, rate int) map[string]stageWrite {
 	writes := make(map[string]stageWrite, n)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -131,7 +162,7 @@ func stageWriteAt(b *testing.B, w *pgstore.Store[stageValue], prefix string, n i
 	for wr := range stageWriters {
 		wg.Go(func() {
 			slots := make(chan struct{}, stageInflight)
-			t := time.NewTicker(time.Second * stageWriters / stageRate)
+			t := time.NewTicker(time.Second * stageWriters / time.Duration(rate))
 			defer t.Stop()
 			for i := wr; i < n; i += stageWriters {
 				<-t.C
@@ -140,7 +171,7 @@ func stageWriteAt(b *testing.B, w *pgstore.Store[stageValue], prefix string, n i
 					defer func() { <-slots }()
 					k := fmt.Sprintf("%sw%d-%d", prefix, wr, i)
 					start := time.Now()
-					rev, err := w.Create(b.Context(), k, newStageValue(k))
+					rev, err := create(b.Context(), k)
 					end := time.Now()
 					if err != nil {
 						errs <- err
@@ -161,7 +192,8 @@ func stageWriteAt(b *testing.B, w *pgstore.Store[stageValue], prefix string, n i
 	return writes
 }
 
-func runStages(b *testing.B, notify bool) []stageTimes {
+func runStages(b *testing.B, path string) []stageTimes {
+	notify := path != "local"
 	cfg, err := pgxpool.ParseConfig(testserver.Postgres(b))
 	if err != nil {
 		b.Fatal(err)
@@ -180,7 +212,31 @@ func runStages(b *testing.B, notify bool) []stageTimes {
 	if notify {
 		wdb = newDB(b, pool, schema)
 	}
-	inf := must.Do(informer.New[string, stageValue]("stages", must.Do(pgstore.New[stageValue](db, "objs"))))
+	var src informer.Source[string, stageValue] = must.Do(pgstore.New[stageValue](db, "objs"))
+	w := must.Do(pgstore.New[stageValue](wdb, "objs"))
+	create := func(ctx context.Context, k string) (int64, error) {
+		rev, err := w.Create(ctx, k, newStageValue(k))
+		return int64(rev), err
+	}
+	rate, n := stageRate, stageWrites
+	table := pgx.Identifier{schema}.Sanitize() + ".apps"
+	if path == "table" {
+		rate, n = stageTableRate, stageTableWrites
+		if _, err := pool.Exec(b.Context(), `CREATE TABLE `+table+` (key text COLLATE "C" PRIMARY KEY, name text, labels jsonb, spec text)`); err != nil {
+			b.Fatal(err)
+		}
+		if err := pgstore.Follow(b.Context(), pool, schema, table, "apps"); err != nil {
+			b.Fatal(err)
+		}
+		src = must.Do(pgstore.NewTable[stageValue](db, "apps"))
+		insert := `INSERT INTO ` + table + ` (key, name, labels, spec) VALUES ($1, $1, $2, $3)`
+		create = func(ctx context.Context, k string) (int64, error) {
+			v := newStageValue(k)
+			_, err := pool.Exec(ctx, insert, k, v.Labels, v.Spec)
+			return 0, err // the revision is read from the log after the run
+		}
+	}
+	inf := must.Do(informer.New[string, stageValue]("stages", src))
 	_, err = inf.AddHandler(informer.HandlerFuncs[string, stageValue]{AddFunc: func(k string, _ stageValue, _ bool) {
 		now := time.Now()
 		rec.mu.Lock()
@@ -200,14 +256,17 @@ func runStages(b *testing.B, notify bool) []stageTimes {
 		b.Fatal(err)
 	}
 
-	w := must.Do(pgstore.New[stageValue](wdb, "objs"))
 	// Warm up at the same rate, uncounted: a new pool dials its
 	// connections and their backends warm up in the first 0.5-0.7 s
 	// (bench/pgstore_latency_bench_test.go, warmUp).
-	stageWriteAt(b, w, "warm-", stageRate*int(stageWarmUp/time.Second))
-	writes := stageWriteAt(b, w, "", stageWrites)
+	warm := rate * int(stageWarmUp/time.Second)
+	stageWriteAt(b, create, "warm-", warm, rate)
+	writes := stageWriteAt(b, create, "", n, rate)
+	if path == "table" {
+		stageRevisions(b, pool, schema, writes)
+	}
 	rec.mu.Lock()
-	if rec.want = len(writes) + stageRate*int(stageWarmUp/time.Second); len(rec.seen) == rec.want {
+	if rec.want = len(writes) + warm; len(rec.seen) == rec.want {
 		close(rec.done)
 	}
 	rec.mu.Unlock()
