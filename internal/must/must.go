@@ -1,4 +1,4 @@
-// Package must unwraps the results of constructors in tests and examples,
+// Package must unwraps the results of constructors in tests,
 // where an error means the test itself is wrong. It is not for library code:
 // there a constructor's error is returned to the caller (see
 // docs/api-conventions.md).
