@@ -178,25 +178,33 @@ func (s *StoreSink) deleteGone(ctx context.Context, errs *errCount) {
 	}
 }
 
-// deleteRecord deletes the record at storeKey, of event key key, at the
-// revision it reads; with a non-zero cutoff only if the stored version was
-// last recorded at or before it (else the index learns its Last). A
-// record already gone is forgotten.
+// deleteRecord deletes the record at storeKey, of event key key. With a
+// non-zero cutoff it reads the record and deletes it only if it was last
+// recorded at or before cutoff, at the revision it read, so that a record
+// another writer refreshed meanwhile stays (and the index learns its
+// Last). With a zero cutoff nothing is compared, so it deletes whatever
+// revision is stored, without reading it. A record already gone is
+// forgotten.
 func (s *StoreSink) deleteRecord(ctx context.Context, key, storeKey string, cutoff time.Time) error {
-	v, rev, ok, err := s.st.Get(ctx, storeKey)
+	var rev informer.Revision // 0: whatever is stored
+	if !cutoff.IsZero() {
+		v, r, ok, err := s.st.Get(ctx, storeKey)
+		if err != nil {
+			s.failed.Add(1)
+			return fmt.Errorf("events: read %s to delete it: %w", storeKey, err)
+		}
+		if !ok {
+			s.records.forget(key, storeKey)
+			return nil
+		}
+		if v.Last.After(cutoff) {
+			s.records.set(key, storeKey, v.Last)
+			return nil
+		}
+		rev = r
+	}
+	deleted, err := s.st.Delete(ctx, storeKey, rev)
 	if err != nil {
-		s.failed.Add(1)
-		return fmt.Errorf("events: read %s to delete it: %w", storeKey, err)
-	}
-	if !ok {
-		s.records.forget(key, storeKey)
-		return nil
-	}
-	if !cutoff.IsZero() && v.Last.After(cutoff) {
-		s.records.set(key, storeKey, v.Last)
-		return nil
-	}
-	if _, err := s.st.Delete(ctx, storeKey, rev); err != nil {
 		s.failed.Add(1)
 		if errors.Is(err, informer.ErrConflict) {
 			err = fmt.Errorf("%w (written meanwhile; tried again later)", err)
@@ -204,6 +212,8 @@ func (s *StoreSink) deleteRecord(ctx context.Context, key, storeKey string, cuto
 		return fmt.Errorf("events: delete %s: %w", storeKey, err)
 	}
 	s.records.forget(key, storeKey)
-	s.deleted.Add(1)
+	if deleted != 0 { // 0: it was gone already
+		s.deleted.Add(1)
+	}
 	return nil
 }

@@ -151,7 +151,8 @@ type StoreStats struct {
 // another process writes meanwhile waits for the next list to be counted
 // against the per-key bound or deleted with its key, and may outlive the
 // TTL by up to a TTL. Before it deletes an expired record it reads it
-// again, and keeps it if another writer recorded it again since.
+// again, and keeps it if another writer recorded it again since; the
+// other deletions compare nothing, and delete without reading.
 type StoreSink struct {
 	st         informer.Store[string, Event]
 	prefix     string

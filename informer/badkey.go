@@ -1,9 +1,6 @@
 package informer
 
-import (
-	"errors"
-	"time"
-)
+import "time"
 
 // BadKey is a key whose latest value in the store could not be taken into
 // the cache: its Source could not decode it (Entry.Err, Event.Err) or the
@@ -20,6 +17,13 @@ import (
 // deleted as usual, carrying that value; one without is dropped without a
 // call), or when a list no longer has it. Nothing is ever deleted because
 // a value is bad: a list that has the key with Err keeps it.
+//
+// A bad value is logged at Warn (a panic of the transform at Error), but
+// many keys going bad at once (a column's type changed under every row) do
+// not make a line each: after the first, the informer counts them and
+// logs, at most once every 10 seconds by its clock (WithClock) and when
+// Run returns, one line with their number and a few of their keys.
+// BadKeys and Stats stay exact.
 type BadKey[K comparable] struct {
 	Key K
 	// Revision is the revision of the value that could not be taken: the
@@ -94,9 +98,10 @@ func (inf *Informer[K, V]) takeLocked(key K, value V, srcErr error, rev Revision
 
 // markBadLocked records that key's value at rev could not be taken, for
 // err, and moves the key's cached revision to rev if it has a value, so
-// that a re-sent event at rev is a duplicate. It counts and logs a bad
-// value once per key and revision: a relist that finds the same bad value
-// says nothing new. sameIfErrEqual is for a listed entry that did not say
+// that a re-sent event at rev is a duplicate. It counts a bad value once
+// per key and revision (a relist that finds the same bad value says
+// nothing new), and logs it, or counts it for the next summary line if
+// many keys go bad at once (see logBadLocked). sameIfErrEqual is for a listed entry that did not say
 // its revision (so rev is the list's): the key's bad value is taken to be
 // the same if the error says the same. inf.mu must be held for writing.
 func (inf *Informer[K, V]) markBadLocked(key K, rev Revision, err error, sameIfErrEqual bool) {
@@ -120,13 +125,7 @@ func (inf *Informer[K, V]) markBadLocked(key K, rev Revision, err error, sameIfE
 	inf.bad[key] = BadKey[K]{Key: key, Revision: rev, Err: err, Since: since, HasValue: hasValue}
 	inf.stats.badKeys.Store(uint64(len(inf.bad)))
 	inf.stats.decodeErrors.Add(1)
-	if r, ok := errors.AsType[*recovered](err); ok {
-		// A panic in the user's code: logged at Error with its stack.
-		inf.panicked(r, key, rev, "the key is bad: the cache keeps its last good value, if any")
-		return
-	}
-	inf.log.Warn("value cannot be decoded: the key is bad until a later value of it can, and the cache keeps its last good value, if any",
-		"key", key, "revision", rev, "error", err, "has_value", hasValue)
+	inf.logBadLocked(key, rev, err, hasValue)
 }
 
 // clearBadLocked ends key's bad state, if it has one. It costs a length

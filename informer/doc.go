@@ -71,8 +71,9 @@
 //     delete. Nothing is deleted because of a bad value: a list that has
 //     the key with Err keeps it. A bad value is counted
 //     ([Stats].DecodeErrors) and logged at Warn once per key and
-//     revision; [Informer.BadKeys] and [Stats].BadKeys tell which keys
-//     are bad now.
+//     revision, many at once in one line every 10 seconds with their
+//     count (see [BadKey]); [Informer.BadKeys] and [Stats].BadKeys tell
+//     which keys are bad now.
 //   - A panic in the user's code (a handler's method, the transform, an
 //     IndexFunc) is recovered, logged with its stack and counted
 //     ([Stats].Panics), and the informer goes on with the next change: a

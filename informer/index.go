@@ -56,3 +56,19 @@ func (inf *Informer[K, V]) RemoveIndex(name string) bool {
 	}
 	return true
 }
+
+// IndexNames returns the names of the informer's secondary indexes, in the
+// order they were added (WithIndex's first); none (nil) if it has none.
+// reconcile.Owned finds a child informer's owner indexes by their names.
+func (inf *Informer[K, V]) IndexNames() []string {
+	inf.mu.RLock()
+	defer inf.mu.RUnlock()
+	if len(inf.cache.indexes) == 0 {
+		return nil
+	}
+	names := make([]string, len(inf.cache.indexes))
+	for i, ix := range inf.cache.indexes {
+		names[i] = ix.name
+	}
+	return names
+}

@@ -51,6 +51,8 @@ type Informer[K comparable, V any] struct {
 	synced atomic.Bool
 
 	stats stats
+	// badLog rate-limits the lines about bad values (badlog.go).
+	badLog badLog
 
 	// wg counts the goroutines Run started (dispatchers, resync) and the
 	// AfterRevision callbacks running. Add is only called with mu held and
@@ -205,6 +207,7 @@ func (inf *Informer[K, V]) Run(ctx context.Context) error {
 	// A copy: removeListener compacts inf.listeners in place.
 	listeners := slices.Clone(inf.listeners)
 	inf.mu.Unlock()
+	inf.stopBadLog()
 	for _, l := range listeners {
 		l.halt(false)
 	}

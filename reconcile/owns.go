@@ -2,10 +2,8 @@ package reconcile
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
-	"sync"
-	"weak"
+	"strings"
 
 	"github.com/converge-go/converge/informer"
 )
@@ -87,11 +85,7 @@ func Owns[K comparable, CK comparable, CV any](child *informer.Informer[CK, CV],
 				if err != nil {
 					return nil, fmt.Errorf("Owns: %w", err)
 				}
-				forget := addRelation(child, controller)
-				return func() {
-					forget()
-					child.RemoveIndex(name)
-				}, nil
+				return func() { child.RemoveIndex(name) }, nil
 			},
 		})
 		return nil
@@ -133,7 +127,7 @@ type ownsRelation struct {
 // reconcile.Owns) or is owned by several controllers (use OwnedBy): both
 // are programming errors, and the call sits in every reconcile.
 func Owned[K comparable, CK comparable, CV any](child *informer.Informer[CK, CV], owner K) []informer.Entry[CK, CV] {
-	owners := relationsOf(child)
+	owners := ownersOf(child)
 	switch len(owners) {
 	case 0:
 		panic(fmt.Sprintf("reconcile.Owned: informer %q has no owner index: give it to reconcile.Owns", child.Name()))
@@ -158,48 +152,17 @@ func OwnedBy[K comparable, CK comparable, CV any](child *informer.Informer[CK, C
 	return child.ByIndex(name, ownerValue(owner))
 }
 
-// relations records which controllers own each child informer, for Owned
-// to find the one index to read. Keyed by weak pointers to the informers,
-// whose records go when they do. Guarded by relationsMu.
-var (
-	relationsMu sync.Mutex
-	relations   = make(map[any][]string)
-)
-
-// addRelation records that controller owns child and returns how to
-// forget it.
-func addRelation[CK comparable, CV any](child *informer.Informer[CK, CV], controller string) (forget func()) {
-	key := weak.Make(child)
-	relationsMu.Lock()
-	defer relationsMu.Unlock()
-	if _, ok := relations[key]; !ok {
-		runtime.AddCleanup(child, func(key weak.Pointer[informer.Informer[CK, CV]]) {
-			relationsMu.Lock()
-			defer relationsMu.Unlock()
-			delete(relations, key)
-		}, key)
-	}
-	relations[key] = append(relations[key], controller)
-	return func() {
-		relationsMu.Lock()
-		defer relationsMu.Unlock()
-		owners := relations[key]
-		if i := slices.Index(owners, controller); i >= 0 {
-			owners = slices.Delete(owners, i, i+1)
+// ownersOf returns the names of the controllers that own child: those of
+// its owner indexes. The child informer is what knows them, so that
+// nothing outlives it and every Manager of a process sees only its own.
+func ownersOf[CK comparable, CV any](child *informer.Informer[CK, CV]) []string {
+	var owners []string
+	for _, name := range child.IndexNames() {
+		if c, ok := strings.CutPrefix(name, OwnerIndex+"/"); ok {
+			owners = append(owners, c)
 		}
-		if len(owners) == 0 {
-			delete(relations, key)
-			return
-		}
-		relations[key] = owners
 	}
-}
-
-// relationsOf returns the names of the controllers that own child.
-func relationsOf[CK comparable, CV any](child *informer.Informer[CK, CV]) []string {
-	relationsMu.Lock()
-	defer relationsMu.Unlock()
-	return slices.Clone(relations[weak.Make(child)])
+	return owners
 }
 
 // ownerValue is how an owner key is filed in OwnerIndex.

@@ -249,3 +249,30 @@ func TestOwnedEntriesShouldCarryTheRevisionThatMakesADeleteConditional(t *testin
 	_, err = pods.Delete(context.Background(), "p2", entries[1].Revision)
 	require.NoError(t, err, "an unchanged child is")
 }
+
+func TestTwoManagersShouldEachSeeOnlyTheOwnerRelationsOfTheirOwnInformers(t *testing.T) {
+	// Two Managers in one process, with the same informer and controller
+	// names, over different stores: the relations live on each child
+	// informer, nowhere else.
+	type side struct {
+		pods *memstore.Store[string, pod]
+		inf  *informer.Informer[string, pod]
+	}
+	var sides [2]side
+	for i := range sides {
+		h := reconciletest.New(t)
+		pods := must.Do(memstore.New[string, pod]())
+		sides[i] = side{pods: pods, inf: reconciletest.Informer(h, "pods", pods)}
+		reconciletest.Controller(h, "rs", &keyLog{}, reconcile.Owns(sides[i].inf, podOwner))
+		pods.Put("p"+strconv.Itoa(i), pod{owner: "rs-a"})
+		h.Settle()
+	}
+	for i, s := range sides {
+		assert.Equal(t, []string{"p" + strconv.Itoa(i)}, entryKeys(reconcile.Owned(s.inf, "rs-a")), "manager %d", i)
+		assert.Equal(t, []string{"p" + strconv.Itoa(i)}, entryKeys(reconcile.OwnedBy(s.inf, "rs", "rs-a")), "manager %d", i)
+	}
+
+	// An informer given to neither is owned by nobody.
+	other := must.Do(informer.New("pods", must.Do(memstore.New[string, pod]())))
+	assert.Panics(t, func() { reconcile.Owned(other, "rs-a") })
+}

@@ -1,6 +1,10 @@
 package etcdstore
 
-import "time"
+import (
+	"time"
+
+	"k8s.io/utils/clock"
+)
 
 // WithProgressInterval sets how long a Watch may hear nothing from etcd (no
 // event, no notification) before it asks etcd for a progress notification
@@ -34,18 +38,26 @@ func WithProgressInterval[V any](d time.Duration) Option[V] {
 	}
 }
 
+// WithClock sets the clock that times WithProgressInterval; client-go's
+// fake clock (k8s.io/utils/clock/testing) makes the progress requests of a
+// quiet watch happen when a test steps it. Default, and when clk is nil:
+// the real clock.
+func WithClock[V any](clk clock.WithTicker) Option[V] {
+	return func(o *options[V]) { o.clock = clk }
+}
+
 // progressTimer fires when a watch has heard nothing for the interval; a
 // nil one never fires.
 type progressTimer struct {
-	t *time.Timer
+	t clock.Timer
 	d time.Duration
 }
 
-func newProgressTimer(d time.Duration) *progressTimer {
+func newProgressTimer(clk clock.WithTicker, d time.Duration) *progressTimer {
 	if d <= 0 {
 		return nil
 	}
-	return &progressTimer{t: time.NewTimer(d), d: d}
+	return &progressTimer{t: clk.NewTimer(d), d: d}
 }
 
 // C returns the channel the timer fires on; nil (never ready) for a nil
@@ -54,15 +66,20 @@ func (p *progressTimer) C() <-chan time.Time {
 	if p == nil {
 		return nil
 	}
-	return p.t.C
+	return p.t.C()
 }
 
-// Reset restarts the wait: since Go 1.23 a Reset discards a pending
-// firing, so no drain is needed.
+// Reset restarts the wait. A firing not yet received is dropped: the real
+// clock's timers drop it themselves (since Go 1.23), a fake clock's keep it.
 func (p *progressTimer) Reset() {
-	if p != nil {
-		p.t.Reset(p.d)
+	if p == nil {
+		return
 	}
+	select {
+	case <-p.t.C():
+	default:
+	}
+	p.t.Reset(p.d)
 }
 
 // Stop releases the timer.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
@@ -33,16 +34,18 @@ func countRequests(cli *clientv3.Client) *countingWatcher {
 	return w
 }
 
-func TestWatchOfAQuietPrefixShouldReachTheHeadWithinAFewProgressIntervals(t *testing.T) {
-	// The test servers notify progress every second on their own; each
-	// round starts right after a bookmark, so only the watch's own
-	// requests can bring the next one within the bound.
+func TestWatchOfAQuietPrefixShouldAskForProgressEachIntervalOnItsClockAndReachTheHead(t *testing.T) {
+	// The watch's clock is fake: it asks only when the test steps it by
+	// the interval, and each answer is a bookmark at etcd's head.
 	t.Parallel()
-	const interval = 200 * time.Millisecond
+	const interval = time.Minute
 	cli := etcdClient(t)
+	requests := countRequests(cli)
+	clk := clocktesting.NewFakeClock(time.Now())
 	ctx := ctxFor(t, 30*time.Second)
 	prefix := uniquePrefix(t)
-	src := must.Do(etcdstore.New[item](cli, prefix, etcdstore.WithProgressInterval[item](interval)))
+	src := must.Do(etcdstore.New[item](cli, prefix,
+		etcdstore.WithProgressInterval[item](interval), etcdstore.WithClock[item](clk)))
 	_, rev, err := src.List(ctx)
 	require.NoError(t, err)
 	r := startWatch(t, src, rev)
@@ -51,8 +54,12 @@ func TestWatchOfAQuietPrefixShouldReachTheHeadWithinAFewProgressIntervals(t *tes
 		resp, err := cli.Put(ctx, prefix[:len(prefix)-1]+"-elsewhere", "x")
 		require.NoError(t, err)
 		head := informer.Revision(resp.Header.Revision)
-		require.Eventually(t, func() bool { return r.lastRevision() >= head }, 4*interval, 5*time.Millisecond,
-			"round %d: the watch of the quiet prefix reaches the head %d", round, head)
+		before := requests.requests.Load()
+		require.Eventually(t, func() bool {
+			clk.Step(interval)
+			return requests.requests.Load() > before && r.lastRevision() >= head
+		}, 10*time.Second, 5*time.Millisecond,
+			"round %d: the watch of the quiet prefix asks and reaches the head %d", round, head)
 	}
 	require.NoError(t, r.stop())
 	for _, e := range r.snapshot() {
@@ -62,27 +69,35 @@ func TestWatchOfAQuietPrefixShouldReachTheHeadWithinAFewProgressIntervals(t *tes
 
 func TestWatchWithEventsFlowingShouldNotRequestProgress(t *testing.T) {
 	t.Parallel()
-	const interval = 500 * time.Millisecond
+	const interval = time.Minute
 	cli := etcdClient(t)
 	requests := countRequests(cli)
+	clk := clocktesting.NewFakeClock(time.Now())
 	ctx := ctxFor(t, 30*time.Second)
 	prefix := uniquePrefix(t)
-	src := must.Do(etcdstore.New[item](cli, prefix, etcdstore.WithProgressInterval[item](interval)))
+	src := must.Do(etcdstore.New[item](cli, prefix,
+		etcdstore.WithProgressInterval[item](interval), etcdstore.WithClock[item](clk)))
 	w := &rawWriter{cli, prefix}
 	_, rev, err := src.List(ctx)
 	require.NoError(t, err)
 	r := startWatch(t, src, rev)
 
-	// Each write follows the previous one's event, for several intervals.
-	for start := time.Now(); time.Since(start) < 5*interval; {
+	// Each write follows the previous one's event by just under an
+	// interval, for several intervals: the watch restarted its timer on
+	// the event before emitting it.
+	for range 5 {
 		put, err := w.Put(ctx, "a", item{N: 1})
 		require.NoError(t, err)
 		require.Eventually(t, func() bool { return r.lastRevision() >= put }, 10*time.Second, time.Millisecond)
+		clk.Step(interval - time.Millisecond)
 	}
 	assert.Zero(t, requests.requests.Load(), "no progress request while events flow")
 
-	// Once the prefix is quiet, the watch asks (the counter counts).
-	require.Eventually(t, func() bool { return requests.requests.Load() > 0 }, 10*time.Second, 10*time.Millisecond)
+	// Once the prefix is quiet for an interval, the watch asks.
+	require.Eventually(t, func() bool {
+		clk.Step(interval)
+		return requests.requests.Load() > 0
+	}, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, r.stop())
 }
 

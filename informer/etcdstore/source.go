@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/utils/clock"
 
 	"github.com/converge-go/converge/informer"
 )
@@ -23,6 +24,8 @@ type options[V any] struct {
 	onDecodeError func(key string, err error)
 	// progressInterval is WithProgressInterval's; 0: never ask.
 	progressInterval time.Duration
+	// clock is WithClock's; nil: the real clock.
+	clock clock.WithTicker
 }
 
 // WithCodec sets how values are decoded. Default: informer.JSON[V].
@@ -76,6 +79,9 @@ func newStore[V any](ctor string, client *clientv3.Client, prefix string, opts [
 	}
 	if s.opts.codec == nil {
 		s.opts.codec = informer.JSON[V]{}
+	}
+	if s.opts.clock == nil {
+		s.opts.clock = clock.RealClock{}
 	}
 	return s, nil
 }
@@ -143,7 +149,7 @@ func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func
 	wch := s.client.Watch(lctx, s.prefix,
 		clientv3.WithPrefix(), clientv3.WithRev(int64(after)+1), clientv3.WithProgressNotify(),
 		clientv3.WithCreatedNotify())
-	quiet := newProgressTimer(s.opts.progressInterval)
+	quiet := newProgressTimer(s.opts.clock, s.opts.progressInterval)
 	defer quiet.Stop()
 
 	last := after // highest revision emitted; bookmarks never go back

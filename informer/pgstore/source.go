@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/listdecode"
 )
 
 // queries are the statements of a Store, built once from the quoted schema.
@@ -168,8 +169,11 @@ func (s *Store[V]) listBy(ctx context.Context, query string, args ...any) ([]inf
 				return err
 			}
 			defer rows.Close()
-			// The values decode on other goroutines while rows arrive.
-			dec := s.newListDecoder()
+			// The values decode on other goroutines while rows arrive:
+			// decoding on the reading goroutine made the read wait for it
+			// (100k JSON values of ~550 B: ~0.6 s of a ~2 s initial sync)
+			// while a core idled.
+			dec := listdecode.New(ctx, s.decodeRev)
 			for rows.Next() {
 				var (
 					key  string
@@ -177,17 +181,17 @@ func (s *Store[V]) listBy(ctx context.Context, query string, args ...any) ([]inf
 					rev  int64
 				)
 				if err := rows.Scan(&key, &data, &rev); err != nil {
-					_ = dec.finish()
+					_, _, _ = dec.Finish()
 					return err
 				}
-				dec.add(key, rev, data)
+				dec.Add(key, informer.Revision(rev), data)
 			}
 			if err := rows.Err(); err != nil {
-				_ = dec.finish()
+				_, _, _ = dec.Finish()
 				return err
 			}
-			entries = dec.finish()
-			return nil
+			entries, _, err = dec.Finish()
+			return err
 		})
 		if err != nil {
 			return nil, 0, s.wrap("list", "", err)

@@ -3,10 +3,9 @@ package sqlitestore
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"sync"
 
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/listdecode"
 )
 
 // watchPage bounds the changes one read of a Watch takes: a Watch far
@@ -54,61 +53,40 @@ func (s *Store[V]) list(ctx context.Context) ([]informer.Entry[string, V], state
 	if err != nil {
 		return nil, st, s.wrap("list", "", err)
 	}
-	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM head WHERE coll = ?", s.coll).Scan(&n); err != nil {
-		return nil, st, s.wrap("list", "", err)
-	}
 	rows, err := tx.QueryContext(ctx, "SELECT h.key, h.rev, l.value FROM head h JOIN log l ON l.rev = h.rev WHERE h.coll = ?", s.coll)
 	if err != nil {
 		return nil, st, s.wrap("list", "", err)
 	}
 	defer func() { _ = rows.Close() }()
-	entries := make([]informer.Entry[string, V], 0, n)
-	values := make([][]byte, 0, n)
+	// The values decode on other goroutines while rows arrive: decoding,
+	// not reading, is most of a large List.
+	dec := listdecode.New(ctx, s.decodeRev)
 	for rows.Next() {
 		var (
-			e    informer.Entry[string, V]
+			key  string
 			rev  int64
-			data []byte
+			data []byte // a copy (database/sql): the decoders may keep it
 		)
-		if err := rows.Scan(&e.Key, &rev, &data); err != nil {
+		if err := rows.Scan(&key, &rev, &data); err != nil {
+			_, _, _ = dec.Finish()
 			return nil, st, s.wrap("list", "", err)
 		}
-		e.Revision = informer.Revision(rev)
-		entries = append(entries, e)
-		values = append(values, data)
+		dec.Add(key, informer.Revision(rev), data)
 	}
 	if err := rows.Err(); err != nil {
+		_, _, _ = dec.Finish()
 		return nil, st, s.wrap("list", "", err)
 	}
-	s.decodeAll(entries, values)
+	entries, _, err := dec.Finish()
+	if err != nil {
+		return nil, st, s.wrap("list", "", err)
+	}
 	return entries, st, nil
 }
 
-// parallelDecode is the number of values from which List decodes on
-// several goroutines: decoding, not reading, is most of a large List.
-const parallelDecode = 2048
-
-// decodeAll decodes values[i] into entries[i], on up to GOMAXPROCS
-// goroutines for a large list (a Codec is safe for concurrent use).
-func (s *Store[V]) decodeAll(entries []informer.Entry[string, V], values [][]byte) {
-	decode := func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			e := &entries[i]
-			e.Value, e.Err = s.decode(e.Key, int64(e.Revision), values[i])
-		}
-	}
-	workers := min(runtime.GOMAXPROCS(0), len(entries)/parallelDecode)
-	if workers < 2 {
-		decode(0, len(entries))
-		return
-	}
-	var wg sync.WaitGroup
-	chunk := (len(entries) + workers - 1) / workers
-	for lo := 0; lo < len(entries); lo += chunk {
-		wg.Go(func() { decode(lo, min(lo+chunk, len(entries))) })
-	}
-	wg.Wait()
+// decodeRev is decode for a List's decoders.
+func (s *Store[V]) decodeRev(key string, rev informer.Revision, data []byte) (V, error) {
+	return s.decode(key, int64(rev), data)
 }
 
 // Watch calls emit for every change of the collection after revision
