@@ -9,6 +9,7 @@ import (
 
 	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/events"
+	osproc "github.com/converge-go/converge/examples/internal/proc"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/reconcile"
 )
@@ -84,7 +85,7 @@ func newAgent(node string, podInf *informer.Informer[string, Pod], pods informer
 }
 
 // errInvalidCommand marks a command that cannot be started.
-var errInvalidCommand = errors.New("invalid command")
+var errInvalidCommand = osproc.ErrInvalidCommand
 
 // Reconcile makes pod name's process match the pod: running if the pod
 // exists on this node, gone otherwise.
