@@ -63,8 +63,8 @@ func TestValidateShouldRefuseWhatKubernetesRefuses(t *testing.T) {
 		}, `spec.template.spec.containers[0].resources.requests.cpu: Invalid value: "lots"`},
 		"template restart policy": {func(d *Deployment) { d.Spec.Template.Spec.RestartPolicy = RestartNever },
 			`spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"`},
-		"bad name": {func(d *Deployment) { d.Name = "Web_1" }, `metadata.name: Invalid value: "Web_1"`},
-		"no containers": {func(d *Deployment) { d.Spec.Template.Spec.Containers = nil }, "spec.template.spec.containers: Required value"},
+		"bad name":         {func(d *Deployment) { d.Name = "Web_1" }, `metadata.name: Invalid value: "Web_1"`},
+		"no containers":    {func(d *Deployment) { d.Spec.Template.Spec.Containers = nil }, "spec.template.spec.containers: Required value"},
 		"unknown strategy": {func(d *Deployment) { d.Spec.Strategy.Type = "BlueGreen" }, `spec.strategy.type: Unsupported value: "BlueGreen"`},
 	} {
 		d := validDeployment()
