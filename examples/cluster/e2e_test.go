@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-go/converge/examples/cluster/api"
+	"github.com/converge-go/converge/examples/cluster/apiserver"
+	"github.com/converge-go/converge/informer/httpstore"
+)
+
+// startUp runs the control plane in this process on a free port, until
+// the test ends, and returns its URL.
+func startUp(t *testing.T, token string) string {
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- up(ctx, upConfig{store: "mem", timings: "fast", listen: "127.0.0.1:0", token: token,
+			managerAddr: "off", logLevel: "none"}, pw, io.Discard)
+		_ = pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err)
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	m := regexp.MustCompile(`http://\S+`).FindString(line)
+	require.NotEmpty(t, m, line)
+	return m
+}
+
+// startAgent starts `cluster agent` for node as a separate process of
+// this test binary, stopped (SIGTERM) when the test ends unless killed.
+func startAgent(t *testing.T, url, token, node, logDir string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "agent", "--node", node, "--api", url, "--token", token, "--log-level", "none")
+	cmd.Env = append(os.Environ(), asMainEnv+"=1", "CLUSTER_LOG_DIR="+logDir)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+// alive reports whether pid is a process that has not exited (a zombie
+// waiting for its parent to reap it has exited).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+}
+
+func TestAgentsShouldRunPodsAsProcessesRestartThemAndTakeThemDownWhenKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Setenv(asMainEnv, "1") // the agents' workers are this test binary too
+	const token = "secret"
+	url := startUp(t, token)
+	logDir := t.TempDir()
+	n1 := startAgent(t, url, token, "n1", logDir)
+	startAgent(t, url, token, "n2", logDir)
+	st, err := apiserver.NewStores(url, token, httpstore.ClientOptions{})
+	require.NoError(t, err)
+	ctx := t.Context()
+
+	require.Eventually(t, func() bool {
+		nodes, _, err := st.Nodes.List(ctx)
+		leases, _, lerr := st.Leases.List(ctx)
+		return err == nil && lerr == nil && len(nodes) == 2 && len(leases) == 2
+	}, 20*time.Second, 20*time.Millisecond, "both agents register their nodes and leases")
+	lease, _, ok, err := st.Leases.Get(ctx, api.Key(api.NodeLeaseNamespace, "n1"))
+	require.NoError(t, err)
+	require.True(t, ok, "n1 holds its lease")
+	assert.Equal(t, "n1", lease.Spec.HolderIdentity)
+
+	pod := api.Pod{ObjectMeta: api.ObjectMeta{Name: "solo", Namespace: "default"}, Spec: api.PodSpec{NodeName: "n1",
+		Containers: []api.Container{{Name: "w", Command: []string{"cluster", "worker"}}}}}
+	_, err = st.Pods.Create(ctx, "default/solo", pod)
+	require.NoError(t, err)
+
+	running := func(restarts int32) (pid int) {
+		require.Eventually(t, func() bool {
+			p, _, ok, err := st.Pods.Get(ctx, "default/solo")
+			if err != nil || !ok || p.Status.Phase != api.PodRunning || len(p.Status.ContainerStatuses) != 1 {
+				return false
+			}
+			cs := p.Status.ContainerStatuses[0]
+			pid = cs.PID
+			return cs.RestartCount == restarts && cs.State.Running != nil && pid != 0 && alive(pid) && p.IsReady()
+		}, 20*time.Second, 20*time.Millisecond, "the pod runs with %d restarts", restarts)
+		return pid
+	}
+	first := running(0)
+
+	require.NoError(t, syscall.Kill(first, syscall.SIGKILL))
+	second := running(1)
+	assert.NotEqual(t, first, second, "a new process")
+	p, _, _, err := st.Pods.Get(ctx, "default/solo")
+	require.NoError(t, err)
+	last := p.Status.ContainerStatuses[0].LastState.Terminated
+	require.NotNil(t, last, "the killed process's end is its last state")
+	assert.Equal(t, int32(137), last.ExitCode, "128 + SIGKILL")
+
+	require.NoError(t, n1.Process.Kill())
+	_ = n1.Wait()
+	require.Eventually(t, func() bool { return !alive(second) }, 10*time.Second, 10*time.Millisecond,
+		"the container dies with its agent")
+	before, _, _, err := st.Leases.Get(ctx, api.Key(api.NodeLeaseNamespace, "n1"))
+	require.NoError(t, err)
+	for range 2 { // two renewals of n2: n1, alive, would have renewed by then
+		n2, _, _, err := st.Leases.Get(ctx, api.Key(api.NodeLeaseNamespace, "n2"))
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			l, _, _, err := st.Leases.Get(ctx, api.Key(api.NodeLeaseNamespace, "n2"))
+			return err == nil && l.Spec.RenewTime.After(n2.Spec.RenewTime)
+		}, 10*time.Second, 10*time.Millisecond, "n2 renews its lease")
+	}
+	after, _, _, err := st.Leases.Get(ctx, api.Key(api.NodeLeaseNamespace, "n1"))
+	require.NoError(t, err)
+	assert.Equal(t, before.Spec.RenewTime, after.Spec.RenewTime, "n1's lease is no longer renewed")
+}
