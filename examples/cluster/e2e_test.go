@@ -141,4 +141,22 @@ func TestAgentsShouldRunPodsAsProcessesRestartThemAndTakeThemDownWhenKilled(t *t
 	after, _, _, err := st.Leases.Get(ctx, api.Key(api.NodeLeaseNamespace, "n1"))
 	require.NoError(t, err)
 	assert.Equal(t, before.Spec.RenewTime, after.Spec.RenewTime, "n1's lease is no longer renewed")
+
+	other := pod
+	other.Name, other.Spec.NodeName = "other", "n2"
+	_, err = st.Pods.Create(ctx, "default/other", other)
+	require.NoError(t, err)
+	var pid int
+	require.Eventually(t, func() bool {
+		p, _, ok, err := st.Pods.Get(ctx, "default/other")
+		if err != nil || !ok || len(p.Status.ContainerStatuses) != 1 {
+			return false
+		}
+		pid = p.Status.ContainerStatuses[0].PID
+		return pid != 0 && alive(pid)
+	}, 20*time.Second, 20*time.Millisecond, "n2 runs its pod")
+	_, err = st.Pods.Delete(ctx, "default/other", 0)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return !alive(pid) }, 20*time.Second, 10*time.Millisecond,
+		"a deleted pod's process is stopped")
 }
