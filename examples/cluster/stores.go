@@ -15,6 +15,9 @@ import (
 	"github.com/converge-go/converge/informer/etcdstore"
 	"github.com/converge-go/converge/informer/pgstore"
 	"github.com/converge-go/converge/informer/sqlitestore"
+	"github.com/converge-go/converge/leader"
+	"github.com/converge-go/converge/leader/etcdlock"
+	"github.com/converge-go/converge/leader/pglock"
 )
 
 // openedStores are the control plane's stores, where they are, and how to
@@ -23,6 +26,9 @@ type openedStores struct {
 	api.Stores
 	describe string
 	close    func()
+	// lock is the leader lock of --lock, in the store's backend; nil
+	// without --lock, or for a store that no other process shares.
+	lock leader.Lock
 }
 
 // storeSchema names the cluster's collections: the etcd key prefix
@@ -34,7 +40,10 @@ const storeSchema = "cluster"
 // embedded store, the default), "etcd://host:port[,host:port]" (keys under
 // /cluster/<plural>/), "postgres://user@host:port/db" (schema cluster) or
 // "sqlite://FILE" (collections cluster.<plural>).
-func openStores(url string) (*openedStores, error) {
+//
+// With a lock name, it also makes the lock of that name in the same
+// backend, and fences the controllers' writes by its terms (termFenced).
+func openStores(url, lock string) (*openedStores, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	switch {
@@ -52,15 +61,21 @@ func openStores(url string) (*openedStores, error) {
 			return nil, fmt.Errorf("--store %q: %w", url, err)
 		}
 		p := "/" + storeSchema + "/"
-		st := api.Stores{
-			Deployments: etcdstore.New[api.Deployment](cli, p+"deployments/"),
-			ReplicaSets: etcdstore.New[api.ReplicaSet](cli, p+"replicasets/"),
-			Pods:        etcdstore.New[api.Pod](cli, p+"pods/"),
-			Nodes:       etcdstore.New[api.Node](cli, p+"nodes/"),
-			Leases:      etcdstore.New[api.Lease](cli, p+"leases/"),
-			Events:      etcdstore.New[events.Event](cli, p+"events/"),
+		deps := etcdstore.New[api.Deployment](cli, p+"deployments/")
+		rss := etcdstore.New[api.ReplicaSet](cli, p+"replicasets/")
+		pods := etcdstore.New[api.Pod](cli, p+"pods/")
+		nodes := etcdstore.New[api.Node](cli, p+"nodes/")
+		leases := etcdstore.New[api.Lease](cli, p+"leases/")
+		evs := etcdstore.New[events.Event](cli, p+"events/")
+		o := &openedStores{Stores: api.Stores{Deployments: deps, ReplicaSets: rss, Pods: pods, Nodes: nodes, Leases: leases, Events: evs},
+			describe: "etcd " + hosts + ", keys under " + p, close: func() { _ = cli.Close() }}
+		if lock != "" {
+			fence := "/" + storeSchema + "-fences/" + lock
+			o.Stores = api.Stores{Deployments: etcdFenced(deps, fence), ReplicaSets: etcdFenced(rss, fence), Pods: etcdFenced(pods, fence),
+				Nodes: etcdFenced(nodes, fence), Leases: etcdFenced(leases, fence), Events: evs}
+			o.lock = etcdlock.NewLock(cli, "/"+storeSchema+"-locks/"+lock)
 		}
-		return &openedStores{Stores: st, describe: "etcd " + hosts + ", keys under " + p, close: func() { _ = cli.Close() }}, nil
+		return o, nil
 	case strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://"):
 		pool, err := pgxpool.New(context.Background(), url)
 		if err != nil {
@@ -71,15 +86,25 @@ func openStores(url string) (*openedStores, error) {
 			return nil, fmt.Errorf("--store %q: %w", url, err)
 		}
 		db := pgstore.NewDB(pool, pgstore.WithSchema(storeSchema))
-		st := api.Stores{
-			Deployments: pgstore.New[api.Deployment](db, "deployments"),
-			ReplicaSets: pgstore.New[api.ReplicaSet](db, "replicasets"),
-			Pods:        pgstore.New[api.Pod](db, "pods"),
-			Nodes:       pgstore.New[api.Node](db, "nodes"),
-			Leases:      pgstore.New[api.Lease](db, "leases"),
-			Events:      pgstore.New[events.Event](db, "events"),
+		deps := pgstore.New[api.Deployment](db, "deployments")
+		rss := pgstore.New[api.ReplicaSet](db, "replicasets")
+		pods := pgstore.New[api.Pod](db, "pods")
+		nodes := pgstore.New[api.Node](db, "nodes")
+		leases := pgstore.New[api.Lease](db, "leases")
+		evs := pgstore.New[events.Event](db, "events")
+		o := &openedStores{Stores: api.Stores{Deployments: deps, ReplicaSets: rss, Pods: pods, Nodes: nodes, Leases: leases, Events: evs},
+			describe: "PostgreSQL, schema " + storeSchema, close: func() { db.Close(); pool.Close() }}
+		if lock != "" {
+			l := pglock.NewLock(pool, lock)
+			if err := l.EnsureSchema(ctx); err != nil {
+				o.close()
+				return nil, fmt.Errorf("--lock %q: %w", lock, err)
+			}
+			o.Stores = api.Stores{Deployments: pgFenced(deps, lock), ReplicaSets: pgFenced(rss, lock), Pods: pgFenced(pods, lock),
+				Nodes: pgFenced(nodes, lock), Leases: pgFenced(leases, lock), Events: evs}
+			o.lock = l
 		}
-		return &openedStores{Stores: st, describe: "PostgreSQL, schema " + storeSchema, close: func() { db.Close(); pool.Close() }}, nil
+		return o, nil
 	case strings.HasPrefix(url, "sqlite://"):
 		path := strings.TrimPrefix(url, "sqlite://")
 		db, err := sqlitestore.Open(ctx, path, sqlitestore.Options{})

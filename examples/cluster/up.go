@@ -20,6 +20,7 @@ import (
 	"github.com/converge-go/converge/examples/cluster/apiserver"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/httpstore"
+	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -42,7 +43,7 @@ func upMode(args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&cfg.readToken, "read-only-token", "", "bearer token that may only read")
 	fl.StringVar(&cfg.managerAddr, "manager-addr", "off", `the Manager's /healthz, /readyz, /metrics and /debug/converge/ ("off": none)`)
 	fl.StringVar(&cfg.logLevel, "log-level", "info", "logs on stderr: debug, info, warn, error or none")
-	fl.StringVar(&cfg.lock, "lock", "", "run active/standby: a lock shared with the other up processes (etcd://host:port or postgres://…); empty: always active")
+	fl.StringVar(&cfg.lock, "lock", "", "run active/standby with the other up processes of this lock name, through the store (etcd or PostgreSQL), the controllers' writes fenced by the leader's term; empty: always active")
 	fl.StringVar(&cfg.identity, "id", "", "with --lock: this process's name in the lock (default: host name and pid)")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -87,7 +88,7 @@ func up(ctx context.Context, cfg upConfig, stdout, stderr io.Writer) error {
 		}
 		tokens[cfg.readToken] = httpstore.ReadOnly
 	}
-	st, err := openStores(cfg.store)
+	st, err := openStores(cfg.store, cfg.lock)
 	if err != nil {
 		return err
 	}
@@ -97,11 +98,9 @@ func up(ctx context.Context, cfg upConfig, stdout, stderr io.Writer) error {
 	stores := srv.Stores()
 
 	mopts := reconcile.ManagerOptions{Addr: cfg.managerAddr, Logger: logger, ShutdownTimeout: 20 * time.Second}
-	lockClose, err := withLock(ctx, &mopts, cfg)
-	if err != nil {
+	if err := withLock(&mopts, st, cfg); err != nil {
 		return err
 	}
-	defer lockClose()
 	mgr, err := reconcile.NewManager(mopts)
 	if err != nil {
 		return err
@@ -126,6 +125,19 @@ func up(ctx context.Context, cfg upConfig, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if cfg.lock != "" {
+		// Say when this process starts leading: the other up processes of
+		// the lock stand by meanwhile, serving the API only.
+		err := mgr.AddLeaderFunc("announce", func(ctx context.Context) error {
+			term, _ := leader.TermFromContext(ctx)
+			fmt.Fprintf(stdout, "cluster: %s leads the control plane (term %d)\n", mopts.Leader.Identity, term)
+			<-ctx.Done()
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 	for _, err := range []error{
 		mgr.AddFunc("events", func(ctx context.Context) error { return runSink(ctx, sink) }),
 		mgr.AddFunc("api", func(ctx context.Context) error { return serve(ctx, ln, srv) }),
@@ -135,8 +147,12 @@ func up(ctx context.Context, cfg upConfig, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "cluster: control plane on http://%s (state in %s, %s timings, %d controllers)\n",
-		ln.Addr(), st.describe, cfg.timings, len(controllers))
+	standby := ""
+	if cfg.lock != "" {
+		standby = ", active/standby on lock " + cfg.lock
+	}
+	fmt.Fprintf(stdout, "cluster: control plane on http://%s (state in %s, %s timings, %d controllers%s)\n",
+		ln.Addr(), st.describe, cfg.timings, len(controllers), standby)
 	return mgr.Run(ctx)
 }
 
