@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/converge-go/converge/examples/cluster/api"
 	"github.com/converge-go/converge/examples/cluster/apiserver"
@@ -24,12 +26,12 @@ import (
 
 // startUp runs the control plane in this process on a free port, until
 // the test ends, and returns its URL.
-func startUp(t *testing.T, token string) string {
+func startUp(t *testing.T, store, token string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- up(ctx, upConfig{store: "mem", timings: "fast", listen: "127.0.0.1:0", token: token,
+		done <- up(ctx, upConfig{store: store, timings: "fast", listen: "127.0.0.1:0", token: token,
 			managerAddr: "off", logLevel: "none"}, pw, io.Discard)
 		_ = pw.Close()
 	}()
@@ -76,9 +78,24 @@ func TestAgentsShouldRunPodsAsProcessesRestartThemAndTakeThemDownWhenKilled(t *t
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	testAgents(t, "mem")
+}
+
+func TestAgentsShouldRunPodsOnEtcd(t *testing.T) {
+	ep := etcdEndpoints(t)
+	// A fresh etcd: the control plane's keys are fixed (/cluster/...).
+	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(ep, ","), Logger: zap.NewNop()})
+	require.NoError(t, err)
+	_, err = cli.Delete(t.Context(), "/cluster/", clientv3.WithPrefix())
+	require.NoError(t, err)
+	require.NoError(t, cli.Close())
+	testAgents(t, "etcd://"+ep)
+}
+
+func testAgents(t *testing.T, store string) {
 	t.Setenv(asMainEnv, "1") // the agents' workers are this test binary too
 	const token = "secret"
-	url := startUp(t, token)
+	url := startUp(t, store, token)
 	logDir := t.TempDir()
 	n1 := startAgent(t, url, token, "n1", logDir)
 	startAgent(t, url, token, "n2", logDir)
@@ -97,7 +114,8 @@ func TestAgentsShouldRunPodsAsProcessesRestartThemAndTakeThemDownWhenKilled(t *t
 	assert.Equal(t, "n1", lease.Spec.HolderIdentity)
 
 	pod := api.Pod{ObjectMeta: api.ObjectMeta{Name: "solo", Namespace: "default"}, Spec: api.PodSpec{NodeName: "n1",
-		Containers: []api.Container{{Name: "w", Command: []string{"cluster", "worker"}}}}}
+		Containers: []api.Container{{Name: "w", Command: []string{"cluster", "worker"},
+			ReadinessProbe: &api.Probe{Exec: &api.ExecAction{Command: []string{"true"}}, PeriodSeconds: 1}}}}}
 	_, err = st.Pods.Create(ctx, "default/solo", pod)
 	require.NoError(t, err)
 
@@ -110,7 +128,7 @@ func TestAgentsShouldRunPodsAsProcessesRestartThemAndTakeThemDownWhenKilled(t *t
 			cs := p.Status.ContainerStatuses[0]
 			pid = cs.PID
 			return cs.RestartCount == restarts && cs.State.Running != nil && pid != 0 && alive(pid) && p.IsReady()
-		}, 20*time.Second, 20*time.Millisecond, "the pod runs with %d restarts", restarts)
+		}, 20*time.Second, 20*time.Millisecond, "the pod runs with %d restarts, ready by its probe", restarts)
 		return pid
 	}
 	first := running(0)
@@ -144,6 +162,8 @@ func TestAgentsShouldRunPodsAsProcessesRestartThemAndTakeThemDownWhenKilled(t *t
 
 	other := pod
 	other.Name, other.Spec.NodeName = "other", "n2"
+	other.Spec.Containers = []api.Container{{Name: "w", Command: []string{"cluster", "worker"},
+		ReadinessProbe: &api.Probe{Exec: &api.ExecAction{Command: []string{"false"}}, PeriodSeconds: 1}}}
 	_, err = st.Pods.Create(ctx, "default/other", other)
 	require.NoError(t, err)
 	var pid int
@@ -153,8 +173,11 @@ func TestAgentsShouldRunPodsAsProcessesRestartThemAndTakeThemDownWhenKilled(t *t
 			return false
 		}
 		pid = p.Status.ContainerStatuses[0].PID
-		return pid != 0 && alive(pid)
+		return pid != 0 && alive(pid) && p.Status.Phase == api.PodRunning
 	}, 20*time.Second, 20*time.Millisecond, "n2 runs its pod")
+	p, _, _, err = st.Pods.Get(ctx, "default/other")
+	require.NoError(t, err)
+	assert.False(t, p.IsReady(), "a failing readiness probe keeps a running pod unready")
 	_, err = st.Pods.Delete(ctx, "default/other", 0)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return !alive(pid) }, 20*time.Second, 10*time.Millisecond,
