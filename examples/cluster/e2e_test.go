@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
-	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,23 +25,24 @@ import (
 // the test ends, and returns its URL.
 func startUp(t *testing.T, store, token string) string {
 	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
+	urls := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
 		done <- up(ctx, upConfig{store: store, timings: "fast", listen: "127.0.0.1:0", token: token,
-			managerAddr: "off", logLevel: "none"}, pw, io.Discard)
-		_ = pw.Close()
+			managerAddr: "off", logLevel: "none", onListen: func(u string) { urls <- u }}, io.Discard, io.Discard)
 	}()
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)
 	})
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	require.NoError(t, err)
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	m := regexp.MustCompile(`http://\S+`).FindString(line)
-	require.NotEmpty(t, m, line)
-	return m
+	select {
+	case u := <-urls:
+		return u
+	case err := <-done:
+		done <- err // for the cleanup
+		t.Fatalf("up: %v", err)
+	}
+	return ""
 }
 
 // startAgent starts `cluster agent` for node as a separate process of
@@ -58,20 +56,6 @@ func startAgent(t *testing.T, url, token, node, logDir string) *exec.Cmd {
 		_ = cmd.Wait()
 	})
 	return cmd
-}
-
-// alive reports whether pid is a process that has not exited (a zombie
-// waiting for its parent to reap it has exited).
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
-	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }
 
 func TestAgentsShouldRunPodsAsProcessesRestartThemAndTakeThemDownWhenKilled(t *testing.T) {
@@ -182,4 +166,27 @@ func testAgents(t *testing.T, store string) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return !alive(pid) }, 20*time.Second, 10*time.Millisecond,
 		"a deleted pod's process is stopped")
+}
+
+func TestDemoShouldObserveEveryStepAndLeaveNoProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Setenv(asMainEnv, "1") // the agents and their workers are this test binary
+	report := t.TempDir() + "/report.json"
+	var out strings.Builder
+	err := runDemo(t.Context(), "mem", "fast", report, &out)
+	require.NoError(t, err, out.String())
+	for _, want := range []string{"nodes n1, n2, n3 Ready", "restarted in place", "back-off grows", "n2's containers died with it",
+		"n2 renews its lease again", "every step observed"} {
+		assert.Contains(t, out.String(), want)
+	}
+	b, err := os.ReadFile(report)
+	require.NoError(t, err)
+	var rep demoReport
+	require.NoError(t, json.Unmarshal(b, &rep))
+	assert.True(t, rep.OK)
+	assert.Len(t, rep.Steps, 7)
+	assert.Empty(t, rep.Leftovers)
+	assert.Positive(t, rep.KillToRestart)
 }

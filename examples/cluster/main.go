@@ -9,6 +9,7 @@
 //	cluster ctl apply -f web.yaml
 //	cluster ctl get deploy,rs,pods,nodes [-o wide|yaml|json] [-w]
 //	cluster ctl describe deploy/web
+//	cluster demo [--timings fast|kube] [--report FILE]      # the scripted scene, as a timeline
 //	cluster worker [--crash-after 1s] [--exit-code 3]      # what pods run by default
 //
 // The control plane serves Kubernetes-shaped paths (package apiserver) and
@@ -28,7 +29,7 @@ import (
 
 func main() { os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr)) }
 
-const usage = "usage: cluster up|agent|ctl|worker [flags]; cluster ctl --help for the CLI's verbs"
+const usage = "usage: cluster up|agent|ctl|demo|worker [flags]; cluster ctl --help for the CLI's verbs"
 
 func realMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -43,6 +44,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return agent.Main(args, stdout, stderr)
 	case "ctl":
 		return ctl.Main(args, stdout, stderr)
+	case "demo":
+		return demoMode(args, stdout, stderr)
 	case "worker":
 		return osproc.Worker(args, agent.PodEnv)
 	case "-h", "--help", "help":

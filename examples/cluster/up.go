@@ -30,6 +30,9 @@ type upConfig struct {
 	token, readToken       string
 	managerAddr, logLevel  string
 	lock, identity         string
+	// onListen, if set, is called with the API's URL once it listens
+	// (the demo's and the tests' way to find a port 0).
+	onListen func(url string)
 }
 
 func upMode(args []string, stdout, stderr io.Writer) int {
@@ -153,6 +156,9 @@ func up(ctx context.Context, cfg upConfig, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "cluster: control plane on http://%s (state in %s, %s timings, %d controllers%s)\n",
 		ln.Addr(), st.describe, cfg.timings, len(controllers), standby)
+	if cfg.onListen != nil {
+		cfg.onListen("http://" + ln.Addr().String())
+	}
 	return mgr.Run(ctx)
 }
 
