@@ -110,7 +110,8 @@ func Run(ctx context.Context, cfg Config) error {
 
 	sink := events.NewStoreSink(cfg.Stores.Events, events.WithPrefix(EventPrefix(cfg.Node)))
 	rec := events.NewRecorder(EventSource, events.WithSink(sink), events.WithClock(cfg.Clock))
-	podInf := informer.New("pods", cfg.Stores.Pods, informer.WithLogger(cfg.Logger), informer.WithClock(cfg.Clock))
+	podInf := informer.New[string, api.Pod]("pods", nodePods{src: cfg.Stores.Pods, node: cfg.Node},
+		informer.WithLogger(cfg.Logger), informer.WithClock(cfg.Clock))
 	k := newKubelet(cfg, podInf, rec)
 	ctrl, err := reconcile.New("kubelet", k,
 		reconcile.For(podInf, func(ch reconcile.Change[string, api.Pod]) bool {
