@@ -55,6 +55,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	ns := ""
 	fl.StringVar(&ns, "n", "", "namespace (default: default)")
 	fl.StringVar(&ns, "namespace", "", "namespace (default: default)")
+	args, nsArg := namespaceFlag(args)
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -70,7 +71,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
-	c := &cli{st: st, namespace: cmp.Or(ns, api.DefaultNamespace), stdout: stdout, stderr: stderr}
+	c := &cli{st: st, namespace: cmp.Or(nsArg, ns, api.DefaultNamespace), stdout: stdout, stderr: stderr}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	verb, rest := fl.Arg(0), fl.Args()[1:]
@@ -88,6 +89,27 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// namespaceFlag takes -n/--namespace out of args wherever it is, as
+// kubectl takes it before or after the verb, and returns the other
+// arguments and the namespace ("" if none).
+func namespaceFlag(args []string) ([]string, string) {
+	var out []string
+	ns := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case (a == "-n" || a == "--namespace" || a == "-namespace") && i+1 < len(args):
+			ns = args[i+1]
+			i++
+		case strings.HasPrefix(a, "-n=") || strings.HasPrefix(a, "--namespace="):
+			_, ns, _ = strings.Cut(a, "=")
+		default:
+			out = append(out, a)
+		}
+	}
+	return out, ns
 }
 
 // errorText words an error as kubectl does: "Error from server (Invalid):

@@ -139,6 +139,9 @@ func TestGetShouldPrintKubectlsTables(t *testing.T) {
 	code, out, _ = f.run(t, "-n", "other", "get", "pods")
 	require.Equal(t, 0, code)
 	assert.Empty(t, out)
+	code, out, _ = f.run(t, "get", "pods", "-n", "other")
+	require.Equal(t, 0, code)
+	assert.Empty(t, out, "-n after the verb, as kubectl takes it")
 }
 
 func TestDeleteShouldRecordTheCascadeAsKubernetesDoes(t *testing.T) {
