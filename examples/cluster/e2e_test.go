@@ -18,6 +18,7 @@ import (
 
 	"github.com/converge-go/converge/examples/cluster/api"
 	"github.com/converge-go/converge/examples/cluster/apiserver"
+	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/httpstore"
 )
 
@@ -162,10 +163,12 @@ func testAgents(t *testing.T, store string) {
 	p, _, _, err = st.Pods.Get(ctx, "default/other")
 	require.NoError(t, err)
 	assert.False(t, p.IsReady(), "a failing readiness probe keeps a running pod unready")
-	_, err = st.Pods.Delete(ctx, "default/other", 0)
+	_, _, err = informer.Update(ctx, st.Pods, "default/other", func(p *api.Pod) error { p.Spec.NodeName = "elsewhere"; return nil })
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return !alive(pid) }, 20*time.Second, 10*time.Millisecond,
-		"a deleted pod's process is stopped")
+		"the process of a pod bound elsewhere is stopped")
+
+	// A deleted pod's process is stopped too: the demo's last step.
 }
 
 func TestDemoShouldObserveEveryStepAndLeaveNoProcess(t *testing.T) {
