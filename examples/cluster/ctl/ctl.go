@@ -43,10 +43,19 @@ type cli struct {
 	stdout, stderr io.Writer
 }
 
-// Main runs `cluster ctl ARGS` and returns the exit status: 0, 1 for a
+// Main runs `cluster ctl ARGS` until it is done or interrupted (SIGINT,
+// SIGTERM) and returns the exit status, as Run.
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, args, stdout, stderr)
+}
+
+// Run runs `cluster ctl ARGS` until it is done or ctx ends (which ends a
+// watch, get -w, with status 0) and returns the exit status: 0, 1 for a
 // refused or failed command (with kubectl's "error: ..." on stderr), 2 for
 // bad usage.
-func Main(args []string, stdout, stderr io.Writer) int {
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("ctl", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprintln(stderr, usage) }
@@ -72,8 +81,6 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	c := &cli{st: st, namespace: cmp.Or(nsArg, ns, api.DefaultNamespace), stdout: stdout, stderr: stderr}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	verb, rest := fl.Arg(0), fl.Args()[1:]
 	verbs := map[string]func(context.Context, []string) error{
 		"apply": c.apply, "get": c.get, "describe": c.describe, "delete": c.delete, "scale": c.scale,

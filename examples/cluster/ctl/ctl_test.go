@@ -2,10 +2,13 @@ package ctl
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/examples/cluster/api"
 	"github.com/converge-go/converge/examples/cluster/apiserver"
+	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/httpstore"
 	"github.com/converge-go/converge/object"
 )
@@ -256,4 +260,45 @@ func TestHumanDurationShouldRoundAsKubectlDoes(t *testing.T) {
 	} {
 		assert.Equal(t, want, HumanDuration(d), d)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestGetWatchShouldPrintARowPerChangeUntilStopped(t *testing.T) {
+	f := newFixture(t)
+	code, _, _ := f.run(t, "apply", "-f", writeFile(t, manifest))
+	require.Equal(t, 0, code)
+	ctx, cancel := context.WithCancel(t.Context())
+	var out syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"--api", f.url, "--token", "ro", "get", "pods", "-w"}, &out, io.Discard)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "solo") }, 10*time.Second, 5*time.Millisecond, "the list")
+	_, _, err := informer.Update(t.Context(), f.raw.Pods, "default/solo", func(p *api.Pod) error {
+		p.Status.Phase = api.PodRunning
+		return nil
+	})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Running") }, 10*time.Second, 5*time.Millisecond,
+		"a row for the change")
+	cancel()
+	assert.Equal(t, 0, <-done)
+	assert.Regexp(t, `NAME +READY +STATUS +RESTARTS +AGE\nsolo +0/1 +Pending .*\nsolo +0/1 +Running `, out.String())
 }
