@@ -4,30 +4,29 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
 	"github.com/converge-go/converge/examples/cluster/api"
+	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
+	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/testserver"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/etcdlock"
+	"github.com/converge-go/converge/leader/pglock"
 )
 
 // etcdEndpoints returns the integration etcd, or skips the test.
-func etcdEndpoints(t *testing.T) string {
-	ep := os.Getenv("CONVERGE_ETCD_ENDPOINTS")
-	if os.Getenv("CONVERGE_INTEGRATION") != "1" || ep == "" {
-		t.Skip("needs CONVERGE_INTEGRATION=1 and CONVERGE_ETCD_ENDPOINTS (scripts/servers.sh)")
-	}
-	return ep
-}
+func etcdEndpoints(t *testing.T) string { return strings.Join(testserver.Etcd(t), ",") }
 
 // leaderContext runs an elector on lock until it leads, and returns the
 // context of its term (values only: it outlives the term) and a function
@@ -52,17 +51,11 @@ func leaderContext(t *testing.T, lock leader.Lock, id string) (context.Context, 
 	return nil, nil
 }
 
-func TestLeaderWritesShouldBeFencedByTheTerm(t *testing.T) {
-	ep := etcdEndpoints(t)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(ep, ","), Logger: zap.NewNop()})
-	require.NoError(t, err)
-	defer cli.Close()
-	prefix := "/test-fence-" + t.Name() + "-" + time.Now().Format("150405.000000") + "/"
-	lock := etcdlock.NewLock(cli, prefix+"lock")
-	nodes := etcdFenced(etcdstore.New[api.Node](cli, prefix+"nodes/"), prefix+"fence")
-
+// testFencing checks that nodes, a termFenced store of lock's backend,
+// refuses a deposed leader's write and takes the others'.
+func testFencing(t *testing.T, lock leader.Lock, nodes informer.Store[string, api.Node], fenced error) {
 	oldCtx, stopOld := leaderContext(t, lock, "a")
-	_, err = nodes.Create(oldCtx, "n1", api.Node{ObjectMeta: api.ObjectMeta{Name: "n1"}})
+	_, err := nodes.Create(oldCtx, "n1", api.Node{ObjectMeta: api.ObjectMeta{Name: "n1"}})
 	require.NoError(t, err, "the leader writes")
 	stopOld()
 	newCtx, stopNew := leaderContext(t, lock, "b")
@@ -73,12 +66,35 @@ func TestLeaderWritesShouldBeFencedByTheTerm(t *testing.T) {
 	_, err = nodes.Create(newCtx, "n2", api.Node{ObjectMeta: api.ObjectMeta{Name: "n2"}})
 	require.NoError(t, err, "the new leader writes, raising the fence")
 	_, err = nodes.Create(oldCtx, "n3", api.Node{ObjectMeta: api.ObjectMeta{Name: "n3"}})
-	require.ErrorIs(t, err, etcdstore.ErrFenced, "the deposed leader's late write")
+	require.ErrorIs(t, err, fenced, "the deposed leader's late write")
 	_, _, ok, err := nodes.Get(t.Context(), "n3")
 	require.NoError(t, err)
 	assert.False(t, ok, "nothing written")
 	_, err = nodes.Create(t.Context(), "n4", api.Node{ObjectMeta: api.ObjectMeta{Name: "n4"}})
 	assert.NoError(t, err, "a write outside a leader's context (the API's) is not fenced")
+}
+
+func TestLeaderWritesShouldBeFencedByTheTermOnEtcd(t *testing.T) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: testserver.Etcd(t), Logger: zap.NewNop()})
+	require.NoError(t, err)
+	defer cli.Close()
+	prefix := "/test-fence-" + time.Now().Format("150405.000000") + "/"
+	testFencing(t, etcdlock.NewLock(cli, prefix+"lock"),
+		etcdFenced(etcdstore.New[api.Node](cli, prefix+"nodes/"), prefix+"fence"), etcdstore.ErrFenced)
+}
+
+func TestLeaderWritesShouldBeFencedByTheTermOnPostgres(t *testing.T) {
+	pool, err := pgxpool.New(t.Context(), testserver.Postgres(t))
+	require.NoError(t, err)
+	defer pool.Close()
+	schema := "cluster_fence_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	require.NoError(t, pgstore.Setup(t.Context(), pool, schema))
+	db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+	defer db.Close()
+	name := "fence-" + schema
+	lock := pglock.NewLock(pool, name)
+	require.NoError(t, lock.EnsureSchema(t.Context()))
+	testFencing(t, lock, pgFenced(pgstore.New[api.Node](db, "nodes"), name), pgstore.ErrFenced)
 }
 
 func TestTwoUpProcessesShouldRunActiveStandby(t *testing.T) {
