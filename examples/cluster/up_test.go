@@ -10,13 +10,13 @@ import (
 
 func TestUpShouldRefuseWhatCannotWork(t *testing.T) {
 	for args, want := range map[string]string{
-		"up --timings slow":                          `--timings "slow": want fast or kube`,
-		"up --store redis://x":                       `--store "redis://x": want mem, etcd://host:port`,
-		"up --lock cp":                               "--lock needs a store that the up processes share",
-		"up --read-only-token r":                     "--read-only-token needs --token",
-		"up --log-level loud":                        `--log-level "loud"`,
+		"up --timings slow":                         `--timings "slow": want fast or kube`,
+		"up --store redis://x":                      `--store "redis://x": want mem, etcd://host:port`,
+		"up --lock cp":                              "--lock needs a store that the up processes share",
+		"up --read-only-token r":                    "--read-only-token needs --token",
+		"up --log-level loud":                       `--log-level "loud"`,
 		"agent --node n1 --cpu lots --api http://x": `quantity "lots"`,
-		"agent --cpu 1":                              "a node name is required",
+		"agent --cpu 1":                             "a node name is required",
 	} {
 		var out, errOut bytes.Buffer
 		code := realMain(strings.Fields(args), &out, &errOut)

@@ -1,8 +1,10 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -48,9 +50,12 @@ func admit[V any](a admission, key string, v V) (V, error) {
 }
 
 // Admitted returns st with every Create and Update of an object defaulted
-// and validated as the HTTP API does it, and given a UID and a
-// creationTimestamp (from c) on create if it has none; an update that
-// carries none keeps the stored ones, which never change. A refused write
+// and validated as the HTTP API does it, given a UID and a
+// creationTimestamp (from c) on create if it has none, and, for a
+// Deployment or ReplicaSet, generation 1; an update keeps the stored UID,
+// creationTimestamp and deletion request, and keeps the generation or
+// bumps it on a spec change (see Update), as the Kubernetes API server
+// keeps metadata. A refused write
 // returns the *api.InvalidError and writes nothing. The events store is
 // returned as is. tolerationSeconds is the pods' default not-ready and
 // unreachable toleration (api.Default).
@@ -83,24 +88,46 @@ func (s admitted[V]) Create(ctx context.Context, key string, v V) (informer.Revi
 	if m.CreationTimestamp.IsZero() {
 		m.CreationTimestamp = s.a.clock.Now().UTC().Truncate(time.Second)
 	}
+	if _, ok := any(&v).(specObject); ok {
+		m.Generation = 1
+	}
 	return s.Store.Create(ctx, key, v)
 }
 
+// specObject is a kind whose generation counts its spec's changes.
+type specObject interface{ ObjectSpec() any }
+
+// Update keeps what the API server keeps of the stored object, whatever
+// the writer sent: its UID, creationTimestamp and deletion request, and
+// for a Deployment or ReplicaSet its generation, bumped when the spec
+// changed (pkg/registry/apps/deployment/strategy.go PrepareForUpdate). The
+// read costs nothing in consistency: the write is at rev, so it fails
+// unless what was read is what it replaces.
 func (s admitted[V]) Update(ctx context.Context, key string, v V, rev informer.Revision) (informer.Revision, error) {
 	v, err := admit(s.a, key, v)
 	if err != nil {
 		return 0, err
 	}
-	if m := api.MetaOf(&v); m.UID == "" || m.CreationTimestamp.IsZero() {
-		old, _, ok, err := s.Store.Get(ctx, key)
-		if err != nil {
-			return 0, err
+	old, oldRev, ok, err := s.Store.Get(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	if !ok || oldRev != rev {
+		return 0, fmt.Errorf("update %s at revision %d: %w", key, rev, informer.ErrConflict)
+	}
+	m, om := api.MetaOf(&v), api.MetaOf(&old)
+	m.UID, m.CreationTimestamp = om.UID, om.CreationTimestamp
+	if !om.DeletionRequested.IsZero() {
+		m.DeletionRequested = om.DeletionRequested
+	}
+	if so, ok := any(&v).(specObject); ok {
+		m.Generation = om.Generation
+		// As stored: a nil and an empty map are the same spec.
+		a, _ := json.Marshal(so.ObjectSpec())
+		b, _ := json.Marshal(any(&old).(specObject).ObjectSpec())
+		if !bytes.Equal(a, b) {
+			m.Generation++
 		}
-		if !ok {
-			return 0, fmt.Errorf("update %s: %w", key, informer.ErrConflict)
-		}
-		om := api.MetaOf(&old)
-		m.UID, m.CreationTimestamp = om.UID, om.CreationTimestamp
 	}
 	return s.Store.Update(ctx, key, v, rev)
 }

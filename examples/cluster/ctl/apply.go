@@ -110,13 +110,12 @@ func newLike(obj any) any {
 
 // applyOne creates obj, or updates the live object with obj's spec,
 // labels and annotations (and its owner references, if it has any),
-// keeping what the control plane wrote: status, UID, finalizers. A spec
-// change bumps the generation. It says "created", "configured" or
+// keeping what the control plane wrote: status, UID, finalizers (the API
+// server bumps the generation on a spec change). It says "created", "configured" or
 // "unchanged".
 func applyOne[V any](ctx context.Context, st informer.Store[string, V], obj *V, setSpec func(dst, src *V)) (string, error) {
 	m := api.MetaOf(obj)
 	key := m.Key()
-	m.Generation = 1
 	// Defaulted as the API server defaults it, so that reapplying an
 	// unchanged manifest is no change (the tolerations stay the server's).
 	api.Default(obj, -1)
@@ -131,12 +130,7 @@ func applyOne[V any](ctx context.Context, st informer.Store[string, V], obj *V, 
 		if lm.Deleting() {
 			return errors.New("the object is being deleted")
 		}
-		before, _ := json.Marshal(live)
-		setSpec(live, obj)
-		afterSpec, _ := json.Marshal(live)
-		if string(before) != string(afterSpec) {
-			lm.Generation++
-		}
+		setSpec(live, obj) // the API server bumps the generation if it changed
 		lm.Labels = maps.Clone(m.Labels)
 		lm.Annotations = maps.Clone(m.Annotations)
 		if len(m.OwnerReferences) > 0 {
@@ -216,14 +210,14 @@ func (c *cli) scale(ctx context.Context, args []string) error {
 	case api.KindDeployment:
 		_, _, err = informer.Update(ctx, c.st.Deployments, key, func(d *api.Deployment) error {
 			if api.Replicas(d.Spec.Replicas) != n {
-				d.Spec.Replicas, d.Generation = &n, d.Generation+1
+				d.Spec.Replicas = &n
 			}
 			return nil
 		})
 	case api.KindReplicaSet:
 		_, _, err = informer.Update(ctx, c.st.ReplicaSets, key, func(rs *api.ReplicaSet) error {
 			if api.Replicas(rs.Spec.Replicas) != n {
-				rs.Spec.Replicas, rs.Generation = &n, rs.Generation+1
+				rs.Spec.Replicas = &n
 			}
 			return nil
 		})

@@ -127,7 +127,6 @@ func (c *cli) undo(ctx context.Context, key, name string, to int64) error {
 	}
 	_, _, err = informer.Update(ctx, c.st.Deployments, key, func(d *api.Deployment) error {
 		d.Spec.Template = tmpl
-		d.Generation++
 		return nil
 	})
 	if err != nil {
