@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/converge-go/converge/events"
+	"github.com/converge-go/converge/examples/cluster/agent"
 	"github.com/converge-go/converge/examples/cluster/api"
 	"github.com/converge-go/converge/examples/cluster/apiserver"
 	"github.com/converge-go/converge/informer"
@@ -301,4 +302,59 @@ func TestGetWatchShouldPrintARowPerChangeUntilStopped(t *testing.T) {
 	cancel()
 	assert.Equal(t, 0, <-done)
 	assert.Regexp(t, `NAME +READY +STATUS +RESTARTS +AGE\nsolo +0/1 +Pending .*\nsolo +0/1 +Running `, out.String())
+}
+
+func TestDrainShouldCordonAndEvictOnlyManagedPodsUnlessForced(t *testing.T) {
+	f := newFixture(t)
+	_, err := f.raw.Nodes.Create(t.Context(), "n1", api.Node{ObjectMeta: api.ObjectMeta{Name: "n1"}})
+	require.NoError(t, err)
+	pod := func(name string, owned bool) api.Pod {
+		p := api.Pod{ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default"}, Spec: api.PodSpec{NodeName: "n1",
+			Containers: []api.Container{{Name: "c", Command: []string{"x"}}}}}
+		if owned {
+			p.OwnerReferences = []api.OwnerReference{{Kind: "ReplicaSet", Name: "web-1", UID: "u", Controller: true}}
+		}
+		return p
+	}
+	for _, p := range []api.Pod{pod("managed", true), pod("bare", false)} {
+		_, err := f.raw.Pods.Create(t.Context(), p.Key(), p)
+		require.NoError(t, err)
+	}
+	code, _, errOut := f.run(t, "drain", "n1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "cannot delete Pods that declare no controller (use --force to override): default/bare")
+	entries, _, err := f.raw.Pods.List(t.Context())
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "nothing evicted")
+	n, _, _, err := f.raw.Nodes.Get(t.Context(), "n1")
+	require.NoError(t, err)
+	assert.True(t, n.Spec.Unschedulable, "cordoned first, as kubectl does")
+
+	code, out, errOut := f.run(t, "drain", "n1", "--force")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "node/n1 already cordoned\n")
+	assert.Contains(t, out, "evicting pod default/bare\n")
+	assert.Contains(t, out, "node/n1 drained\n")
+	entries, _, err = f.raw.Pods.List(t.Context())
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+}
+
+func TestLogsShouldPrintTheContainersOutput(t *testing.T) {
+	f := newFixture(t)
+	dir := t.TempDir()
+	t.Setenv("CLUSTER_LOG_DIR", dir)
+	p := api.Pod{ObjectMeta: api.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"}, Spec: api.PodSpec{NodeName: "n1",
+		Containers: []api.Container{{Name: "a", Command: []string{"x"}}, {Name: "b", Command: []string{"y"}}}}}
+	_, err := f.raw.Pods.Create(t.Context(), p.Key(), p)
+	require.NoError(t, err)
+	path := agent.LogPath(dir, &p, "b")
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte("hello from b\n"), 0o600))
+	code, _, errOut := f.run(t, "logs", "web")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "a container name must be specified for pod web, choose one of: [a b]")
+	code, out, errOut := f.run(t, "logs", "web", "-c", "b")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "hello from b\n", out)
 }
