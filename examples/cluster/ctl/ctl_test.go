@@ -197,6 +197,12 @@ func TestScaleCordonAndUndoShouldWriteWhatKubectlWrites(t *testing.T) {
 		_, err := f.raw.ReplicaSets.Create(t.Context(), rs.Key(), rs)
 		require.NoError(t, err)
 	}
+	code, out, _ = f.run(t, "describe", "deploy/web")
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `OldReplicaSets: +web-1 \(0/1 replicas created\)\nNewReplicaSet: +web-2 \(0/1 replicas created\)|NewReplicaSet: +web-2 \(0/1 replicas created\)\nOldReplicaSets: +web-1`, out)
+	code, out, _ = f.run(t, "describe", "node", "n1")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "Non-terminated Pods:")
 	code, out, _ = f.run(t, "rollout", "history", "deploy/web")
 	require.Equal(t, 0, code)
 	assert.Regexp(t, `REVISION +CHANGE-CAUSE\n1 +<none>\n2 +<none>\n`, out)
@@ -248,7 +254,7 @@ func TestDescribeShouldShowRepeatedEventsAsKubectlDoes(t *testing.T) {
 	evs := []events.Event{{Type: events.Warning, Reason: "BackOff", Source: "kubelet", Message: "Back-off restarting failed container web",
 		Count: 4, First: now.Add(-10 * time.Second), Last: now.Add(-3 * time.Second)}}
 	var out bytes.Buffer
-	Describe(&out, p, evs, now)
+	Describe(&out, p, Related{}, evs, now)
 	assert.Contains(t, out.String(), "Status:            CrashLoopBackOff")
 	assert.Contains(t, out.String(), "Restart Count:")
 	assert.Regexp(t, `Warning +BackOff +3s \(x4 over 10s\) +kubelet +Back-off restarting failed container web`, out.String())

@@ -29,8 +29,33 @@ func (c *cli) describe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	Describe(c.stdout, o.v, evs, time.Now())
+	var rel Related
+	switch v := o.v.(type) {
+	case *api.Deployment:
+		if _, rel.ReplicaSets, err = c.history(ctx, v.Key(), v.Name); err != nil {
+			return err
+		}
+	case *api.Node:
+		entries, _, err := c.st.Pods.List(ctx)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if e.Err == nil && e.Value.Spec.NodeName == v.Name {
+				rel.Pods = append(rel.Pods, e.Value)
+			}
+		}
+		slices.SortFunc(rel.Pods, func(a, b api.Pod) int { return strings.Compare(a.Key(), b.Key()) })
+	}
+	Describe(c.stdout, o.v, rel, evs, time.Now())
 	return nil
+}
+
+// Related are the objects describe shows with one: a Deployment's
+// ReplicaSets (by revision: the last is the new one), a Node's pods.
+type Related struct {
+	ReplicaSets []*api.ReplicaSet
+	Pods        []api.Pod
 }
 
 // eventsOf returns the events recorded about an object: those whose key
@@ -52,9 +77,9 @@ func (c *cli) eventsOf(ctx context.Context, k *kind, m *api.ObjectMeta) ([]event
 	return out, nil
 }
 
-// Describe writes obj (one of the kinds) and its events as kubectl
-// describe does, with ages counted back from now.
-func Describe(w io.Writer, obj any, evs []events.Event, now time.Time) {
+// Describe writes obj (one of the kinds), the objects related to it and its
+// events as kubectl describe does, with ages counted back from now.
+func Describe(w io.Writer, obj any, rel Related, evs []events.Event, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
 	m := api.MetaOf(obj)
 	line := func(k, format string, args ...any) {
@@ -92,6 +117,18 @@ func Describe(w io.Writer, obj any, evs []events.Event, now time.Time) {
 		}
 		template(tw, v.Spec.Template)
 		conditions(tw, v.Status.Conditions)
+		var old []string
+		for i, rs := range rel.ReplicaSets {
+			s := fmt.Sprintf("%s (%d/%d replicas created)", rs.Name, rs.Status.Replicas, api.Replicas(rs.Spec.Replicas))
+			if i == len(rel.ReplicaSets)-1 {
+				line("NewReplicaSet", "%s", s)
+			} else if rs.Status.Replicas > 0 || api.Replicas(rs.Spec.Replicas) > 0 {
+				old = append(old, s)
+			}
+		}
+		if len(rel.ReplicaSets) > 0 {
+			line("OldReplicaSets", "%s", orNone(strings.Join(old, ", ")))
+		}
 	case *api.ReplicaSet:
 		line("Selector", "%s", labels(v.Spec.Selector.MatchLabels))
 		line("Replicas", "%d current / %d desired", v.Status.Replicas, api.Replicas(v.Spec.Replicas))
@@ -149,6 +186,14 @@ func Describe(w io.Writer, obj any, evs []events.Event, now time.Time) {
 		conditions(tw, v.Status.Conditions)
 		line("Capacity", "%s", quantities(v.Status.Capacity))
 		line("Allocatable", "%s", quantities(v.Status.Allocatable))
+		fmt.Fprintf(tw, "Non-terminated Pods:\t(%d in total)\n", len(rel.Pods))
+		if len(rel.Pods) > 0 {
+			fmt.Fprintln(tw, "  Namespace\tName\tStatus\tAge")
+			fmt.Fprintln(tw, "  ---------\t----\t------\t---")
+			for _, p := range rel.Pods {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", p.Namespace, p.Name, PodStatus(&p), HumanDuration(now.Sub(p.CreationTimestamp)))
+			}
+		}
 	case *api.Lease:
 		line("Holder", "%s", v.Spec.HolderIdentity)
 		line("Renew Time", "%s", v.Spec.RenewTime.Format(time.RFC3339Nano))
