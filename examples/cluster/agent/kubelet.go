@@ -75,7 +75,9 @@ func newKubelet(cfg Config, pods *informer.Informer[string, api.Pod], rec *event
 func (k *kubelet) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
 	pod, ok := k.pods.Get(key)
 	if !ok || pod.Spec.NodeName != k.cfg.Node || pod.Deleting() {
-		k.stopPod(key, gracePeriod(&pod, ok))
+		for _, c := range k.stopPod(key, gracePeriod(&pod, ok)) {
+			k.rec.Eventf(ctx, key, events.Normal, "Killing", "Stopping container %s", c)
+		}
 		return reconcile.Result{}, nil
 	}
 	k.mu.Lock()
@@ -235,24 +237,27 @@ func (k *kubelet) notify(key string) {
 	}
 }
 
-// stopPod stops pod key's processes, if any, and forgets the pod. The
-// processes get their grace (terminationGracePeriodSeconds) in the
-// background; shutdown waits for them.
-func (k *kubelet) stopPod(key string, grace time.Duration) {
+// stopPod stops pod key's processes, if any, forgets the pod, and returns
+// the names of the containers it stops. The processes get their grace
+// (terminationGracePeriodSeconds) in the background; shutdown waits for
+// them.
+func (k *kubelet) stopPod(key string, grace time.Duration) (stopped []string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	ps := k.state[key]
 	if ps == nil || k.closed {
-		return // shutdown stops what is left
+		return nil // shutdown stops what is left
 	}
 	delete(k.state, key)
 	var running []*process
-	for _, cs := range ps.containers {
+	for name, cs := range ps.containers {
 		if cs.cur != nil {
 			running = append(running, cs.cur)
+			stopped = append(stopped, name)
 		}
 	}
 	k.wg.Go(func() { terminate(running, grace) })
+	return stopped
 }
 
 // gracePeriod is the pod's terminationGracePeriodSeconds, 30 s if unset.

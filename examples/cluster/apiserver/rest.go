@@ -3,6 +3,7 @@ package apiserver
 import (
 	"bufio"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,7 +63,13 @@ func (s *Server) guard(write bool, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if len(s.auth) > 0 {
 			tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			access, known := s.auth[tok]
+			var access httpstore.Access
+			known := false
+			for t, a := range s.auth { // in constant time per token, as httpstore compares
+				if subtle.ConstantTimeCompare([]byte(t), []byte(tok)) == 1 {
+					access, known = a, true
+				}
+			}
 			switch {
 			case !ok || !known:
 				writeStatus(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized: a bearer token the server knows is required")
