@@ -20,6 +20,7 @@ type FieldError struct {
 	Detail string
 }
 
+// Error says the field, the problem and, for an invalid value, the value.
 func (e FieldError) Error() string {
 	switch e.Type {
 	case "Required value", "Forbidden":
@@ -49,6 +50,7 @@ type InvalidError struct {
 	Errs       []FieldError
 }
 
+// Error names the object and lists every problem, as kubectl shows them.
 func (e *InvalidError) Error() string {
 	kind := e.Kind
 	if g, _, ok := strings.Cut(APIVersions[e.Kind], "/"); ok {
