@@ -59,6 +59,11 @@ type Config struct {
 	// LogDir is where the containers' output goes, a file per container
 	// (LogPath). Default: LogDir().
 	LogDir string
+	// FakeContainers runs no process: each container "runs" until the
+	// agent stops it, with a pid no real process has, and no output. For
+	// a large cluster on one machine. Readiness probes still run. Default:
+	// real processes.
+	FakeContainers bool
 	// Clock. Default: the real clock.
 	Clock clock.WithTicker
 	// Logger. Default: none.
@@ -168,6 +173,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&token, "token", os.Getenv("CLUSTER_TOKEN"), "bearer token (default $CLUSTER_TOKEN)")
 	fl.StringVar(&timings, "timings", "fast", "fast or kube: the lease renewal and crash back-off (as up's)")
 	fl.StringVar(&cfg.LogDir, "log-dir", LogDir(), "where the containers' output goes")
+	fl.BoolVar(&cfg.FakeContainers, "fake-containers", false, "run no process: containers run until stopped, for a large cluster on one machine")
 	fl.StringVar(&level, "log-level", "info", "logs on stderr: debug, info, warn, error or none")
 	if err := fl.Parse(args); err != nil {
 		return 2

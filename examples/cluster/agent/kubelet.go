@@ -22,7 +22,7 @@ type kubelet struct {
 	cfg     Config
 	pods    *informer.Informer[string, api.Pod]
 	rec     *events.Recorder
-	runner  *osproc.Runner
+	runner  runner
 	backoff osproc.CrashBackOff
 	// wake receives a pod's key when one of its processes exits or its
 	// readiness changes: the controller's FromChannel source.
@@ -66,7 +66,11 @@ type process struct {
 }
 
 func newKubelet(cfg Config, pods *informer.Informer[string, api.Pod], rec *events.Recorder) *kubelet {
-	return &kubelet{cfg: cfg, pods: pods, rec: rec, runner: osproc.NewRunner(SelfCommand, PodEnv),
+	var r runner = newFakeRunner()
+	if !cfg.FakeContainers {
+		r = osRunner{osproc.NewRunner(SelfCommand, PodEnv)}
+	}
+	return &kubelet{cfg: cfg, pods: pods, rec: rec, runner: r,
 		backoff: osproc.CrashBackOff{Base: cfg.Timings.CrashBackOff, Cap: cfg.Timings.CrashBackOffMax},
 		wake:    make(chan string, 256), quit: make(chan struct{}), state: map[string]*podState{}}
 }
@@ -191,15 +195,19 @@ func (k *kubelet) afterExit(pod *api.Pod, cs *ctrState, ran time.Duration, code 
 
 // start starts the container's process, its output appended to its log.
 func (k *kubelet) start(pod *api.Pod, c api.Container, cs *ctrState) error {
-	path := LogPath(k.cfg.LogDir, pod, c.Name)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+	var out *os.File
+	if !k.cfg.FakeContainers {
+		path := LogPath(k.cfg.LogDir, pod, c.Name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close() // the child has its own descriptor
+		out = f
 	}
-	out, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer out.Close() // the child has its own descriptor
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {
@@ -256,7 +264,7 @@ func (k *kubelet) stopPod(key string, grace time.Duration) (stopped []string) {
 			stopped = append(stopped, name)
 		}
 	}
-	k.wg.Go(func() { terminate(running, grace) })
+	k.wg.Go(func() { k.terminate(running, grace) })
 	return stopped
 }
 
@@ -282,7 +290,7 @@ func (k *kubelet) shutdown() {
 		}
 	}
 	k.mu.Unlock()
-	terminate(running, 2*time.Second)
+	k.terminate(running, 2*time.Second)
 	k.once.Do(func() { close(k.quit) })
 	k.wg.Wait()
 	k.runner.Close()
@@ -290,12 +298,12 @@ func (k *kubelet) shutdown() {
 
 // terminate sends SIGTERM to each process's group, SIGKILL to those still
 // running after grace, and returns once all have exited.
-func terminate(ps []*process, grace time.Duration) {
+func (k *kubelet) terminate(ps []*process, grace time.Duration) {
 	for _, p := range ps {
 		if p.stopProbe != nil {
 			p.stopProbe()
 		}
-		osproc.Signal(p.pid, false)
+		k.runner.Signal(p.pid, false)
 	}
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
@@ -312,7 +320,7 @@ func terminate(ps []*process, grace time.Duration) {
 		select {
 		case <-p.done:
 		default:
-			osproc.Signal(p.pid, true)
+			k.runner.Signal(p.pid, true)
 			<-p.done
 		}
 	}
