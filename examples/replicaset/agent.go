@@ -7,30 +7,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/converge-go/converge/backoff"
 	"github.com/converge-go/converge/events"
+	osproc "github.com/converge-go/converge/examples/internal/proc"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/reconcile"
 )
 
 // crashBackOff is kubelet's restart policy for a process that keeps
-// exiting (CrashLoopBackOff): the first restart is immediate, then the
-// delay starts at Base and doubles up to Cap (kubelet: 10s and 5m). A
-// process that ran for at least 2×Cap before it exited starts a fresh count.
-type crashBackOff struct{ Base, Cap time.Duration }
-
-// afterExit returns the consecutive crash count and the restart delay for
-// a process that exited after running for ran, given the crashes before.
-func (b crashBackOff) afterExit(crashes int, ran time.Duration) (int, time.Duration) {
-	if ran >= 2*b.Cap {
-		crashes = 0
-	}
-	crashes++
-	if crashes == 1 {
-		return crashes, 0
-	}
-	return crashes, backoff.Exponential{Base: b.Base, Cap: b.Cap}.Delay(crashes - 2)
-}
+// exiting (CrashLoopBackOff): see proc.CrashBackOff.
+type crashBackOff = osproc.CrashBackOff
 
 // agent is the node agent controller: a kubelet for one node. For every
 // Pod assigned to its node it keeps one OS process running, restarts it
@@ -84,7 +69,7 @@ func newAgent(node string, podInf *informer.Informer[string, Pod], pods informer
 }
 
 // errInvalidCommand marks a command that cannot be started.
-var errInvalidCommand = errors.New("invalid command")
+var errInvalidCommand = osproc.ErrInvalidCommand
 
 // Reconcile makes pod name's process match the pod: running if the pod
 // exists on this node, gone otherwise.
@@ -112,7 +97,7 @@ func (a *agent) Reconcile(ctx context.Context, name string) (reconcile.Result, e
 			a.mu.Lock()
 			p.cur = nil
 			a.mu.Unlock()
-			p.crashes, p.delay = a.backoff.afterExit(p.crashes, cur.exitAt.Sub(cur.startedAt))
+			p.crashes, p.delay = a.backoff.AfterExit(p.crashes, cur.exitAt.Sub(cur.startedAt))
 			p.lastExit, p.nextStart = cur.exit, cur.exitAt.Add(p.delay)
 			reconcile.LoggerFrom(ctx).Info("process exited", "pid", cur.pid, "exit", cur.exit, "restartIn", p.delay)
 		default:

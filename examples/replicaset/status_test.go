@@ -16,7 +16,7 @@ func TestCrashBackOff(t *testing.T) {
 	var delays []time.Duration
 	for range 9 {
 		var d time.Duration
-		crashes, d = kubelet.afterExit(crashes, time.Second)
+		crashes, d = kubelet.AfterExit(crashes, time.Second)
 		delays = append(delays, d)
 	}
 	s := time.Second
@@ -24,14 +24,14 @@ func TestCrashBackOff(t *testing.T) {
 		"the first restart is at once, then 10s doubling up to 5m")
 	assert.Equal(t, 9, crashes)
 
-	n, d := kubelet.afterExit(crashes, 10*time.Minute)
+	n, d := kubelet.AfterExit(crashes, 10*time.Minute)
 	assert.Equal(t, 1, n, "a process that ran for 2×cap starts a fresh count")
 	assert.Zero(t, d)
 
 	demo := crashBackOff{Base: 200 * time.Millisecond, Cap: 5 * time.Second}
-	_, d = demo.afterExit(5, 0)
+	_, d = demo.AfterExit(5, 0)
 	assert.Equal(t, 3200*time.Millisecond, d)
-	_, d = demo.afterExit(6, 0)
+	_, d = demo.AfterExit(6, 0)
 	assert.Equal(t, 5*time.Second, d)
 }
 
