@@ -50,7 +50,7 @@ func (d *demo) nodesJoin() error {
 
 // demoPod is a pod bound by hand to node (no scheduler needed).
 func demoPod(name, node string, command ...string) api.Pod {
-	return api.Pod{ObjectMeta: api.ObjectMeta{Name: name, Namespace: api.DefaultNamespace, Labels: map[string]string{"demo": name}},
+	return api.Pod{Metadata: api.Metadata{Name: name, Namespace: api.DefaultNamespace, Labels: map[string]string{"demo": name}},
 		Spec: api.PodSpec{NodeName: node, Containers: []api.Container{{Name: name, Command: command}}}}
 }
 

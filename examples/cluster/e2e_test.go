@@ -98,7 +98,7 @@ func testAgents(t *testing.T, store string) {
 	require.True(t, ok, "n1 holds its lease")
 	assert.Equal(t, "n1", lease.Spec.HolderIdentity)
 
-	pod := api.Pod{ObjectMeta: api.ObjectMeta{Name: "solo", Namespace: "default"}, Spec: api.PodSpec{NodeName: "n1",
+	pod := api.Pod{Metadata: api.Metadata{Name: "solo", Namespace: "default"}, Spec: api.PodSpec{NodeName: "n1",
 		Containers: []api.Container{{Name: "w", Command: []string{"cluster", "worker"},
 			ReadinessProbe: &api.Probe{Exec: &api.ExecAction{Command: []string{"true"}}, PeriodSeconds: 1}}}}}
 	_, err = st.Pods.Create(ctx, "default/solo", pod)

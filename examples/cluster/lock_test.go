@@ -19,6 +19,7 @@ import (
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/etcdstore"
 	"github.com/converge-go/converge/informer/pgstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/internal/testserver"
 	"github.com/converge-go/converge/leader"
 	"github.com/converge-go/converge/leader/etcdlock"
@@ -55,7 +56,7 @@ func leaderContext(t *testing.T, lock leader.Lock, id string) (context.Context, 
 // refuses a deposed leader's write and takes the others'.
 func testFencing(t *testing.T, lock leader.Lock, nodes informer.Store[string, api.Node], fenced error) {
 	oldCtx, stopOld := leaderContext(t, lock, "a")
-	_, err := nodes.Create(oldCtx, "n1", api.Node{ObjectMeta: api.ObjectMeta{Name: "n1"}})
+	_, err := nodes.Create(oldCtx, "n1", api.Node{Metadata: api.Metadata{Name: "n1"}})
 	require.NoError(t, err, "the leader writes")
 	stopOld()
 	newCtx, stopNew := leaderContext(t, lock, "b")
@@ -63,14 +64,14 @@ func testFencing(t *testing.T, lock leader.Lock, nodes informer.Store[string, ap
 	oldTerm, _ := leader.TermFromContext(oldCtx)
 	newTerm, _ := leader.TermFromContext(newCtx)
 	require.Greater(t, newTerm, oldTerm)
-	_, err = nodes.Create(newCtx, "n2", api.Node{ObjectMeta: api.ObjectMeta{Name: "n2"}})
+	_, err = nodes.Create(newCtx, "n2", api.Node{Metadata: api.Metadata{Name: "n2"}})
 	require.NoError(t, err, "the new leader writes, raising the fence")
-	_, err = nodes.Create(oldCtx, "n3", api.Node{ObjectMeta: api.ObjectMeta{Name: "n3"}})
+	_, err = nodes.Create(oldCtx, "n3", api.Node{Metadata: api.Metadata{Name: "n3"}})
 	require.ErrorIs(t, err, fenced, "the deposed leader's late write")
 	_, _, ok, err := nodes.Get(t.Context(), "n3")
 	require.NoError(t, err)
 	assert.False(t, ok, "nothing written")
-	_, err = nodes.Create(t.Context(), "n4", api.Node{ObjectMeta: api.ObjectMeta{Name: "n4"}})
+	_, err = nodes.Create(t.Context(), "n4", api.Node{Metadata: api.Metadata{Name: "n4"}})
 	assert.NoError(t, err, "a write outside a leader's context (the API's) is not fenced")
 }
 
@@ -80,7 +81,7 @@ func TestLeaderWritesShouldBeFencedByTheTermOnEtcd(t *testing.T) {
 	defer cli.Close()
 	prefix := "/test-fence-" + time.Now().Format("150405.000000") + "/"
 	testFencing(t, etcdlock.NewLock(cli, prefix+"lock"),
-		etcdFenced(etcdstore.New[api.Node](cli, prefix+"nodes/"), prefix+"fence"), etcdstore.ErrFenced)
+		etcdFenced(must.Do(etcdstore.New[api.Node](cli, prefix+"nodes/")), prefix+"fence"), etcdstore.ErrFenced)
 }
 
 func TestLeaderWritesShouldBeFencedByTheTermOnPostgres(t *testing.T) {
@@ -89,12 +90,12 @@ func TestLeaderWritesShouldBeFencedByTheTermOnPostgres(t *testing.T) {
 	defer pool.Close()
 	schema := "cluster_fence_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	require.NoError(t, pgstore.Setup(t.Context(), pool, schema))
-	db := pgstore.NewDB(pool, pgstore.WithSchema(schema))
+	db := must.Do(pgstore.NewDB(pool, pgstore.WithSchema(schema)))
 	defer db.Close()
 	name := "fence-" + schema
 	lock := pglock.NewLock(pool, name)
 	require.NoError(t, lock.EnsureSchema(t.Context()))
-	testFencing(t, lock, pgFenced(pgstore.New[api.Node](db, "nodes"), name), pgstore.ErrFenced)
+	testFencing(t, lock, pgFenced(must.Do(pgstore.New[api.Node](db, "nodes")), name), pgstore.ErrFenced)
 }
 
 func TestTwoUpProcessesShouldRunActiveStandby(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -48,7 +49,10 @@ func openStores(url, lock string) (*openedStores, error) {
 	defer cancel()
 	switch {
 	case url == "" || url == "mem" || url == "memory":
-		st := api.NewMemoryStores()
+		st, err := api.NewMemoryStores()
+		if err != nil {
+			return nil, err
+		}
 		return &openedStores{Stores: st, describe: "the embedded memory store", close: func() {}}, nil
 	case strings.HasPrefix(url, "etcd://"):
 		hosts := strings.TrimPrefix(url, "etcd://")
@@ -61,12 +65,17 @@ func openStores(url, lock string) (*openedStores, error) {
 			return nil, fmt.Errorf("--store %q: %w", url, err)
 		}
 		p := "/" + storeSchema + "/"
-		deps := etcdstore.New[api.Deployment](cli, p+"deployments/")
-		rss := etcdstore.New[api.ReplicaSet](cli, p+"replicasets/")
-		pods := etcdstore.New[api.Pod](cli, p+"pods/")
-		nodes := etcdstore.New[api.Node](cli, p+"nodes/")
-		leases := etcdstore.New[api.Lease](cli, p+"leases/")
-		evs := etcdstore.New[events.Event](cli, p+"events/")
+		var errs []error
+		deps := etcdStore[api.Deployment](&errs, cli, p+"deployments/")
+		rss := etcdStore[api.ReplicaSet](&errs, cli, p+"replicasets/")
+		pods := etcdStore[api.Pod](&errs, cli, p+"pods/")
+		nodes := etcdStore[api.Node](&errs, cli, p+"nodes/")
+		leases := etcdStore[api.Lease](&errs, cli, p+"leases/")
+		evs := etcdStore[events.Event](&errs, cli, p+"events/")
+		if err := errors.Join(errs...); err != nil {
+			_ = cli.Close()
+			return nil, fmt.Errorf("--store %q: %w", url, err)
+		}
 		o := &openedStores{Stores: api.Stores{Deployments: deps, ReplicaSets: rss, Pods: pods, Nodes: nodes, Leases: leases, Events: evs},
 			describe: "etcd " + hosts + ", keys under " + p, close: func() { _ = cli.Close() }}
 		if lock != "" {
@@ -85,13 +94,23 @@ func openStores(url, lock string) (*openedStores, error) {
 			pool.Close()
 			return nil, fmt.Errorf("--store %q: %w", url, err)
 		}
-		db := pgstore.NewDB(pool, pgstore.WithSchema(storeSchema))
-		deps := pgstore.New[api.Deployment](db, "deployments")
-		rss := pgstore.New[api.ReplicaSet](db, "replicasets")
-		pods := pgstore.New[api.Pod](db, "pods")
-		nodes := pgstore.New[api.Node](db, "nodes")
-		leases := pgstore.New[api.Lease](db, "leases")
-		evs := pgstore.New[events.Event](db, "events")
+		db, err := pgstore.NewDB(pool, pgstore.WithSchema(storeSchema))
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("--store %q: %w", url, err)
+		}
+		var errs []error
+		deps := pgStore[api.Deployment](&errs, db, "deployments")
+		rss := pgStore[api.ReplicaSet](&errs, db, "replicasets")
+		pods := pgStore[api.Pod](&errs, db, "pods")
+		nodes := pgStore[api.Node](&errs, db, "nodes")
+		leases := pgStore[api.Lease](&errs, db, "leases")
+		evs := pgStore[events.Event](&errs, db, "events")
+		if err := errors.Join(errs...); err != nil {
+			db.Close()
+			pool.Close()
+			return nil, fmt.Errorf("--store %q: %w", url, err)
+		}
 		o := &openedStores{Stores: api.Stores{Deployments: deps, ReplicaSets: rss, Pods: pods, Nodes: nodes, Leases: leases, Events: evs},
 			describe: "PostgreSQL, schema " + storeSchema, close: func() { db.Close(); pool.Close() }}
 		if lock != "" {
@@ -112,15 +131,41 @@ func openStores(url, lock string) (*openedStores, error) {
 			return nil, fmt.Errorf("--store %q: %w", url, err)
 		}
 		p := storeSchema + "."
+		var errs []error
 		st := api.Stores{
-			Deployments: sqlitestore.New[api.Deployment](db, p+"deployments"),
-			ReplicaSets: sqlitestore.New[api.ReplicaSet](db, p+"replicasets"),
-			Pods:        sqlitestore.New[api.Pod](db, p+"pods"),
-			Nodes:       sqlitestore.New[api.Node](db, p+"nodes"),
-			Leases:      sqlitestore.New[api.Lease](db, p+"leases"),
-			Events:      sqlitestore.New[events.Event](db, p+"events"),
+			Deployments: sqliteStore[api.Deployment](&errs, db, p+"deployments"),
+			ReplicaSets: sqliteStore[api.ReplicaSet](&errs, db, p+"replicasets"),
+			Pods:        sqliteStore[api.Pod](&errs, db, p+"pods"),
+			Nodes:       sqliteStore[api.Node](&errs, db, p+"nodes"),
+			Leases:      sqliteStore[api.Lease](&errs, db, p+"leases"),
+			Events:      sqliteStore[events.Event](&errs, db, p+"events"),
+		}
+		if err := errors.Join(errs...); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("--store %q: %w", url, err)
 		}
 		return &openedStores{Stores: st, describe: "SQLite " + path, close: func() { _ = db.Close() }}, nil
 	}
 	return nil, fmt.Errorf("--store %q: want mem, etcd://host:port, postgres://user@host:port/db or sqlite://FILE", url)
+}
+
+// etcdStore, pgStore and sqliteStore make one collection of a backend,
+// adding a constructor's error to errs, so that the six collections of a
+// backend are made in six lines and checked once.
+func etcdStore[V any](errs *[]error, cli *clientv3.Client, prefix string) *etcdstore.Store[V] {
+	s, err := etcdstore.New[V](cli, prefix)
+	*errs = append(*errs, err)
+	return s
+}
+
+func pgStore[V any](errs *[]error, db *pgstore.DB, coll string) *pgstore.Store[V] {
+	s, err := pgstore.New[V](db, coll)
+	*errs = append(*errs, err)
+	return s
+}
+
+func sqliteStore[V any](errs *[]error, db *sqlitestore.DB, coll string) *sqlitestore.Store[V] {
+	s, err := sqlitestore.New[V](db, coll)
+	*errs = append(*errs, err)
+	return s
 }

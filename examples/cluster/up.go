@@ -97,7 +97,10 @@ func up(ctx context.Context, cfg upConfig, stdout, stderr io.Writer) error {
 	}
 	defer st.close()
 	clk := clock.RealClock{}
-	srv := apiserver.New(st.Stores, apiserver.Options{Tokens: tokens, TolerationSeconds: timings.DefaultTolerationSeconds, Clock: clk})
+	srv, err := apiserver.New(st.Stores, apiserver.Options{Tokens: tokens, TolerationSeconds: timings.DefaultTolerationSeconds, Clock: clk})
+	if err != nil {
+		return err
+	}
 	stores := srv.Stores()
 
 	mopts := reconcile.ManagerOptions{Addr: cfg.managerAddr, Logger: logger, ShutdownTimeout: 20 * time.Second}
@@ -108,14 +111,25 @@ func up(ctx context.Context, cfg upConfig, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	sink := events.NewStoreSink(stores.Events, events.WithPrefix(EventPrefixControlPlane))
+	sink, err := events.NewStoreSink(stores.Events, events.WithPrefix(EventPrefixControlPlane))
+	if err != nil {
+		return err
+	}
+	informers, err := api.NewInformers(stores, informer.WithLogger(logger))
+	if err != nil {
+		return err
+	}
 	c := &api.Cluster{
 		Stores:    stores,
-		Informers: api.NewInformers(stores, informer.WithLogger(logger)),
+		Informers: informers,
 		Timings:   timings,
 		Clock:     clk,
 		Recorder: func(component string) *events.Recorder {
-			return events.NewRecorder(component, events.WithSink(sink), events.WithClock(clk))
+			rec, err := events.NewRecorder(component, events.WithSink(sink), events.WithClock(clk))
+			if err != nil {
+				panic(err) // a component's name and the options above are fixed in this file
+			}
+			return rec
 		},
 		Logger: logger,
 	}

@@ -113,10 +113,19 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	cfg.LogDir = cmp.Or(cfg.LogDir, LogDir())
 
-	sink := events.NewStoreSink(cfg.Stores.Events, events.WithPrefix(EventPrefix(cfg.Node)))
-	rec := events.NewRecorder(EventSource, events.WithSink(sink), events.WithClock(cfg.Clock))
-	podInf := informer.New[string, api.Pod]("pods", nodePods{src: cfg.Stores.Pods, node: cfg.Node},
+	sink, err := events.NewStoreSink(cfg.Stores.Events, events.WithPrefix(EventPrefix(cfg.Node)))
+	if err != nil {
+		return err
+	}
+	rec, err := events.NewRecorder(EventSource, events.WithSink(sink), events.WithClock(cfg.Clock))
+	if err != nil {
+		return err
+	}
+	podInf, err := informer.New[string, api.Pod]("pods", nodePods{src: cfg.Stores.Pods, node: cfg.Node},
 		informer.WithLogger(cfg.Logger), informer.WithClock(cfg.Clock))
+	if err != nil {
+		return err
+	}
 	k := newKubelet(cfg, podInf, rec)
 	ctrl, err := reconcile.New("kubelet", k,
 		reconcile.For(podInf, func(ch reconcile.Change[string, api.Pod]) bool {

@@ -9,13 +9,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/converge-go/converge/examples/cluster/api"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestAgentWithFakeContainersShouldRunAndStopPodsWithoutProcesses(t *testing.T) {
-	st := api.NewMemoryStores()
+	st := must.Do(api.NewMemoryStores())
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, Config{Node: "n1", Stores: st, FakeContainers: true, LogDir: t.TempDir()}) }()
@@ -29,7 +30,7 @@ func TestAgentWithFakeContainersShouldRunAndStopPodsWithoutProcesses(t *testing.
 			n.Status.Capacity[api.ResourceCPU] == "4" && n.Status.Capacity[api.ResourcePods] == "110"
 	}, 10*time.Second, 5*time.Millisecond, "the node registers with its capacity, Ready")
 
-	pod := api.Pod{ObjectMeta: api.ObjectMeta{Name: "p", Namespace: "default", UID: "u1"}, Spec: api.PodSpec{NodeName: "n1",
+	pod := api.Pod{Metadata: api.Metadata{Name: "p", Namespace: "default", UID: "u1"}, Spec: api.PodSpec{NodeName: "n1",
 		RestartPolicy: api.RestartAlways, Containers: []api.Container{{Name: "c", Command: []string{"no-such-program"}}}}}
 	_, err := st.Pods.Create(t.Context(), "default/p", pod)
 	require.NoError(t, err)

@@ -10,10 +10,11 @@ import (
 	"github.com/converge-go/converge/examples/cluster/api"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestNodePodsShouldHoldOnlyTheNodesPods(t *testing.T) {
-	st := memstore.New[string, api.Pod]()
+	st := must.Do(memstore.New[string, api.Pod]())
 	on := func(node string) api.Pod { return api.Pod{Spec: api.PodSpec{NodeName: node}} }
 	ctx := t.Context()
 	_, err := st.Create(ctx, "default/a", on("n1"))

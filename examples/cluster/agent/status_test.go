@@ -70,7 +70,7 @@ func TestAfterExitShouldRestartPerRestartPolicyWithTheBackOff(t *testing.T) {
 }
 
 func TestContainerStatusShouldSayWhyAContainerDoesNotRun(t *testing.T) {
-	pod := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "web-x", Namespace: "default", UID: "u1"}}
+	pod := &api.Pod{Metadata: api.Metadata{Name: "web-x", Namespace: "default", UID: "u1"}}
 	last := &api.ContainerStateTerminated{ExitCode: 3, Reason: "Error"}
 	cs := &ctrState{starts: 3, lastTerm: last, delay: 20 * time.Second}
 	st := containerStatus(pod, "web", cs)

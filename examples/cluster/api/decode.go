@@ -50,15 +50,15 @@ func (d Document) Meta() *ObjectMeta { return MetaOf(d.Object) }
 func MetaOf(obj any) *ObjectMeta {
 	switch o := obj.(type) {
 	case *Deployment:
-		return &o.ObjectMeta
+		return &o.Metadata
 	case *ReplicaSet:
-		return &o.ObjectMeta
+		return &o.Metadata
 	case *Pod:
-		return &o.ObjectMeta
+		return &o.Metadata
 	case *Node:
-		return &o.ObjectMeta
+		return &o.Metadata
 	case *Lease:
-		return &o.ObjectMeta
+		return &o.Metadata
 	}
 	return nil
 }

@@ -91,21 +91,21 @@ func Validate(obj any) error {
 	switch o := obj.(type) {
 	case *Deployment:
 		kind = KindDeployment
-		validateMeta(&errs, o.ObjectMeta, true)
+		validateMeta(&errs, o.Metadata, true)
 		validateDeployment(&errs, o)
 	case *ReplicaSet:
 		kind = KindReplicaSet
-		validateMeta(&errs, o.ObjectMeta, true)
+		validateMeta(&errs, o.Metadata, true)
 		validateReplicas(&errs, "spec.replicas", o.Spec.Replicas)
 		nonNegative(&errs, "spec.minReadySeconds", int64(o.Spec.MinReadySeconds))
 		validateTemplate(&errs, o.Spec.Selector, o.Spec.Template)
 	case *Pod:
 		kind = KindPod
-		validateMeta(&errs, o.ObjectMeta, true)
+		validateMeta(&errs, o.Metadata, true)
 		validatePodSpec(&errs, "spec", o.Spec, false)
 	case *Node:
 		kind = KindNode
-		validateMeta(&errs, o.ObjectMeta, false)
+		validateMeta(&errs, o.Metadata, false)
 		validateResources(&errs, "status.capacity", o.Status.Capacity)
 		validateResources(&errs, "status.allocatable", o.Status.Allocatable)
 		for i, t := range o.Spec.Taints {
@@ -117,7 +117,7 @@ func Validate(obj any) error {
 		}
 	case *Lease:
 		kind = KindLease
-		validateMeta(&errs, o.ObjectMeta, true)
+		validateMeta(&errs, o.Metadata, true)
 	default:
 		return fmt.Errorf("unknown kind %T", obj)
 	}

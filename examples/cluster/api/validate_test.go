@@ -8,7 +8,7 @@ import (
 )
 
 func validDeployment() *Deployment {
-	d := &Deployment{ObjectMeta: ObjectMeta{Name: "web"}, Spec: DeploymentSpec{
+	d := &Deployment{Metadata: ObjectMeta{Name: "web"}, Spec: DeploymentSpec{
 		Selector: LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 		Template: PodTemplateSpec{Metadata: TemplateMeta{Labels: map[string]string{"app": "web"}},
 			Spec: PodSpec{Containers: []Container{{Name: "web", Command: []string{"cluster", "worker"}}}}},
@@ -34,7 +34,7 @@ func TestDefaultShouldFillInWhatKubernetesFillsIn(t *testing.T) {
 	assert.Equal(t, TaintNodeNotReady, p.Spec.Tolerations[1].Key)
 	assert.Equal(t, TaintNoExecute, p.Spec.Tolerations[1].Effect)
 	assert.Equal(t, int64(7), *p.Spec.Tolerations[1].TolerationSeconds)
-	n := &Node{ObjectMeta: ObjectMeta{Name: "n1"}}
+	n := &Node{Metadata: ObjectMeta{Name: "n1"}}
 	Default(n, 300)
 	assert.Empty(t, n.Namespace, "nodes are not namespaced")
 }
@@ -87,10 +87,10 @@ func TestValidateShouldListEveryProblem(t *testing.T) {
 }
 
 func TestValidateShouldCheckPodsAndNodes(t *testing.T) {
-	p := &Pod{ObjectMeta: ObjectMeta{Name: "p", Namespace: "default"}, Spec: PodSpec{RestartPolicy: "Sometimes",
+	p := &Pod{Metadata: ObjectMeta{Name: "p", Namespace: "default"}, Spec: PodSpec{RestartPolicy: "Sometimes",
 		Containers: []Container{{Name: "c", Command: []string{"x"}}}}}
 	assert.ErrorContains(t, Validate(p), `spec.restartPolicy: Unsupported value: "Sometimes"`)
-	n := &Node{ObjectMeta: ObjectMeta{Name: "n1", Namespace: "x"}, Status: NodeStatus{Capacity: ResourceList{"memory": "8Zi"}}}
+	n := &Node{Metadata: ObjectMeta{Name: "n1", Namespace: "x"}, Status: NodeStatus{Capacity: ResourceList{"memory": "8Zi"}}}
 	err := Validate(n)
 	assert.ErrorContains(t, err, `metadata.namespace: Invalid value: "x": not allowed on this type`)
 	assert.ErrorContains(t, err, `status.capacity.memory: Invalid value: "8Zi"`)

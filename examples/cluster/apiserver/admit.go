@@ -3,7 +3,6 @@ package apiserver
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -83,7 +82,7 @@ func (s admitted[V]) Create(ctx context.Context, key string, v V) (informer.Revi
 	}
 	m := api.MetaOf(&v)
 	if m.UID == "" {
-		m.UID = NewUID()
+		m.UID = api.NewUID()
 	}
 	if m.CreationTimestamp.IsZero() {
 		m.CreationTimestamp = s.a.clock.Now().UTC().Truncate(time.Second)
@@ -130,14 +129,4 @@ func (s admitted[V]) Update(ctx context.Context, key string, v V, rev informer.R
 		}
 	}
 	return s.Store.Update(ctx, key, v, rev)
-}
-
-// NewUID returns a random RFC 4122 version 4 UUID, as the API server gives
-// every object it creates.
-func NewUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

@@ -9,13 +9,14 @@ import (
 
 	"github.com/converge-go/converge/examples/cluster/api"
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestAdmissionShouldKeepGenerationAsTheAPIServerDoes(t *testing.T) {
-	st := Admitted(api.NewMemoryStores(), 300, clocktesting.NewFakeClock(t0))
+	st := Admitted(must.Do(api.NewMemoryStores()), 300, clocktesting.NewFakeClock(t0))
 	ctx := t.Context()
 	one := int32(1)
-	rs := api.ReplicaSet{ObjectMeta: api.ObjectMeta{Name: "web", Namespace: "default"}, Spec: api.ReplicaSetSpec{Replicas: &one,
+	rs := api.ReplicaSet{Metadata: api.Metadata{Name: "web", Namespace: "default"}, Spec: api.ReplicaSetSpec{Replicas: &one,
 		Selector: api.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 		Template: api.PodTemplateSpec{Metadata: api.TemplateMeta{Labels: map[string]string{"app": "web"}},
 			Spec: api.PodSpec{Containers: []api.Container{{Name: "web", Command: []string{"cluster", "worker"}}}}}}}

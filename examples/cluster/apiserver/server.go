@@ -23,6 +23,8 @@ package apiserver
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -66,19 +68,21 @@ type Server struct {
 // the API's.
 func (s *Server) Stores() api.Stores { return s.stores }
 
-// New returns a Server over st with opts.
-func New(st api.Stores, opts Options) *Server {
+// New returns a Server over st with opts, or an error if opts cannot work
+// (an empty token, a negative interval).
+func New(st api.Stores, opts Options) (*Server, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
 	adm := admission{tolerationSeconds: opts.TolerationSeconds, clock: opts.Clock}
 	s := &Server{mux: http.NewServeMux(), stores: Admitted(st, opts.TolerationSeconds, opts.Clock), auth: opts.Tokens}
-	mountStore(s, "deployments", s.stores.Deployments, adm, opts)
-	mountStore(s, "replicasets", s.stores.ReplicaSets, adm, opts)
-	mountStore(s, "pods", s.stores.Pods, adm, opts)
-	mountStore(s, "nodes", s.stores.Nodes, adm, opts)
-	mountStore(s, "leases", s.stores.Leases, adm, opts)
-	mountStore(s, "events", s.stores.Events, adm, opts)
+	var errs []error
+	errs = append(errs, mountStore(s, "deployments", s.stores.Deployments, adm, opts))
+	errs = append(errs, mountStore(s, "replicasets", s.stores.ReplicaSets, adm, opts))
+	errs = append(errs, mountStore(s, "pods", s.stores.Pods, adm, opts))
+	errs = append(errs, mountStore(s, "nodes", s.stores.Nodes, adm, opts))
+	errs = append(errs, mountStore(s, "leases", s.stores.Leases, adm, opts))
+	errs = append(errs, mountStore(s, "events", s.stores.Events, adm, opts))
 
 	mountREST(s, &resource[api.Deployment]{kind: api.KindDeployment, prefix: "/apis/apps/v1", plural: "deployments", namespaced: true, store: s.stores.Deployments, del: deleter(s.stores.Deployments, opts.Clock)})
 	mountREST(s, &resource[api.ReplicaSet]{kind: api.KindReplicaSet, prefix: "/apis/apps/v1", plural: "replicasets", namespaced: true, store: s.stores.ReplicaSets, del: deleter(s.stores.ReplicaSets, opts.Clock)})
@@ -88,7 +92,10 @@ func New(st api.Stores, opts Options) *Server {
 	mountREST(s, &resource[events.Event]{kind: "Event", prefix: "/api/v1", plural: "events", namespaced: true, readOnly: true, store: s.stores.Events,
 		namespaceOf: func(e *events.Event) string { ns, _ := api.SplitKey(e.Key); return ns }})
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	return s
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("apiserver.New: %w", err)
+	}
+	return s, nil
 }
 
 // ServeHTTP serves one request.
@@ -96,7 +103,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 
 // mountStore serves st's store protocol under /store/<plural>/, with the
 // kind's admission as httpstore's hooks, so that a refused write is a 422.
-func mountStore[V any](s *Server, plural string, st informer.Store[string, V], adm admission, opts Options) {
+func mountStore[V any](s *Server, plural string, st informer.Store[string, V], adm admission, opts Options) error {
 	so := httpstore.ServerOptions[V]{Tokens: opts.Tokens, BookmarkInterval: opts.BookmarkInterval, Clock: opts.Clock}
 	var zero V
 	if api.MetaOf(&zero) != nil {
@@ -111,6 +118,10 @@ func mountStore[V any](s *Server, plural string, st informer.Store[string, V], a
 			return err
 		}
 	}
-	srv := httpstore.NewServer[V](st, so)
+	srv, err := httpstore.NewServer(st, so)
+	if err != nil {
+		return err
+	}
 	s.mux.Handle("/store/"+plural+"/", http.StripPrefix("/store/"+plural, srv))
+	return nil
 }

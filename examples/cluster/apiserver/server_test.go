@@ -19,6 +19,7 @@ import (
 	"github.com/converge-go/converge/examples/cluster/api"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/httpstore"
+	"github.com/converge-go/converge/internal/must"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -32,9 +33,9 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) *fixture {
-	raw := api.NewMemoryStores()
-	s := New(raw, Options{Tokens: map[string]httpstore.Access{"rw": httpstore.ReadWrite, "ro": httpstore.ReadOnly},
-		TolerationSeconds: 300, Clock: clocktesting.NewFakeClock(t0)})
+	raw := must.Do(api.NewMemoryStores())
+	s := must.Do(New(raw, Options{Tokens: map[string]httpstore.Access{"rw": httpstore.ReadWrite, "ro": httpstore.ReadOnly},
+		TolerationSeconds: 300, Clock: clocktesting.NewFakeClock(t0)}))
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	cl, err := NewStores(srv.URL, "rw", httpstore.ClientOptions{})
@@ -128,7 +129,7 @@ func TestRESTShouldRefuseBadWritesAndWriteNothing(t *testing.T) {
 
 func TestStoreProtocolShouldAdmitAsTheRESTPathsDo(t *testing.T) {
 	f := newFixture(t)
-	bad := api.Deployment{ObjectMeta: api.ObjectMeta{Name: "web", Namespace: "default"}}
+	bad := api.Deployment{Metadata: api.Metadata{Name: "web", Namespace: "default"}}
 	_, err := f.client.Deployments.Create(t.Context(), "default/web", bad)
 	require.ErrorIs(t, err, httpstore.ErrInvalid)
 	assert.Contains(t, err.Error(), `Deployment.apps "web" is invalid: [spec.selector: Required value`)
@@ -136,7 +137,7 @@ func TestStoreProtocolShouldAdmitAsTheRESTPathsDo(t *testing.T) {
 	require.Error(t, err, "a key that is not the object's")
 	assert.Zero(t, count(t, f.raw.Deployments), "nothing written")
 
-	pod := api.Pod{ObjectMeta: api.ObjectMeta{Name: "p"}, Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Command: []string{"sleep"}}}}}
+	pod := api.Pod{Metadata: api.Metadata{Name: "p"}, Spec: api.PodSpec{Containers: []api.Container{{Name: "c", Command: []string{"sleep"}}}}}
 	_, err = f.client.Pods.Create(t.Context(), "default/p", pod)
 	require.NoError(t, err)
 	got, rev, _, err := f.raw.Pods.Get(t.Context(), "default/p")
@@ -193,7 +194,7 @@ func TestDeleteShouldRecordThePropagationPolicyAsAFinalizer(t *testing.T) {
 
 func TestRESTWatchShouldStreamAddedModifiedAndDeleted(t *testing.T) {
 	f := newFixture(t)
-	node := api.Node{ObjectMeta: api.ObjectMeta{Name: "n1"}}
+	node := api.Node{Metadata: api.Metadata{Name: "n1"}}
 	_, err := f.client.Nodes.Create(t.Context(), "n1", node)
 	require.NoError(t, err)
 	req, err := http.NewRequestWithContext(t.Context(), "GET", f.srv.URL+"/api/v1/nodes?watch=1", nil)

@@ -223,7 +223,7 @@ type item struct {
 	rev informer.Revision
 }
 
-func (o item) meta() *api.ObjectMeta { return api.MetaOf(o.v) }
+func (o item) meta() *api.Metadata { return api.MetaOf(o.v) }
 
 // list returns every object of kind k (of every namespace), sorted by key.
 func (c *cli) list(ctx context.Context, k *kind) ([]item, informer.Revision, error) {

@@ -22,6 +22,7 @@ import (
 	"github.com/converge-go/converge/examples/cluster/apiserver"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/httpstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 )
 
@@ -33,9 +34,9 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) *fixture {
-	raw := api.NewMemoryStores()
-	srv := httptest.NewServer(apiserver.New(raw, apiserver.Options{TolerationSeconds: 300,
-		Tokens: map[string]httpstore.Access{"rw": httpstore.ReadWrite, "ro": httpstore.ReadOnly}}))
+	raw := must.Do(api.NewMemoryStores())
+	srv := httptest.NewServer(must.Do(apiserver.New(raw, apiserver.Options{TolerationSeconds: 300,
+		Tokens: map[string]httpstore.Access{"rw": httpstore.ReadWrite, "ro": httpstore.ReadOnly}})))
 	t.Cleanup(srv.Close)
 	return &fixture{raw: raw, url: srv.URL}
 }
@@ -175,7 +176,7 @@ func TestScaleCordonAndUndoShouldWriteWhatKubectlWrites(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Equal(t, "deployment.apps/web scaled\n", out)
 
-	node := api.Node{ObjectMeta: api.ObjectMeta{Name: "n1"}}
+	node := api.Node{Metadata: api.Metadata{Name: "n1"}}
 	_, err := f.raw.Nodes.Create(t.Context(), "n1", node)
 	require.NoError(t, err)
 	code, out, _ = f.run(t, "cordon", "n1")
@@ -189,7 +190,7 @@ func TestScaleCordonAndUndoShouldWriteWhatKubectlWrites(t *testing.T) {
 	require.NoError(t, err)
 	owner := api.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: d.UID, Controller: true}
 	for rev, cmd := range map[string][]string{"1": {"old"}, "2": {"cluster", "worker"}} {
-		rs := api.ReplicaSet{ObjectMeta: api.ObjectMeta{Name: "web-" + rev, Namespace: "default", OwnerReferences: []api.OwnerReference{owner},
+		rs := api.ReplicaSet{Metadata: api.Metadata{Name: "web-" + rev, Namespace: "default", OwnerReferences: []api.OwnerReference{owner},
 			Annotations: map[string]string{api.RevisionAnnotation: rev}},
 			Spec: api.ReplicaSetSpec{Selector: api.LabelSelector{MatchLabels: map[string]string{"app": "web", api.PodTemplateHashLabel: rev}},
 				Template: api.PodTemplateSpec{Metadata: api.TemplateMeta{Labels: map[string]string{"app": "web", api.PodTemplateHashLabel: rev}},
@@ -223,7 +224,7 @@ func TestScaleCordonAndUndoShouldWriteWhatKubectlWrites(t *testing.T) {
 
 func TestRolloutStatusShouldSayWhatTheRolloutWaitsFor(t *testing.T) {
 	three := int32(3)
-	d := &api.Deployment{ObjectMeta: api.ObjectMeta{Name: "web", Meta: object.Meta{Generation: 2}}, Spec: api.DeploymentSpec{Replicas: &three}}
+	d := &api.Deployment{Metadata: api.Metadata{Name: "web", Meta: object.Meta{Generation: 2}}, Spec: api.DeploymentSpec{Replicas: &three}}
 	d.Status.ObservedGeneration = 1
 	msg, done, err := RolloutStatus(d)
 	assert.Equal(t, "Waiting for deployment spec update to be observed...", msg)
@@ -247,7 +248,7 @@ func TestRolloutStatusShouldSayWhatTheRolloutWaitsFor(t *testing.T) {
 
 func TestDescribeShouldShowRepeatedEventsAsKubectlDoes(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 10, 0, 0, time.UTC)
-	p := &api.Pod{ObjectMeta: api.ObjectMeta{Name: "web-x", Namespace: "default"}, Spec: api.PodSpec{NodeName: "n1",
+	p := &api.Pod{Metadata: api.Metadata{Name: "web-x", Namespace: "default"}, Spec: api.PodSpec{NodeName: "n1",
 		Containers: []api.Container{{Name: "web", Command: []string{"cluster", "worker"}}}}}
 	p.Status.ContainerStatuses = []api.ContainerStatus{{Name: "web", RestartCount: 4, State: api.ContainerState{
 		Waiting: &api.ContainerStateWaiting{Reason: api.ReasonCrashLoopBackOff}}}}
@@ -312,10 +313,10 @@ func TestGetWatchShouldPrintARowPerChangeUntilStopped(t *testing.T) {
 
 func TestDrainShouldCordonAndEvictOnlyManagedPodsUnlessForced(t *testing.T) {
 	f := newFixture(t)
-	_, err := f.raw.Nodes.Create(t.Context(), "n1", api.Node{ObjectMeta: api.ObjectMeta{Name: "n1"}})
+	_, err := f.raw.Nodes.Create(t.Context(), "n1", api.Node{Metadata: api.Metadata{Name: "n1"}})
 	require.NoError(t, err)
 	pod := func(name string, owned bool) api.Pod {
-		p := api.Pod{ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default"}, Spec: api.PodSpec{NodeName: "n1",
+		p := api.Pod{Metadata: api.Metadata{Name: name, Namespace: "default"}, Spec: api.PodSpec{NodeName: "n1",
 			Containers: []api.Container{{Name: "c", Command: []string{"x"}}}}}
 		if owned {
 			p.OwnerReferences = []api.OwnerReference{{Kind: "ReplicaSet", Name: "web-1", UID: "u", Controller: true}}
@@ -350,7 +351,7 @@ func TestLogsShouldPrintTheContainersOutput(t *testing.T) {
 	f := newFixture(t)
 	dir := t.TempDir()
 	t.Setenv("CLUSTER_LOG_DIR", dir)
-	p := api.Pod{ObjectMeta: api.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"}, Spec: api.PodSpec{NodeName: "n1",
+	p := api.Pod{Metadata: api.Metadata{Name: "web", Namespace: "default", UID: "u1"}, Spec: api.PodSpec{NodeName: "n1",
 		Containers: []api.Container{{Name: "a", Command: []string{"x"}}, {Name: "b", Command: []string{"y"}}}}}
 	_, err := f.raw.Pods.Create(t.Context(), p.Key(), p)
 	require.NoError(t, err)

@@ -61,7 +61,7 @@ type Related struct {
 // eventsOf returns the events recorded about an object: those whose key
 // is the object's store key, or the key after the kind's plural
 // ("pods/default/web-x"), oldest first.
-func (c *cli) eventsOf(ctx context.Context, k *kind, m *api.ObjectMeta) ([]events.Event, error) {
+func (c *cli) eventsOf(ctx context.Context, k *kind, m *api.Metadata) ([]events.Event, error) {
 	entries, _, err := c.st.Events.List(ctx)
 	if err != nil {
 		return nil, err

@@ -52,7 +52,7 @@ func (c *cli) drain(ctx context.Context, args []string) error {
 	}
 	var unmanaged []string
 	for _, p := range on {
-		if _, ok := api.ControllerOf(p.ObjectMeta); !ok && !*force {
+		if _, ok := api.ControllerOf(p.Metadata); !ok && !*force {
 			unmanaged = append(unmanaged, p.Key())
 		}
 	}

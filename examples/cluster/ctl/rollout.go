@@ -80,7 +80,7 @@ func (c *cli) history(ctx context.Context, key, name string) (*api.Deployment, [
 	}
 	var rss []*api.ReplicaSet
 	for _, e := range entries {
-		if r, ok := api.ControllerOf(e.Value.ObjectMeta); e.Err == nil && ok && r.UID == d.UID && e.Value.Namespace == d.Namespace {
+		if r, ok := api.ControllerOf(e.Value.Metadata); e.Err == nil && ok && r.UID == d.UID && e.Value.Namespace == d.Namespace {
 			rs := e.Value
 			rss = append(rss, &rs)
 		}
