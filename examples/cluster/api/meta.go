@@ -35,6 +35,13 @@ type ObjectMeta struct {
 	object.Meta
 }
 
+// Metadata is the name under which every kind embeds its ObjectMeta. A
+// kind cannot embed ObjectMeta under its own name: a field named
+// ObjectMeta would hide the ObjectMeta method that object.Meta promotes,
+// and a pointer to the kind would not be an object.Object (no finalizers,
+// no deletion request, no generation kept by informer's write helpers).
+type Metadata = ObjectMeta
+
 // Key is the object's key in its kind's store: "namespace/name", or the
 // name alone for a kind that is not namespaced.
 func (m ObjectMeta) Key() string { return Key(m.Namespace, m.Name) }

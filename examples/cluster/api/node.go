@@ -11,9 +11,9 @@ import (
 // taints it when the agent's Lease stops being renewed. A node's key is its
 // name.
 type Node struct {
-	ObjectMeta `json:"metadata"`
-	Spec       NodeSpec   `json:"spec"`
-	Status     NodeStatus `json:"status,omitzero"`
+	Metadata `json:"metadata"`
+	Spec     NodeSpec   `json:"spec"`
+	Status   NodeStatus `json:"status,omitzero"`
 }
 
 // NodeSpec holds what users and controllers set on a node.
@@ -64,8 +64,8 @@ const NodeReady = "Ready"
 // kube-node-lease namespace, one per node, named after it). The agent
 // renews it; the node lifecycle controller reads RenewTime.
 type Lease struct {
-	ObjectMeta `json:"metadata"`
-	Spec       LeaseSpec `json:"spec"`
+	Metadata `json:"metadata"`
+	Spec     LeaseSpec `json:"spec"`
 }
 
 // LeaseSpec is the holder and the last renewal.

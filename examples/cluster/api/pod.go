@@ -10,9 +10,9 @@ import (
 // replicaset controller creates it, the scheduler binds it (sets
 // Spec.NodeName), the node agent of that node runs it and writes Status.
 type Pod struct {
-	ObjectMeta `json:"metadata"`
-	Spec       PodSpec   `json:"spec"`
-	Status     PodStatus `json:"status,omitzero"`
+	Metadata `json:"metadata"`
+	Spec     PodSpec   `json:"spec"`
+	Status   PodStatus `json:"status,omitzero"`
 }
 
 // PodSpec says what runs and where.

@@ -8,9 +8,9 @@ import (
 // per version of its pod template, and rolls from one version to the next
 // (Kubernetes: pkg/controller/deployment).
 type Deployment struct {
-	ObjectMeta `json:"metadata"`
-	Spec       DeploymentSpec   `json:"spec"`
-	Status     DeploymentStatus `json:"status,omitzero"`
+	Metadata `json:"metadata"`
+	Spec     DeploymentSpec   `json:"spec"`
+	Status   DeploymentStatus `json:"status,omitzero"`
 }
 
 // ObjectSpec makes Deployment an object.SpecObject: a spec change bumps
@@ -103,9 +103,9 @@ const (
 // ReplicaSet keeps Replicas pods matching its selector alive (Kubernetes:
 // pkg/controller/replicaset).
 type ReplicaSet struct {
-	ObjectMeta `json:"metadata"`
-	Spec       ReplicaSetSpec   `json:"spec"`
-	Status     ReplicaSetStatus `json:"status,omitzero"`
+	Metadata `json:"metadata"`
+	Spec     ReplicaSetSpec   `json:"spec"`
+	Status   ReplicaSetStatus `json:"status,omitzero"`
 }
 
 // ObjectSpec makes ReplicaSet an object.SpecObject.
