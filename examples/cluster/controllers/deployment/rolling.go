@@ -91,12 +91,23 @@ func specCount(rss []*api.ReplicaSet) int32 {
 	return n
 }
 
+// available is how many of rs's pods count as available for scaling
+// down: its status's count, but at most its replicas. A ReplicaSet just
+// scaled down still reports the pods it is about to delete; counting them
+// would let the next step take away pods that are needed (seen under a
+// restart on a lagging cache, where the ReplicaSet controller had not yet
+// acted on a scale-down).
+func available(rs *api.ReplicaSet) int32 {
+	if rs == nil {
+		return 0
+	}
+	return min(rs.Status.AvailableReplicas, api.Replicas(rs.Spec.Replicas))
+}
+
 func availableCount(rss []*api.ReplicaSet) int32 {
 	var n int32
 	for _, rs := range rss {
-		if rs != nil {
-			n += rs.Status.AvailableReplicas
-		}
+		n += available(rs)
 	}
 	return n
 }
@@ -109,7 +120,7 @@ func (s *pass) reconcileOldReplicaSets(all, old []*api.ReplicaSet, newRS *api.Re
 		return false, nil
 	}
 	minAvailable := api.Replicas(s.d.Spec.Replicas) - maxUnavailable(s.d)
-	newUnavailable := api.Replicas(newRS.Spec.Replicas) - newRS.Status.AvailableReplicas
+	newUnavailable := api.Replicas(newRS.Spec.Replicas) - available(newRS)
 	maxScaledDown := specCount(all) - minAvailable - newUnavailable
 	if maxScaledDown <= 0 {
 		return false, nil
@@ -135,10 +146,10 @@ func (s *pass) cleanupUnhealthyReplicas(old []*api.ReplicaSet, limit int32) (int
 			break
 		}
 		have := api.Replicas(rs.Spec.Replicas)
-		if have == 0 || have == rs.Status.AvailableReplicas {
+		if have == 0 || have == available(rs) {
 			continue
 		}
-		n := min(limit-total, have-rs.Status.AvailableReplicas)
+		n := min(limit-total, have-available(rs))
 		if _, err := s.scaleRS(rs, have-n, false); err != nil {
 			return total, err
 		}
