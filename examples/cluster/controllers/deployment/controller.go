@@ -25,11 +25,21 @@
 //     progressDeadlineSeconds, checked again when the deadline comes
 //     (progress.go).
 //
-// One deliberate difference: the pods a rolling update may add are counted
-// from each ReplicaSet's spec or status, whichever is larger, so that pods
-// still being deleted count (Kubernetes' podReplacementPolicy
-// TerminationComplete): a rollout never has more than replicas+maxSurge
-// pods at once, not even for a moment.
+// Deliberate differences, so that a rollout holds its bounds at every
+// moment, also across restarts and caches that lag (the simulation in
+// sim_test.go finds each one broken without them):
+//
+//   - The pods a rolling update may add are bounded by each ReplicaSet's
+//     replicas, its status's pods and its pods in the cache, whichever is
+//     largest, so that pods still being deleted count (as Kubernetes'
+//     podReplacementPolicy TerminationComplete has it). Counting replicas
+//     only, as Kubernetes does by default, ran 6 pods at once for 4
+//     replicas and a surge of 1.
+//   - The pods counted available for scaling down are the least of the
+//     status's count, the replicas and the available pods in the cache: a
+//     status can still count pods being deleted.
+//   - A rollout step waits until the ReplicaSet and pod caches hold their
+//     stores' head revisions.
 package deployment
 
 import (
@@ -250,6 +260,11 @@ func (r *reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 	if s.rsList, err = s.claimReplicaSets(); err != nil {
 		return reconcile.Result{}, err
 	}
+	if !d.Deleting() {
+		if fresh, err := s.cachesAtHead(); err != nil || !fresh {
+			return reconcile.Result{RequeueAfter: time.Second}, err
+		}
+	}
 	var st api.DeploymentStatus
 	var requeue time.Duration
 	switch {
@@ -276,6 +291,31 @@ func (r *reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: requeue}, s.write(cached, st)
+}
+
+// cachesAtHead reports whether the ReplicaSet and pod caches hold their
+// stores' head revisions; if not, the key waits (reconcile.Wrote) until
+// they do. A rollout step scales on ReplicaSet statuses and pods that the
+// ReplicaSet controller and the node agents write: on caches that lag
+// (after a restart, or a watch that expired and relisted) it could count
+// pods that are gone as available and scale below replicas−maxUnavailable.
+// Kubernetes takes the risk; a head read per reconcile is cheap here.
+func (s *pass) cachesAtHead() (bool, error) {
+	fresh := true
+	for _, inf := range []interface {
+		Head(context.Context) (informer.Revision, bool, error)
+		LastRevision() informer.Revision
+	}{s.rsInf, s.podInf} {
+		head, ok, err := inf.Head(s.ctx)
+		if err != nil {
+			return false, fmt.Errorf("deployment %s: read the store's head: %w", s.key, err)
+		}
+		if ok && inf.LastRevision() < head {
+			reconcile.Wrote(s.ctx, inf.(informer.Revisioned), head)
+			fresh = false
+		}
+	}
+	return fresh, nil
 }
 
 // write writes the working copy's revision annotation and status st,

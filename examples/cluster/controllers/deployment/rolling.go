@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/converge-go/converge/examples/cluster/api"
+	"github.com/converge-go/converge/examples/cluster/controllers/replicaset"
 )
 
 // rolloutRolling takes one step of a rolling update: grow the new
@@ -58,7 +59,7 @@ func (s *pass) newRSNewReplicas(all []*api.ReplicaSet, newRS *api.ReplicaSet) in
 		return replicas
 	}
 	maxTotal := replicas + maxSurge(s.d)
-	current := podCount(all)
+	current := s.podCount(all)
 	have := api.Replicas(newRS.Spec.Replicas)
 	if current >= maxTotal {
 		return have
@@ -66,17 +67,36 @@ func (s *pass) newRSNewReplicas(all []*api.ReplicaSet, newRS *api.ReplicaSet) in
 	return have + min(maxTotal-current, replicas-have)
 }
 
-// podCount counts the pods of rss as the larger of each one's replicas
-// and the pods its status last counted: a ReplicaSet scaled down still
-// has the pods it is deleting, and they count until they are gone.
-func podCount(rss []*api.ReplicaSet) int32 {
+// podCount bounds the pods of rss from above: for each, the largest of
+// its replicas, the pods its status counted, and its active pods in the
+// pod cache. Kubernetes counts replicas only; here pods a ReplicaSet is
+// still deleting, or created after its status was written, count too, so
+// that a rollout never has more than replicas+maxSurge pods at once, also
+// right after a restart.
+func (s *pass) podCount(rss []*api.ReplicaSet) int32 {
 	var n int32
 	for _, rs := range rss {
 		if rs != nil {
-			n += max(api.Replicas(rs.Spec.Replicas), rs.Status.Replicas)
+			active, _ := s.cachedPods(rs)
+			n += max(api.Replicas(rs.Spec.Replicas), rs.Status.Replicas, active)
 		}
 	}
 	return n
+}
+
+// cachedPods counts rs's active pods in the pod cache, and those of them
+// available (ready for the Deployment's minReadySeconds).
+func (s *pass) cachedPods(rs *api.ReplicaSet) (active, available int32) {
+	for _, e := range s.podInf.ByIndex(indexPodsByRSUID, rs.UID) {
+		if !replicaset.IsPodActive(e.Value) {
+			continue
+		}
+		active++
+		if replicaset.IsPodAvailable(e.Value, s.d.Spec.MinReadySeconds, s.now) {
+			available++
+		}
+	}
+	return active, available
 }
 
 // specCount is the sum of the ReplicaSets' replicas
@@ -91,23 +111,34 @@ func specCount(rss []*api.ReplicaSet) int32 {
 	return n
 }
 
-// available is how many of rs's pods count as available for scaling
-// down: its status's count, but at most its replicas. A ReplicaSet just
-// scaled down still reports the pods it is about to delete; counting them
-// would let the next step take away pods that are needed (seen under a
-// restart on a lagging cache, where the ReplicaSet controller had not yet
-// acted on a scale-down).
-func available(rs *api.ReplicaSet) int32 {
+// available bounds rs's available pods from below, for scaling down: the
+// least of its status's count, its replicas, and its available pods in the
+// pod cache. Kubernetes takes the status's count; but a status may still
+// count pods the ReplicaSet is deleting, or have been written before a
+// scale-down (both seen after restarts on lagging caches), and scaling down
+// on it would leave fewer than replicas−maxUnavailable available.
+func (s *pass) available(rs *api.ReplicaSet) int32 {
 	if rs == nil {
 		return 0
 	}
-	return min(rs.Status.AvailableReplicas, api.Replicas(rs.Spec.Replicas))
+	_, cached := s.cachedPods(rs)
+	return min(rs.Status.AvailableReplicas, api.Replicas(rs.Spec.Replicas), cached)
 }
 
-func availableCount(rss []*api.ReplicaSet) int32 {
+// availableAtMost bounds rs's available pods from above: the larger of its
+// status's and the pod cache's count, at most its replicas. Scaling a
+// ReplicaSet down by its replicas minus this takes away only pods that are
+// not available (the ReplicaSet deletes those first), even when a pod
+// became ready after the status was written.
+func (s *pass) availableAtMost(rs *api.ReplicaSet) int32 {
+	_, cached := s.cachedPods(rs)
+	return min(api.Replicas(rs.Spec.Replicas), max(rs.Status.AvailableReplicas, cached))
+}
+
+func (s *pass) availableCount(rss []*api.ReplicaSet) int32 {
 	var n int32
 	for _, rs := range rss {
-		n += available(rs)
+		n += s.available(rs)
 	}
 	return n
 }
@@ -120,7 +151,7 @@ func (s *pass) reconcileOldReplicaSets(all, old []*api.ReplicaSet, newRS *api.Re
 		return false, nil
 	}
 	minAvailable := api.Replicas(s.d.Spec.Replicas) - maxUnavailable(s.d)
-	newUnavailable := api.Replicas(newRS.Spec.Replicas) - available(newRS)
+	newUnavailable := api.Replicas(newRS.Spec.Replicas) - s.available(newRS)
 	maxScaledDown := specCount(all) - minAvailable - newUnavailable
 	if maxScaledDown <= 0 {
 		return false, nil
@@ -146,10 +177,10 @@ func (s *pass) cleanupUnhealthyReplicas(old []*api.ReplicaSet, limit int32) (int
 			break
 		}
 		have := api.Replicas(rs.Spec.Replicas)
-		if have == 0 || have == available(rs) {
+		if have == 0 || have == s.availableAtMost(rs) {
 			continue
 		}
-		n := min(limit-total, have-available(rs))
+		n := min(limit-total, have-s.availableAtMost(rs))
 		if _, err := s.scaleRS(rs, have-n, false); err != nil {
 			return total, err
 		}
@@ -162,7 +193,7 @@ func (s *pass) cleanupUnhealthyReplicas(old []*api.ReplicaSet, limit int32) (int
 // by as many pods as are available above replicas−maxUnavailable.
 func (s *pass) scaleDownOldForRollingUpdate(all, old []*api.ReplicaSet) (int32, error) {
 	minAvailable := api.Replicas(s.d.Spec.Replicas) - maxUnavailable(s.d)
-	available := availableCount(all)
+	available := s.availableCount(all)
 	if available <= minAvailable {
 		return 0, nil
 	}
