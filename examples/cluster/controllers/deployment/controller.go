@@ -38,8 +38,8 @@
 //   - The pods counted available for scaling down are the least of the
 //     status's count, the replicas and the available pods in the cache: a
 //     status can still count pods being deleted.
-//   - A rollout step waits until the ReplicaSet and pod caches hold their
-//     stores' head revisions.
+//   - A rollout step waits until the ReplicaSet and pod caches hold the
+//     stores' head revisions as read when it found them behind.
 package deployment
 
 import (
@@ -48,6 +48,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -113,6 +114,7 @@ func New(c *api.Cluster, o Options) (*reconcile.Controller[string], error) {
 	r := &reconciler{
 		dInf: c.Informers.Deployments, rsInf: c.Informers.ReplicaSets, podInf: c.Informers.Pods,
 		ds: c.Stores.Deployments, rss: c.Stores.ReplicaSets, clock: c.Clock, uid: o.UID,
+		waiting: map[string][2]informer.Revision{},
 	}
 	if r.uid == nil {
 		r.uid = api.NewUID
@@ -220,6 +222,11 @@ type reconciler struct {
 	clock  clock.PassiveClock
 	events *events.Recorder
 	uid    func() string
+
+	mu sync.Mutex
+	// waiting holds, per key that had to wait for caches at the head,
+	// the ReplicaSet and pod store heads it waits for.
+	waiting map[string][2]informer.Revision
 }
 
 // pass is one reconcile of one Deployment: d is a working copy whose
@@ -242,6 +249,7 @@ var errGone = errors.New("replaced by a namesake")
 func (r *reconciler) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
 	cached, ok := r.dInf.Get(key)
 	if !ok {
+		r.forget(key)
 		return reconcile.Result{}, nil // the garbage collector deletes its ReplicaSets
 	}
 	d := cached
@@ -293,29 +301,53 @@ func (r *reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 	return reconcile.Result{RequeueAfter: requeue}, s.write(cached, st)
 }
 
-// cachesAtHead reports whether the ReplicaSet and pod caches hold their
-// stores' head revisions; if not, the key waits (reconcile.Wrote) until
+// cachesAtHead reports whether the ReplicaSet and pod caches are fresh
+// enough to scale on: they hold the stores' head revisions as read when
+// this key last had to wait. If not, the key waits (reconcile.Wrote) until
 // they do. A rollout step scales on ReplicaSet statuses and pods that the
 // ReplicaSet controller and the node agents write: on caches that lag
 // (after a restart, or a watch that expired and relisted) it could count
 // pods that are gone as available and scale below replicas−maxUnavailable.
-// Kubernetes takes the risk; a head read per reconcile is cheap here.
+// Kubernetes takes the risk. A key waits once per stale read, for the
+// head as it was then, not for a head that moves on with every write of a
+// busy cluster: that could make it wait forever.
 func (s *pass) cachesAtHead() (bool, error) {
-	fresh := true
-	for _, inf := range []interface {
+	infs := [2]interface {
 		Head(context.Context) (informer.Revision, bool, error)
 		LastRevision() informer.Revision
-	}{s.rsInf, s.podInf} {
+	}{s.rsInf, s.podInf}
+	s.mu.Lock()
+	waited, ok := s.waiting[s.key]
+	s.mu.Unlock()
+	if ok && infs[0].LastRevision() >= waited[0] && infs[1].LastRevision() >= waited[1] {
+		s.forget(s.key)
+		return true, nil
+	}
+	var heads [2]informer.Revision
+	fresh := true
+	for i, inf := range infs {
 		head, ok, err := inf.Head(s.ctx)
 		if err != nil {
 			return false, fmt.Errorf("deployment %s: read the store's head: %w", s.key, err)
 		}
 		if ok && inf.LastRevision() < head {
 			reconcile.Wrote(s.ctx, inf.(informer.Revisioned), head)
-			fresh = false
+			heads[i], fresh = head, false
 		}
 	}
+	if !fresh {
+		s.mu.Lock()
+		s.waiting[s.key] = heads
+		s.mu.Unlock()
+	}
 	return fresh, nil
+}
+
+// forget drops what key waited for.
+func (r *reconciler) forget(key string) {
+	r.mu.Lock()
+	delete(r.waiting, key)
+	r.mu.Unlock()
 }
 
 // write writes the working copy's revision annotation and status st,
