@@ -64,6 +64,17 @@ func TestTheWorkloadControllersAddedToOneManagerShouldRunADeploymentAndCascadeIt
 		require.NoError(t, err)
 		assert.Len(t, rss, 1)
 		assert.NotEmpty(t, sink.Events("default/web"), "the Deployment's events are recorded")
+		writes := map[string]informer.Revision{}
+		for kind, s := range map[string]interface{ Revision() informer.Revision }{
+			"deployments": stores.Deployments.(interface{ Revision() informer.Revision }),
+			"replicasets": stores.ReplicaSets.(interface{ Revision() informer.Revision }),
+			"pods":        stores.Pods.(interface{ Revision() informer.Revision }),
+		} {
+			writes[kind] = s.Revision()
+		}
+		t.Logf("store writes for one 3-replica Deployment, no node agent: %v", writes)
+		assert.LessOrEqual(t, writes["deployments"]+writes["replicasets"]+writes["pods"], informer.Revision(12),
+			"a handful of writes, no write loop (Kubernetes makes 22 API writes here, binds and events included)")
 
 		_, _, err = informer.RequestDelete(ctx, stores.Deployments, "default/web")
 		require.NoError(t, err)
