@@ -494,3 +494,37 @@ func TestABadMaxSurgeShouldBeATerminalErrorWithAnEvent(t *testing.T) {
 	assert.Empty(t, replicaSets(t, c, "web"))
 	assert.Contains(t, c.EventReasons("default/web"), EventInvalidSpec)
 }
+
+func TestADeploymentShouldAdoptAnOrphanedReplicaSetOfItsTemplateInsteadOfMakingAnother(t *testing.T) {
+	c := clustertest.New(t)
+	start(t, c)
+	d := newDeployment("web", 2, "", "")
+	apply(t, c, d)
+	bringUp(t, c, "default/web")
+	pods := c.PodsOf("web")
+	rss := replicaSets(t, c, "web")
+	require.Len(t, rss, 1)
+	// delete --cascade=orphan, done by hand: the ReplicaSet loses its
+	// owner, the Deployment goes.
+	for name := range rss {
+		_, _, err := informer.Update(c.Ctx(), c.Stores.ReplicaSets, "default/"+name, func(rs *api.ReplicaSet) error {
+			rs.OwnerReferences = nil
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	_, err := c.Stores.Deployments.Delete(c.Ctx(), "default/web", 0)
+	require.NoError(t, err)
+	c.Settle()
+
+	d.UID = "uid-web-again"
+	apply(t, c, d)
+	c.Settle()
+	rss = replicaSets(t, c, "web")
+	require.Len(t, rss, 1, "adopted, not duplicated")
+	for _, rs := range rss {
+		assert.Equal(t, "uid-web-again", rs.OwnerReferences[0].UID)
+	}
+	assert.Equal(t, pods, c.PodsOf("web"), "the same pods keep running")
+	assert.True(t, rolloutDone(c.Deployment("default/web")))
+}

@@ -133,6 +133,33 @@ func TestFailingCreatesShouldStopAtTheFirstSlowStartBatchAndSetReplicaFailureUnt
 	assert.False(t, ok, "the condition goes once creates work")
 }
 
+// undeletablePods fails every pod Delete.
+type undeletablePods struct {
+	informer.Store[string, api.Pod]
+}
+
+func (undeletablePods) Delete(context.Context, string, informer.Revision) (informer.Revision, error) {
+	return 0, errors.New("the store is read-only")
+}
+
+func TestFailingDeletesShouldSetReplicaFailureWithFailedDelete(t *testing.T) {
+	c := clustertest.New(t)
+	c.Stores.Pods = undeletablePods{c.Stores.Pods}
+	start(t, c)
+	c.ReplicaSets.Put("default/web", newRS("web", 2))
+	c.Settle()
+	require.Len(t, c.PodsOf("web"), 2)
+
+	setReplicas(t, c, "default/web", 1)
+	c.Settle()
+	assert.Len(t, c.PodsOf("web"), 2, "the delete failed")
+	cond, ok := object.FindCondition(c.RS("default/web").Status.Conditions, api.ReplicaSetReplicaFailure)
+	require.True(t, ok)
+	assert.Equal(t, ReasonFailedDelete, cond.Reason)
+	assert.Contains(t, cond.Message, "read-only")
+	assert.Contains(t, c.EventReasons("default/web"), EventFailedDelete)
+}
+
 func TestSlowStartBatchShouldDoubleTheBatchAndStopAfterTheFirstBatchWithAnError(t *testing.T) {
 	for _, tc := range []struct {
 		name                   string
