@@ -395,6 +395,8 @@ func TestProgressShouldRestartTheDeadline(t *testing.T) {
 	c.Settle()
 	for range 3 { // one pod ready every 20 s: never 30 s without progress
 		c.Step(20 * time.Second)
+		assert.NotEqual(t, api.ReasonProgressDeadlineExceeded, cond(c.Deployment("default/web"), api.DeploymentProgressing).Reason,
+			"%v after the last progress", 20*time.Second)
 		c.Bind("n1")
 		for _, e := range c.AllPods() {
 			if !e.Value.IsReady() && replicaset.IsPodActive(e.Value) {
