@@ -114,6 +114,26 @@ func cond(d api.Deployment, typ string) object.Condition {
 	return c
 }
 
+// assertVersion asserts that every pod of the Deployment runs version.
+func assertVersion(t *testing.T, c *clustertest.Cluster, name, version string) {
+	t.Helper()
+	for _, e := range c.PodsOf(name) {
+		assert.Equal(t, version, e.Value.Spec.Containers[0].Command[2], "pod %s", e.Key)
+	}
+}
+
+// readyOne plays scheduler and agent for one step: it binds every pod and
+// makes one that is not ready ready.
+func readyOne(c *clustertest.Cluster) {
+	c.Bind("n1")
+	for _, e := range c.AllPods() {
+		if !e.Value.IsReady() && replicaset.IsPodActive(e.Value) {
+			c.Ready(e.Key)
+			return
+		}
+	}
+}
+
 func TestADeploymentShouldRunItsPodsThroughAReplicaSetNamedAfterItsTemplateHash(t *testing.T) {
 	c := clustertest.New(t)
 	start(t, c)
@@ -156,15 +176,19 @@ type bounds struct {
 	fewest    int
 	sawBoth   bool // old and new version pods at once
 	violation []string
+	seen      informer.Revision // the last revision applied
+	caughtUp  *sync.Cond        // signalled as seen moves
 }
 
 func watchBounds(t *testing.T, c *clustertest.Cluster, prefix string, maxPods, minAvailable int) *bounds {
 	b := &bounds{pods: map[string]api.Pod{}, fewest: 1 << 30}
+	b.caughtUp = sync.NewCond(&b.mu)
 	es, rev, err := c.Pods.List(c.Ctx())
 	require.NoError(t, err)
 	for _, e := range es {
 		b.pods[e.Key] = e.Value
 	}
+	b.seen = rev
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -178,6 +202,8 @@ func watchBounds(t *testing.T, c *clustertest.Cluster, prefix string, maxPods, m
 				b.pods[ev.Key] = ev.Value
 			}
 			b.check(prefix, maxPods, minAvailable, ev.Revision)
+			b.seen = ev.Revision
+			b.caughtUp.Broadcast()
 			return nil
 		})
 	}()
@@ -217,9 +243,14 @@ func (b *bounds) arm() {
 	b.armed = true
 }
 
-func (b *bounds) result() (most, fewest int, sawBoth bool, violations []string) {
+// result waits until the watch has applied head, the store's revision
+// now, and returns what it saw.
+func (b *bounds) result(head informer.Revision) (most, fewest int, sawBoth bool, violations []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for b.seen < head {
+		b.caughtUp.Wait()
+	}
 	return b.most, b.fewest, b.sawBoth, b.violation
 }
 
@@ -233,13 +264,7 @@ func rollOut(t *testing.T, c *clustertest.Cluster, key string) int {
 		if rolloutDone(d) && d.Status.ObservedGeneration == d.Generation {
 			return step
 		}
-		c.Bind("n1")
-		for _, e := range c.AllPods() {
-			if !e.Value.IsReady() && replicaset.IsPodActive(e.Value) {
-				c.Ready(e.Key)
-				break
-			}
-		}
+		readyOne(c)
 	}
 	t.Fatalf("rollout of %s did not complete: %+v", key, c.Deployment(key).Status)
 	return 0
@@ -269,15 +294,13 @@ func TestARollingUpdateShouldNeverExceedReplicasPlusSurgeNorFallBelowReplicasMin
 			setCommand(t, c, "default/web", "v2")
 			steps := rollOut(t, c, "default/web")
 
-			most, fewest, sawBoth, violations := b.result()
+			most, fewest, sawBoth, violations := b.result(c.Pods.Revision())
 			assert.Empty(t, violations)
 			assert.True(t, sawBoth, "old and new pods ran side by side")
 			assert.Equal(t, int(tc.replicas+surge), most, "the surge was used to its bound")
 			assert.GreaterOrEqual(t, fewest, int(tc.replicas-unavailable))
 			t.Logf("%d steps; most pods %d, fewest available %d", steps, most, fewest)
-			for _, e := range c.PodsOf("web") {
-				assert.Equal(t, "v2", e.Value.Spec.Containers[0].Command[2], "only new pods are left")
-			}
+			assertVersion(t, c, "web", "v2")
 			rss := replicaSets(t, c, "web")
 			require.Len(t, rss, 2, "the old ReplicaSet stays, scaled to zero, for a rollback")
 			d := c.Deployment("default/web")
@@ -299,7 +322,7 @@ func TestRecreateShouldRemoveEveryOldPodBeforeTheFirstNewOne(t *testing.T) {
 
 	setCommand(t, c, "default/web", "v2")
 	rollOut(t, c, "default/web")
-	most, fewest, sawBoth, violations := b.result()
+	most, fewest, sawBoth, violations := b.result(c.Pods.Revision())
 	assert.Empty(t, violations)
 	assert.False(t, sawBoth, "never an old and a new pod at once")
 	assert.Equal(t, 0, fewest, "Recreate goes through zero")
@@ -325,9 +348,7 @@ func TestARollbackShouldReuseTheOldReplicaSetAndGiveItTheNextRevision(t *testing
 	assert.Equal(t, "3", rss[v1].Annotations[api.RevisionAnnotation])
 	assert.Equal(t, "1", rss[v1].Annotations[RevisionHistoryAnnotation])
 	assert.Equal(t, "3", c.Deployment("default/web").Annotations[api.RevisionAnnotation])
-	for _, e := range c.PodsOf("web") {
-		assert.Equal(t, "v1", e.Value.Spec.Containers[0].Command[2])
-	}
+	assertVersion(t, c, "web", "v1")
 }
 
 func TestOldReplicaSetsBeyondTheHistoryLimitShouldBeDeleted(t *testing.T) {
@@ -397,13 +418,7 @@ func TestProgressShouldRestartTheDeadline(t *testing.T) {
 		c.Step(20 * time.Second)
 		assert.NotEqual(t, api.ReasonProgressDeadlineExceeded, cond(c.Deployment("default/web"), api.DeploymentProgressing).Reason,
 			"%v after the last progress", 20*time.Second)
-		c.Bind("n1")
-		for _, e := range c.AllPods() {
-			if !e.Value.IsReady() && replicaset.IsPodActive(e.Value) {
-				c.Ready(e.Key)
-				break
-			}
-		}
+		readyOne(c)
 		c.Settle()
 		assert.NotEqual(t, api.ReasonProgressDeadlineExceeded, cond(c.Deployment("default/web"), api.DeploymentProgressing).Reason)
 	}
@@ -437,9 +452,7 @@ func TestAPausedDeploymentShouldScaleButNotRollOut(t *testing.T) {
 	require.NoError(t, err)
 	rollOut(t, c, "default/web")
 	assert.Len(t, replicaSets(t, c, "web"), 2, "resumed: it rolls out")
-	for _, e := range c.PodsOf("web") {
-		assert.Equal(t, "v2", e.Value.Spec.Containers[0].Command[2])
-	}
+	assertVersion(t, c, "web", "v2")
 }
 
 func TestScalingMidRolloutShouldSpreadTheChangeOverTheReplicaSetsInProportion(t *testing.T) {
