@@ -134,7 +134,7 @@ func (k *typed[V, P]) watch(g *collector) reconcile.Option {
 		// delete passes the last value. So the dependents of an object
 		// that is going, or just went, are looked at.
 		if m.Deleting() || k.gone(key, m.UID) {
-			keys = append(keys, g.dependentKeys(m.UID)...)
+			keys = append(keys, g.dependentKeys(selfID(k.kindName, key, *m))...)
 		}
 		return keys
 	})
@@ -170,14 +170,11 @@ type collector struct {
 }
 
 // dependentKeys are the collector's keys of the objects, of every kind,
-// with an owner reference to uid.
-func (g *collector) dependentKeys(uid string) []string {
-	if uid == "" {
-		return nil
-	}
+// with an owner reference to id (selfID of the owner).
+func (g *collector) dependentKeys(id string) []string {
 	var keys []string
 	for _, k := range g.order {
-		for _, key := range k.dependents(uid) {
+		for _, key := range k.dependents(id) {
 			keys = append(keys, gcKey(k.name(), key))
 		}
 	}
@@ -216,15 +213,16 @@ func (g *collector) Reconcile(ctx context.Context, gk string) (reconcile.Result,
 // (garbagecollector.go orphanDependents).
 func (g *collector) orphanDependents(ctx context.Context, k kind, key string, m api.ObjectMeta) error {
 	var errs []error
+	id := selfID(k.name(), key, m)
 	for _, dk := range g.order {
-		for _, dep := range dk.dependents(m.UID) {
+		for _, dep := range dk.dependents(id) {
 			dm, ok := dk.get(dep)
 			if !ok {
 				continue
 			}
 			errs = append(errs, dk.update(ctx, dep, dm.UID, func(d *api.ObjectMeta) error {
 				d.OwnerReferences = slices.DeleteFunc(slices.Clone(d.OwnerReferences),
-					func(r api.OwnerReference) bool { return r.UID == m.UID })
+					func(r api.OwnerReference) bool { return refersTo(r, d.Namespace, k.name(), key, m) })
 				return nil
 			}))
 		}
@@ -243,14 +241,15 @@ func (g *collector) orphanDependents(ctx context.Context, k kind, key string, m 
 // (garbagecollector.go processDeletingDependentsItem). Its dependents
 // delete themselves (attemptToDelete sees their owner waiting).
 func (g *collector) deleteForeground(ctx context.Context, k kind, key string, m api.ObjectMeta) error {
+	id := selfID(k.name(), key, m)
 	for _, dk := range g.order {
-		for _, dep := range dk.dependents(m.UID) {
+		for _, dep := range dk.dependents(id) {
 			dm, ok := dk.get(dep)
 			if !ok {
 				continue
 			}
 			for _, r := range dm.OwnerReferences {
-				if r.UID == m.UID && r.BlockOwnerDeletion {
+				if r.BlockOwnerDeletion && refersTo(r, dm.Namespace, k.name(), key, m) {
 					return nil // blocked: its deletion reconciles this owner again
 				}
 			}
@@ -279,12 +278,12 @@ func (g *collector) attemptToDelete(ctx context.Context, k kind, key string, m a
 		}
 		switch state {
 		case refSolid:
-			solid = append(solid, ref.UID)
+			solid = append(solid, ownerID(ref, m.Namespace))
 		case refWaiting:
 			waiting = true
-			gone = append(gone, ref.UID)
+			gone = append(gone, ownerID(ref, m.Namespace))
 		case refDangling:
-			gone = append(gone, ref.UID)
+			gone = append(gone, ownerID(ref, m.Namespace))
 		}
 	}
 	switch {
@@ -297,10 +296,10 @@ func (g *collector) attemptToDelete(ctx context.Context, k kind, key string, m a
 				return errChanged
 			}
 			d.OwnerReferences = slices.DeleteFunc(slices.Clone(d.OwnerReferences),
-				func(r api.OwnerReference) bool { return slices.Contains(gone, r.UID) })
+				func(r api.OwnerReference) bool { return slices.Contains(gone, ownerID(r, d.Namespace)) })
 			return nil
 		})
-	case waiting && len(g.dependentKeys(m.UID)) > 0:
+	case waiting && len(g.dependentKeys(selfID(k.name(), key, m))) > 0:
 		return g.delete(ctx, k, key, m, true)
 	default:
 		return g.delete(ctx, k, key, m, false)

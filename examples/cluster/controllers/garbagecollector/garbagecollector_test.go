@@ -200,3 +200,32 @@ func TestTheCollectorShouldWorkOnWhicheverKindsTheClusterHas(t *testing.T) {
 	c.Settle()
 	assert.False(t, has(t, c, c.Stores.Pods, "default/on-n1"), "a cluster-scoped owner, found by name alone")
 }
+
+// Objects written without UIDs (by hand, or by a test) are told apart by
+// kind and name: deleting one owner concerns its own dependents only.
+func TestOwnersWithoutUIDsShouldBeToldApartByKindAndName(t *testing.T) {
+	c := clustertest.New(t)
+	for _, n := range []string{"a", "b"} {
+		var rs api.ReplicaSet
+		rs.Name, rs.Namespace = n, "default"
+		c.ReplicaSets.Put("default/"+n, rs)
+		p := pod(n+"-pod", ref("ReplicaSet", n, "", true))
+		p.UID = ""
+		p.Finalizers = []string{"example.com/hold"} // keeps them, deleted or not
+		c.Pods.Put("default/"+n+"-pod", p)
+	}
+	startGC(t, c)
+	c.Settle()
+
+	deleteWith[api.ReplicaSet](t, c, c.Stores.ReplicaSets, "default/a", FinalizerOrphan)
+	c.Settle()
+	assert.Empty(t, c.Pod("default/a-pod").OwnerReferences, "a's pod is orphaned")
+	assert.Len(t, c.Pod("default/b-pod").OwnerReferences, 1, "b's pod keeps its owner")
+	assert.False(t, has(t, c, c.Stores.ReplicaSets, "default/a"))
+
+	deleteWith[api.ReplicaSet](t, c, c.Stores.ReplicaSets, "default/b", FinalizerForeground)
+	c.Settle()
+	assert.True(t, c.Pod("default/b-pod").Deleting(), "b's pod is being deleted")
+	assert.False(t, c.Pod("default/a-pod").Deleting(), "the orphan is not")
+	assert.True(t, c.RS("default/b").Deleting(), "b waits for its held pod")
+}

@@ -11,9 +11,43 @@ import (
 	"github.com/converge-go/converge/object"
 )
 
-// indexOwnerUID files every object under the UIDs its owner references
-// name: an owner's dependents, of one kind, are ByIndex(indexOwnerUID, uid).
+// indexOwnerUID files every object under its owners, each as ownerID
+// names it: an owner's dependents, of one kind, are
+// ByIndex(indexOwnerUID, selfID(owner)).
 const indexOwnerUID = ControllerName + ".owner-uid"
+
+// clusterScoped are the kinds whose objects have no namespace.
+var clusterScoped = map[string]bool{"Node": true}
+
+// ownerID names the owner a reference from an object in namespace ns
+// points at: its UID, or, for a reference without one (the API server
+// should set every object's UID, but a test or a hand-written object may
+// not), its kind and key, so that two owners without UIDs are never
+// taken for one.
+func ownerID(r api.OwnerReference, ns string) string {
+	if r.UID != "" {
+		return "uid:" + r.UID
+	}
+	if clusterScoped[r.Kind] {
+		ns = ""
+	}
+	return "name:" + r.Kind + "/" + api.Key(ns, r.Name)
+}
+
+// selfID is the ownerID that references to the object m of kind at key
+// have.
+func selfID(kind, key string, m api.ObjectMeta) string {
+	if m.UID != "" {
+		return "uid:" + m.UID
+	}
+	return "name:" + kind + "/" + key
+}
+
+// refersTo reports whether r, a reference of an object in namespace ns,
+// names the object m of kind at key.
+func refersTo(r api.OwnerReference, ns, kind, key string, m api.ObjectMeta) bool {
+	return ownerID(r, ns) == selfID(kind, key, m)
+}
 
 // errGone: the object at the key is another than the one decided on (a
 // namesake with another UID); errChanged: it changed since (its change
@@ -33,7 +67,9 @@ type kind interface {
 	// getLive reads the store, not the cache: a cache that lags must not
 	// make an owner look gone.
 	getLive(ctx context.Context, key string) (api.ObjectMeta, bool, error)
-	dependents(uid string) []string
+	// dependents are the keys of the objects whose owner references
+	// name id (selfID of the owner).
+	dependents(id string) []string
 	// update changes the metadata of key if it is still uid's, with the
 	// write helpers' rules: an object left Deleting without finalizers is
 	// deleted.
@@ -74,9 +110,9 @@ func (k *typed[V, P]) getLive(ctx context.Context, key string) (api.ObjectMeta, 
 	return *k.meta(&v), true, nil
 }
 
-func (k *typed[V, P]) dependents(uid string) []string {
+func (k *typed[V, P]) dependents(id string) []string {
 	var keys []string
-	for _, e := range k.inf.ByIndex(indexOwnerUID, uid) {
+	for _, e := range k.inf.ByIndex(indexOwnerUID, id) {
 		keys = append(keys, e.Key)
 	}
 	slices.Sort(keys)
@@ -110,12 +146,12 @@ func newKind[V any, P interface {
 	k := &typed[V, P]{kindName: name, ns: namespaced, inf: inf, store: store, meta: meta}
 	if !inf.HasIndex(indexOwnerUID) {
 		if err := inf.AddIndex(indexOwnerUID, func(_ string, v V) []string {
-			refs := meta(&v).OwnerReferences
-			uids := make([]string, 0, len(refs))
-			for _, r := range refs {
-				uids = append(uids, r.UID)
+			m := meta(&v)
+			ids := make([]string, 0, len(m.OwnerReferences))
+			for _, r := range m.OwnerReferences {
+				ids = append(ids, ownerID(r, m.Namespace))
 			}
-			return uids
+			return ids
 		}); err != nil {
 			return nil, err
 		}
@@ -148,7 +184,7 @@ func kinds(c *api.Cluster) ([]kind, error) {
 			func(v *api.Pod) *api.ObjectMeta { return &v.Metadata })))
 	}
 	if c.Informers.Nodes != nil && c.Stores.Nodes != nil {
-		err = errors.Join(err, add(newKind[api.Node]("Node", false, c.Informers.Nodes, c.Stores.Nodes,
+		err = errors.Join(err, add(newKind[api.Node]("Node", !clusterScoped["Node"], c.Informers.Nodes, c.Stores.Nodes,
 			func(v *api.Node) *api.ObjectMeta { return &v.Metadata })))
 	}
 	if c.Informers.Leases != nil && c.Stores.Leases != nil {
