@@ -24,7 +24,8 @@
 // deleted: only its references to the owners that are gone or going are
 // removed. An owner is taken for gone only when the store, not just the
 // cache, says so. A reference to a kind the cluster does not have is left
-// alone.
+// alone. A reference without a UID (the API server should give every
+// object one) names its owner by kind and name.
 package garbagecollector
 
 import (
