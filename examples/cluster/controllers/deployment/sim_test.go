@@ -20,6 +20,7 @@ import (
 	"github.com/converge-go/converge/examples/cluster/controllers/replicaset"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
 	"github.com/converge-go/converge/reconcile"
 	"github.com/converge-go/converge/reconcile/simtest"
@@ -38,8 +39,8 @@ type simWorld struct {
 }
 
 func newSimWorld() *simWorld {
-	return &simWorld{d: memstore.New[string, api.Deployment](), rs: memstore.New[string, api.ReplicaSet](),
-		pods: memstore.New[string, api.Pod]()}
+	return &simWorld{d: must.Do(memstore.New[string, api.Deployment]()), rs: must.Do(memstore.New[string, api.ReplicaSet]()),
+		pods: must.Do(memstore.New[string, api.Pod]())}
 }
 
 // simDeployments are the workload's: web rolls and rolls back; batch is
@@ -76,13 +77,13 @@ func simProcess(p *simtest.Process, w *simWorld) error {
 		Clock:  clock.RealClock{}, // virtual in the kit's bubble
 		Logger: p.Logger(),
 		Recorder: func(component string) *events.Recorder {
-			return events.NewRecorder(component, events.WithSink(events.NewMemorySink(0)))
+			return must.Do(events.NewRecorder(component, events.WithSink(must.Do(events.NewMemorySink(0)))))
 		},
 	}
 	c.Informers = api.Informers{
-		Deployments: informer.New("deployments", c.Stores.Deployments, informer.WithLogger(p.Logger())),
-		ReplicaSets: informer.New("replicasets", c.Stores.ReplicaSets, informer.WithLogger(p.Logger())),
-		Pods:        informer.New("pods", c.Stores.Pods, informer.WithLogger(p.Logger())),
+		Deployments: must.Do(informer.New("deployments", c.Stores.Deployments, informer.WithLogger(p.Logger()))),
+		ReplicaSets: must.Do(informer.New("replicasets", c.Stores.ReplicaSets, informer.WithLogger(p.Logger()))),
+		Pods:        must.Do(informer.New("pods", c.Stores.Pods, informer.WithLogger(p.Logger()))),
 	}
 	count := func(name string) func(reconcile.Reconciler[string]) reconcile.Reconciler[string] {
 		return func(r reconcile.Reconciler[string]) reconcile.Reconciler[string] { return simtest.Count(p, name, r) }
@@ -183,9 +184,9 @@ func simWorkload(awaitRunning bool) []func(context.Context, *simWorld) error {
 			}
 			return applyStep("web", "v1")(ctx, w)
 		},
-		deleteStep("batch", garbagecollector.FinalizerForeground, awaitRunning),
+		deleteStep("batch", api.FinalizerForeground, awaitRunning),
 		deleteStep("gone", "", awaitRunning),
-		deleteStep("keep", garbagecollector.FinalizerOrphan, awaitRunning),
+		deleteStep("keep", api.FinalizerOrphan, awaitRunning),
 	}
 }
 

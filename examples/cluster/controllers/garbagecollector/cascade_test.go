@@ -60,7 +60,7 @@ func TestDeletingADeploymentInTheBackgroundShouldLeaveNoReplicaSetAndNoPod(t *te
 
 func TestDeletingADeploymentInTheForegroundShouldLeaveNothing(t *testing.T) {
 	c := withControllers(t)
-	deleteWith[api.Deployment](t, c, c.Stores.Deployments, "default/web", FinalizerForeground)
+	deleteWith[api.Deployment](t, c, c.Stores.Deployments, "default/web", api.FinalizerForeground)
 	c.Settle()
 	assert.Empty(t, c.AllPods())
 	assert.Zero(t, replicaSetCount(t, c))
@@ -70,7 +70,7 @@ func TestDeletingADeploymentInTheForegroundShouldLeaveNothing(t *testing.T) {
 func TestOrphaningADeploymentShouldLeaveItsReplicaSetRunningItsPods(t *testing.T) {
 	c := withControllers(t)
 	pods := c.AllPods()
-	deleteWith[api.Deployment](t, c, c.Stores.Deployments, "default/web", FinalizerOrphan)
+	deleteWith[api.Deployment](t, c, c.Stores.Deployments, "default/web", api.FinalizerOrphan)
 	c.Settle()
 	assert.False(t, has(t, c, c.Stores.Deployments, "default/web"))
 	es, _, err := c.ReplicaSets.List(c.Ctx())

@@ -44,14 +44,6 @@ import (
 // ControllerName names the controller.
 const ControllerName = "garbage-collector"
 
-// Finalizers that record a deletion's propagation policy, as Kubernetes
-// names them (apimachinery's meta/v1 FinalizerOrphanDependents,
-// FinalizerDeleteDependents).
-const (
-	FinalizerForeground = "foregroundDeletion"
-	FinalizerOrphan     = "orphan"
-)
-
 // Options change how the collector is built; the zero value is what Add
 // uses.
 type Options struct {
@@ -196,9 +188,9 @@ func (g *collector) Reconcile(ctx context.Context, gk string) (reconcile.Result,
 	}
 	if m.Deleting() {
 		switch {
-		case m.HasFinalizer(FinalizerOrphan):
+		case m.HasFinalizer(api.FinalizerOrphan):
 			return reconcile.Result{}, g.orphanDependents(ctx, k, key, m)
-		case m.HasFinalizer(FinalizerForeground):
+		case m.HasFinalizer(api.FinalizerForeground):
 			return reconcile.Result{}, g.deleteForeground(ctx, k, key, m)
 		}
 		return reconcile.Result{}, nil // being deleted already
@@ -232,7 +224,7 @@ func (g *collector) orphanDependents(ctx context.Context, k kind, key string, m 
 		return err
 	}
 	return k.update(ctx, key, m.UID, func(o *api.ObjectMeta) error {
-		o.RemoveFinalizer(FinalizerOrphan)
+		o.RemoveFinalizer(api.FinalizerOrphan)
 		return nil
 	})
 }
@@ -257,7 +249,7 @@ func (g *collector) deleteForeground(ctx context.Context, k kind, key string, m 
 		}
 	}
 	return k.update(ctx, key, m.UID, func(o *api.ObjectMeta) error {
-		o.RemoveFinalizer(FinalizerForeground)
+		o.RemoveFinalizer(api.FinalizerForeground)
 		return nil
 	})
 }
@@ -335,7 +327,7 @@ func (g *collector) classify(ctx context.Context, ns string, ref api.OwnerRefere
 			return refDangling, nil
 		}
 	}
-	if o.Deleting() && o.HasFinalizer(FinalizerForeground) {
+	if o.Deleting() && o.HasFinalizer(api.FinalizerForeground) {
 		return refWaiting, nil
 	}
 	return refSolid, nil
@@ -352,7 +344,7 @@ func (g *collector) delete(ctx context.Context, k kind, key string, m api.Object
 			return errChanged
 		}
 		if foreground {
-			d.AddFinalizer(FinalizerForeground)
+			d.AddFinalizer(api.FinalizerForeground)
 		}
 		d.DeletionRequested = now
 		return nil

@@ -94,13 +94,13 @@ func TestAForegroundDeleteShouldKeepTheOwnerUntilItsBlockingDependentsAreGone(t 
 	startGC(t, c)
 	c.Settle()
 
-	deleteWith[api.Deployment](t, c, c.Stores.Deployments, "default/web", FinalizerForeground)
+	deleteWith[api.Deployment](t, c, c.Stores.Deployments, "default/web", api.FinalizerForeground)
 	c.Settle()
 	d := c.Deployment("default/web")
 	assert.True(t, d.Deleting())
 	rs := c.RS("default/web-1")
 	assert.True(t, rs.Deleting(), "the ReplicaSet is deleted in foreground too: it has dependents")
-	assert.True(t, rs.HasFinalizer(FinalizerForeground))
+	assert.True(t, rs.HasFinalizer(api.FinalizerForeground))
 	assert.False(t, has(t, c, c.Stores.Pods, "default/web-1-b"), "the free pod is gone")
 	assert.True(t, c.Pod("default/web-1-a").Deleting(), "the held pod is going")
 
@@ -122,7 +122,7 @@ func TestADependentWithoutBlockOwnerDeletionShouldNotHoldAForegroundDelete(t *te
 	startGC(t, c)
 	c.Settle()
 
-	deleteWith[api.ReplicaSet](t, c, c.Stores.ReplicaSets, "default/web-1", FinalizerForeground)
+	deleteWith[api.ReplicaSet](t, c, c.Stores.ReplicaSets, "default/web-1", api.FinalizerForeground)
 	c.Settle()
 	assert.False(t, has(t, c, c.Stores.ReplicaSets, "default/web-1"), "not blocked")
 	assert.True(t, c.Pod("default/free").Deleting(), "the dependent is deleted all the same")
@@ -134,7 +134,7 @@ func TestAnOrphanDeleteShouldStripTheOwnerReferencesAndLeaveTheDependents(t *tes
 	startGC(t, c)
 	c.Settle()
 
-	deleteWith[api.Deployment](t, c, c.Stores.Deployments, "default/web", FinalizerOrphan)
+	deleteWith[api.Deployment](t, c, c.Stores.Deployments, "default/web", api.FinalizerOrphan)
 	c.Settle()
 	assert.False(t, has(t, c, c.Stores.Deployments, "default/web"), "the owner goes once its dependents are orphaned")
 	rs := c.RS("default/web-1")
@@ -217,13 +217,13 @@ func TestOwnersWithoutUIDsShouldBeToldApartByKindAndName(t *testing.T) {
 	startGC(t, c)
 	c.Settle()
 
-	deleteWith[api.ReplicaSet](t, c, c.Stores.ReplicaSets, "default/a", FinalizerOrphan)
+	deleteWith[api.ReplicaSet](t, c, c.Stores.ReplicaSets, "default/a", api.FinalizerOrphan)
 	c.Settle()
 	assert.Empty(t, c.Pod("default/a-pod").OwnerReferences, "a's pod is orphaned")
 	assert.Len(t, c.Pod("default/b-pod").OwnerReferences, 1, "b's pod keeps its owner")
 	assert.False(t, has(t, c, c.Stores.ReplicaSets, "default/a"))
 
-	deleteWith[api.ReplicaSet](t, c, c.Stores.ReplicaSets, "default/b", FinalizerForeground)
+	deleteWith[api.ReplicaSet](t, c, c.Stores.ReplicaSets, "default/b", api.FinalizerForeground)
 	c.Settle()
 	assert.True(t, c.Pod("default/b-pod").Deleting(), "b's pod is being deleted")
 	assert.False(t, c.Pod("default/a-pod").Deleting(), "the orphan is not")

@@ -16,6 +16,7 @@ import (
 	"github.com/converge-go/converge/examples/cluster/controllers/deployment"
 	"github.com/converge-go/converge/examples/cluster/controllers/replicaset"
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/reconcile"
 )
 
@@ -24,15 +25,15 @@ import (
 func TestTheWorkloadControllersAddedToOneManagerShouldRunADeploymentAndCascadeItsDeletion(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-		stores := api.NewMemoryStores()
-		sink := events.NewMemorySink(0)
+		stores := must.Do(api.NewMemoryStores())
+		sink := must.Do(events.NewMemorySink(0))
 		c := &api.Cluster{
 			Stores:    stores,
-			Informers: api.NewInformers(stores, informer.WithLogger(logger)),
+			Informers: must.Do(api.NewInformers(stores, informer.WithLogger(logger))),
 			Timings:   api.FastTimings(),
 			Clock:     clock.RealClock{}, // virtual in the bubble
 			Recorder: func(component string) *events.Recorder {
-				r := events.NewRecorder(component, events.WithSink(sink))
+				r := must.Do(events.NewRecorder(component, events.WithSink(sink)))
 				return r
 			},
 			Logger: logger,

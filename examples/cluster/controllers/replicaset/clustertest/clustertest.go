@@ -39,8 +39,11 @@ type Cluster struct {
 // New returns a cluster with empty stores and running informers.
 func New(t testing.TB) *Cluster {
 	h := reconciletest.New(t)
-	s := api.NewMemoryStores()
-	c := &Cluster{H: h, Events: events.NewMemorySink(0), t: t,
+	s, err := api.NewMemoryStores()
+	require.NoError(t, err)
+	sink, err := events.NewMemorySink(0)
+	require.NoError(t, err)
+	c := &Cluster{H: h, Events: sink, t: t,
 		Deployments: s.Deployments.(*memstore.Store[string, api.Deployment]),
 		ReplicaSets: s.ReplicaSets.(*memstore.Store[string, api.ReplicaSet]),
 		Pods:        s.Pods.(*memstore.Store[string, api.Pod]),
@@ -57,7 +60,9 @@ func New(t testing.TB) *Cluster {
 		Timings: api.FastTimings(),
 		Clock:   h.Clock,
 		Recorder: func(component string) *events.Recorder {
-			return events.NewRecorder(component, events.WithClock(h.Clock), events.WithSink(c.Events))
+			rec, err := events.NewRecorder(component, events.WithClock(h.Clock), events.WithSink(c.Events))
+			require.NoError(t, err)
+			return rec
 		},
 		Logger: h.Logger(),
 	}
