@@ -163,6 +163,10 @@ type DB struct {
 	nclosed  bool // Close was called: schedule no more
 	lastSent time.Time
 	nwg      sync.WaitGroup // NOTIFYs in flight
+	// sendMu keeps a DB's NOTIFY tries one at a time: two in flight would
+	// hold the listeners' lock against each other, and the one refused it
+	// would take that for a listener and notify no one for nothing.
+	sendMu sync.Mutex
 
 	trace tracer // nil but in the stage benchmark; set before the first Watch
 }
@@ -311,7 +315,8 @@ const listenersLock = 0x63766c6e // "cvln"
 
 // notifyIfListened is the NOTIFY after writes, sent only if a session
 // holds the listeners' lock: an exclusive try of it fails exactly then (or
-// while another notifier's try holds it, which sends a NOTIFY too many).
+// while another DB's try holds it, which sends a NOTIFY too many; a DB's
+// own tries are one at a time, sendMu).
 // With no listener anywhere, the statement is a lock try that commits
 // nothing, not a notifying commit (docs/design/pgstore.md, Alternatives measured). No wake-up
 // is lost to a listener that comes after the try: it takes the lock and
@@ -326,6 +331,8 @@ func (db *DB) sendNotify() {
 	db.pending = false // from now on a write needs a NOTIFY of its own
 	db.lastSent = time.Now()
 	db.nmu.Unlock()
+	db.sendMu.Lock()
+	defer db.sendMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := db.pool.Exec(ctx, notifyIfListened, db.schema, db.id); err != nil {

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -95,6 +96,40 @@ func TestContendedWritesShouldTakeNoRevisionTheyDoNotUse(t *testing.T) {
 		assert.Equal(t, informer.Revision(latest), rev, "key %s: head is the latest change", k)
 		assert.True(t, written[rev], "key %s: %v at %d was written", k, v, rev)
 	}
+}
+
+// TestBurstsOfWritesShouldSendNoNotifyWhileNoDBListens: a DB whose writes
+// come faster than its NOTIFY round trip still sends none while no DB
+// LISTENs. (It failed before a DB's NOTIFY tries were one at a time: two
+// tries in flight hold the listeners' lock against each other, and the
+// one that fails to take it takes that for a listener and notifies.)
+func TestBurstsOfWritesShouldSendNoNotifyWhileNoDBListens(t *testing.T) {
+	pool := newPool(t)
+	schema := newSchema(t, pool)
+	pc, err := pool.Acquire(t.Context())
+	require.NoError(t, err)
+	conn := pc.Hijack()
+	defer func() { assert.NoError(t, conn.Close(context.Background())) }()
+	_, err = conn.Exec(t.Context(), "LISTEN "+pgx.Identifier{schema}.Sanitize())
+	require.NoError(t, err)
+	db := newDB(t, pool, schema)
+	s := must.Do(pgstore.New[item](db, newColl()))
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 25 {
+				_, err := s.Create(t.Context(), fmt.Sprintf("w%d-%d", w, i), item{N: i})
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	db.Close() // waits for the NOTIFYs in flight
+	_, err = pool.Exec(t.Context(), `SELECT pg_notify($1, $2)`, schema, "mine")
+	require.NoError(t, err)
+	n, err := conn.WaitForNotification(ctxFor(t, 10*time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, "mine", n.Payload, "no DB listens: no NOTIFY, however the writes overlap")
 }
 
 // TestWritesShouldSendNoNotifyWhileNoDBListens: a DB's writes while no DB
