@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -159,9 +160,12 @@ func BenchmarkReconcileLatency(b *testing.B) {
 // list popped from its queue into the indexer and handed to the
 // listeners); first, until the first reconcile started (0 for a pipeline
 // that does not tell); and cpu, the CPU time (user + system) the whole
-// process used meanwhile.
+// process used meanwhile; gcs, the garbage collections that ended
+// meanwhile (each scans the whole heap, the benchmark's objects included,
+// so one more or less moves cpu by tens of ms).
 type recRun struct {
 	elapsed, synced, first, cpu time.Duration
+	gcs                         uint64
 }
 
 func (r *recRun) add(o recRun) {
@@ -169,14 +173,16 @@ func (r *recRun) add(o recRun) {
 	r.synced += o.synced
 	r.first += o.first
 	r.cpu += o.cpu
+	r.gcs += o.gcs
 }
 
 // reportStages reports the mean of n runs' stage times (cached-ms,
-// first-ms) and CPU time (cpu-ms) from their sum.
+// first-ms), CPU time (cpu-ms) and collections (gcs) from their sum.
 func reportStages(b *testing.B, sum recRun, n int) {
 	b.ReportMetric(float64(sum.synced.Nanoseconds())/1e6/float64(n), "cached-ms")
 	b.ReportMetric(float64(sum.first.Nanoseconds())/1e6/float64(n), "first-ms")
 	b.ReportMetric(float64(sum.cpu.Nanoseconds())/1e6/float64(n), "cpu-ms")
+	b.ReportMetric(float64(sum.gcs)/float64(n), "gcs")
 }
 
 // recThroughputOnce runs the throughput scenario once on a fresh pipeline.
@@ -184,13 +190,13 @@ func recThroughputOnce(b *testing.B, im recImpl, o *informerObjects, workers int
 	t := newRecTracker(o, nil)
 	p := im.newPipeline(o, t, 0)
 	settle()
-	cpu0 := processCPU()
+	gc0, cpu0 := gcCycles(), processCPU()
 	start := time.Now()
 	t.start = start
 	p.start(workers)
 	ok := waitOrTimeout(t.done, reconcileTimeout)
 	elapsed := time.Since(start)
-	cpu := time.Duration(processCPU() - cpu0)
+	cpu, gcs := time.Duration(processCPU()-cpu0), gcCycles()-gc0
 	p.stop()
 	if !ok {
 		b.Fatalf("%s: %d of %d keys reconciled within %v", im.name, t.count.Load(), o.n, reconcileTimeout)
@@ -198,7 +204,15 @@ func recThroughputOnce(b *testing.B, im recImpl, o *informerObjects, workers int
 	if err := errors.Join(p.check(), t.check()); err != nil {
 		b.Fatalf("%s: %v", im.name, err)
 	}
-	return recRun{elapsed: elapsed, synced: time.Duration(t.syncedAt.Load()), first: time.Duration(t.firstAt.Load()), cpu: cpu}
+	return recRun{elapsed: elapsed, synced: time.Duration(t.syncedAt.Load()), first: time.Duration(t.firstAt.Load()), cpu: cpu, gcs: gcs}
+}
+
+// gcCycles is the number of garbage collections completed so far, read
+// without stopping the world (runtime.ReadMemStats would).
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // recLatencyOnce runs the latency scenario once on a fresh pipeline and
