@@ -121,6 +121,7 @@ func TestListenerShouldDeliverAChangeToAKeyStillInBulkAfterItsAdd(t *testing.T) 
 	assert.True(t, l.startBulkLocked(2))
 	l.pushBulkLocked("a", add(1, true))
 	l.pushBulkLocked("b", add(1, true))
+	l.endBulkLocked() // as fill does
 	l.mu.Unlock()
 	l.push("a", update(1, 2)) // a watch event while the initial list is undelivered
 	l.markSync()
