@@ -52,9 +52,10 @@ func (x *index[K]) insert(pos, tag uint32, idx int32) {
 }
 
 // deleteAt empties the slot at pos, which find returned for a present key.
-func (x *index[K]) deleteAt(pos uint32) {
+// An emptied index above shrinkAbove gives its memory back unless keep.
+func (x *index[K]) deleteAt(pos uint32, keep bool) {
 	x.n--
-	if x.n == 0 && len(x.slots) > shrinkAbove {
+	if x.n == 0 && !keep && len(x.slots) > shrinkAbove {
 		x.slots, x.mask = make([]uint64, minIndexSlots), minIndexSlots-1
 		return
 	}

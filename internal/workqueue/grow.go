@@ -1,0 +1,70 @@
+package workqueue
+
+import "slices"
+
+// maxGrowHint bounds what Grow reserves: a hint is an estimate (the size of
+// an informer's cache), and a wrong one must not allocate without bound.
+const maxGrowHint = 1 << 24
+
+// Grow makes room for n more keys than the queue holds, so that adding
+// them grows neither the slab nor the index: a controller handing the
+// queue a known-size initial list would otherwise copy both a dozen times
+// while doubling them, and leave the garbage collector the old copies.
+// It is only a hint: n <= 0 does nothing, and adding more than n keys
+// still works. Until n new keys have been added, a queue that empties
+// keeps that room rather than giving its memory back (see slab.reserve).
+// Grow does nothing after ShutDown.
+func (q *Queue[K]) Grow(n int) {
+	if n <= 0 {
+		return
+	}
+	n = min(n, maxGrowHint)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shuttingDown {
+		return
+	}
+	q.slab.grow(q.slab.used + n)
+	q.slab.reserve = max(q.slab.reserve, n)
+	q.index.grow(q.index.n + n)
+}
+
+// grow makes the slab's slices hold total entries without reallocating.
+func (s *slab[K]) grow(total int) {
+	if total <= cap(s.entries) {
+		return
+	}
+	extra := total - len(s.entries)
+	s.entries = slices.Grow(s.entries, extra)
+	if s.times != nil {
+		s.times = slices.Grow(s.times, extra)
+	}
+	if s.dues != nil {
+		s.dues = slices.Grow(s.dues, extra)
+	}
+	if s.reasons != nil {
+		s.reasons = slices.Grow(s.reasons, extra)
+	}
+}
+
+// grow resizes the index so that it holds total keys within its load
+// factor (see insert) without resizing again.
+func (x *index[K]) grow(total int) {
+	size := len(x.slots)
+	for total*4 > size*3 {
+		size *= 2
+	}
+	if size > len(x.slots) {
+		x.resize(size)
+	}
+}
+
+// EndGrow cancels what is left of Grow's reservation: the keys it was
+// made for have all been handed over, and those that did not come (a
+// filter dropped them) must not keep the room for good. An emptied queue
+// gives its memory back again from then on.
+func (q *Queue[K]) EndGrow() {
+	q.mu.Lock()
+	q.slab.reserve = 0
+	q.mu.Unlock()
+}
