@@ -304,7 +304,10 @@ func (r *run[K]) enqueue(ev enqueueEvent, key K) {
 
 // recoverWatch recovers a panic in a watch's predicate, key mapping or
 // enqueue of key, logs it with its stack and counts it. Deferred directly.
-func (r *run[K]) recoverWatch(w watch[K], key any) {
+// It is generic in the key's type, so that deferring it costs no
+// conversion of the key to an interface (an allocation per change) unless
+// something panicked.
+func recoverWatch[K comparable, WK any](r *run[K], w watch[K], key WK) {
 	p := recover()
 	if p == nil {
 		return

@@ -253,9 +253,25 @@ func (w *informerWatch[K, WK, WV]) describe() string {
 func (w *informerWatch[K, WK, WV]) cache() Cache { return w.inf }
 
 func (w *informerWatch[K, WK, WV]) start(r *run[K]) (func(), error) {
+	replay := 0
+	if w.same != nil && r.c.shards == nil {
+		// An informer that has cached its list already replays it to the
+		// handler, one key to queue per entry: room for them all at once
+		// spares the queue growing step by step, and dropping its room
+		// each time the workers empty it. Under sharding most keys are
+		// another replica's, and a mapping may queue any number.
+		replay = w.inf.Len()
+		r.q.Grow(replay)
+	}
 	reg, err := w.inf.AddHandler(&watchHandler[K, WK, WV]{w: w, r: r})
 	if err != nil {
+		r.q.EndGrow()
 		return nil, fmt.Errorf("%s: %w", w.describe(), err)
+	}
+	if replay > 0 {
+		// Once the replay is delivered, the room is no longer held for
+		// keys a predicate dropped.
+		reg.AfterRevision(w.inf.LastRevision(), r.q.EndGrow)
 	}
 	r.track(w.inf, reg, reg.AfterRevision)
 	return reg.Remove, nil
@@ -292,7 +308,7 @@ func (h *watchHandler[K, WK, WV]) OnDelete(key WK, last WV) {
 // recovered: the process and the other keys must not pay for one bad
 // change.
 func (w *informerWatch[K, WK, WV]) deliver(r *run[K], c Change[WK, WV], rev informer.Revision) {
-	defer r.recoverWatch(w, c.Key)
+	defer recoverWatch(r, w, c.Key)
 	for _, p := range w.preds {
 		if !p(c) {
 			return
@@ -386,7 +402,7 @@ func (w *funcWatch[K]) start(r *run[K]) (func(), error) {
 		ev.why = workqueue.Reason{What: reasonWhat(TriggerSource, 0, w.index)}
 	}
 	enqueue := func(k K) {
-		defer r.recoverWatch(w, k)
+		defer recoverWatch(r, w, k)
 		r.c.noteSourced(k)
 		r.enqueue(ev, k)
 	}
