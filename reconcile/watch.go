@@ -253,29 +253,33 @@ func (w *informerWatch[K, WK, WV]) describe() string {
 func (w *informerWatch[K, WK, WV]) cache() Cache { return w.inf }
 
 func (w *informerWatch[K, WK, WV]) start(r *run[K]) (func(), error) {
-	replay := 0
-	if w.same != nil && r.c.shards == nil {
+	if n, ok := w.listKeys(r); ok {
 		// An informer that has cached its list already replays it to the
 		// handler, one key to queue per entry: room for them all at once
-		// spares the queue growing step by step, and dropping its room
-		// each time the workers empty it. Under sharding most keys are
-		// another replica's, and a mapping may queue any number.
-		replay = w.inf.Len()
-		r.q.Grow(replay)
+		// spares the queue growing step by step (growForLists ends the
+		// reservation).
+		r.q.Grow(n)
 	}
 	reg, err := w.inf.AddHandler(&watchHandler[K, WK, WV]{w: w, r: r})
 	if err != nil {
-		r.q.EndGrow()
 		return nil, fmt.Errorf("%s: %w", w.describe(), err)
-	}
-	if replay > 0 {
-		// Once the replay is delivered, the room is no longer held for
-		// keys a predicate dropped.
-		reg.AfterRevision(w.inf.LastRevision(), r.q.EndGrow)
 	}
 	r.track(w.inf, reg, reg.AfterRevision)
 	return reg.Remove, nil
 }
+
+// listKeys returns how many keys the informer's cached list queues, one
+// per entry, for a watch that maps a key to itself; false for a mapped
+// watch, which may queue any number, and under sharding, where most keys
+// are another replica's.
+func (w *informerWatch[K, WK, WV]) listKeys(r *run[K]) (int, bool) {
+	if w.same == nil || r.c.shards != nil {
+		return 0, false
+	}
+	return w.inf.Len(), true
+}
+
+func (w *informerWatch[K, WK, WV]) revisioned() informer.Revisioned { return w.inf }
 
 // watchHandler is an informerWatch's handler for one run. It is an
 // informer.RevisionHandler, so that a trigger reason records the revision

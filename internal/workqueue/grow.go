@@ -15,13 +15,24 @@ const maxGrowHint = 1 << 24
 // keeps that room rather than giving its memory back (see slab.reserve).
 // Grow does nothing after ShutDown.
 func (q *Queue[K]) Grow(n int) {
-	if n <= 0 {
-		return
-	}
 	n = min(n, maxGrowHint)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.shuttingDown {
+	q.growLocked(n)
+}
+
+// GrowTo is Grow for a list of total keys that the queue has partly been
+// handed already: it makes room for total keys in all, counting those it
+// holds (all of them as the list's, which is exact while no worker has
+// taken any), and reserves the rest.
+func (q *Queue[K]) GrowTo(total int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.growLocked(min(total, maxGrowHint) - q.slab.used)
+}
+
+func (q *Queue[K]) growLocked(n int) {
+	if n <= 0 || q.shuttingDown {
 		return
 	}
 	q.slab.grow(q.slab.used + n)

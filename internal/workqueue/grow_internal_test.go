@@ -113,3 +113,16 @@ func TestEndGrowShouldLetAnEmptiedQueueGiveBackTheRoomOfKeysThatNeverCame(t *tes
 	assert.Zero(t, cap(q.slab.entries))
 	assert.Equal(t, minIndexSlots, len(q.index.slots))
 }
+
+func TestGrowToShouldReserveOnlyTheKeysNotHeldYet(t *testing.T) {
+	q := New[int](WithAgeing(NoAgeing))
+	defer q.ShutDown()
+	for i := range 100 {
+		q.Add(i)
+	}
+	q.GrowTo(10_000)
+	assert.GreaterOrEqual(t, cap(q.slab.entries), 10_000)
+	assert.Equal(t, 9_900, q.slab.reserve)
+	q.GrowTo(50) // fewer than held: nothing to do
+	assert.Equal(t, 9_900, q.slab.reserve)
+}
