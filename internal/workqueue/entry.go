@@ -78,8 +78,8 @@ type slab[K comparable] struct {
 	// used counts entries not on the free list.
 	used int
 	// reserve is how many more new entries Grow made room for: while it
-	// is above 0, an emptied slab keeps its memory, and so does the index,
-	// since the keys announced are still coming (a controller's workers
+	// is above 0, an emptied slab keeps its memory, since the keys
+	// announced are still coming (a controller's workers
 	// drain the queue faster than an informer hands over its list, and
 	// would otherwise empty it, and drop the room, many times over).
 	reserve int

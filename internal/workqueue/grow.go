@@ -6,13 +6,19 @@ import "slices"
 // an informer's cache), and a wrong one must not allocate without bound.
 const maxGrowHint = 1 << 24
 
-// Grow makes room for n more keys than the queue holds, so that adding
-// them grows neither the slab nor the index: a controller handing the
-// queue a known-size initial list would otherwise copy both a dozen times
-// while doubling them, and leave the garbage collector the old copies.
-// It is only a hint: n <= 0 does nothing, and adding more than n keys
-// still works. Until n new keys have been added, a queue that empties
-// keeps that room rather than giving its memory back (see slab.reserve).
+// Grow makes room in the slab for n more keys than the queue holds, so
+// that adding them does not regrow it: a controller handing the queue a
+// known-size initial list would otherwise copy it two dozen times (append
+// grows large slices by a quarter), and leave the garbage collector the
+// old copies. It is only a hint: n <= 0 does nothing, and adding more than
+// n keys still works. Until n new keys have been added, a queue that
+// empties keeps that room rather than giving its memory back (see
+// slab.reserve).
+//
+// The index is left to follow the number of keys held: sized for the
+// whole list while the workers keep the queue nearly empty, as they do
+// while a list is handed over, it spread the few keys held over megabytes,
+// and every Add and Done missed the cache.
 // Grow does nothing after ShutDown.
 func (q *Queue[K]) Grow(n int) {
 	n = min(n, maxGrowHint)
@@ -37,7 +43,6 @@ func (q *Queue[K]) growLocked(n int) {
 	}
 	q.slab.grow(q.slab.used + n)
 	q.slab.reserve = max(q.slab.reserve, n)
-	q.index.grow(q.index.n + n)
 }
 
 // grow makes the slab's slices hold total entries without reallocating.
@@ -55,18 +60,6 @@ func (s *slab[K]) grow(total int) {
 	}
 	if s.reasons != nil {
 		s.reasons = slices.Grow(s.reasons, extra)
-	}
-}
-
-// grow resizes the index so that it holds total keys within its load
-// factor (see insert) without resizing again.
-func (x *index[K]) grow(total int) {
-	size := len(x.slots)
-	for total*4 > size*3 {
-		size *= 2
-	}
-	if size > len(x.slots) {
-		x.resize(size)
 	}
 }
 

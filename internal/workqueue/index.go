@@ -52,10 +52,9 @@ func (x *index[K]) insert(pos, tag uint32, idx int32) {
 }
 
 // deleteAt empties the slot at pos, which find returned for a present key.
-// An emptied index above shrinkAbove gives its memory back unless keep.
-func (x *index[K]) deleteAt(pos uint32, keep bool) {
+func (x *index[K]) deleteAt(pos uint32) {
 	x.n--
-	if x.n == 0 && !keep && len(x.slots) > shrinkAbove {
+	if x.n == 0 && len(x.slots) > shrinkAbove {
 		x.slots, x.mask = make([]uint64, minIndexSlots), minIndexSlots-1
 		return
 	}

@@ -43,7 +43,7 @@ func TestIndexShouldAgreeWithAMapUnderRandomInsertsAndDeletes(t *testing.T) {
 				x.insert(pos, tagOf(k), idx)
 				want[k] = idx
 			case present:
-				x.deleteAt(pos, false)
+				x.deleteAt(pos)
 				s.release(idx)
 				delete(want, k)
 			}
@@ -70,7 +70,7 @@ func TestIndexShouldGiveBackItsMemoryWhenEmptied(t *testing.T) {
 	for k := 0; k < 2*shrinkAbove; k++ {
 		idx, pos := x.find(s.entries, k, tagOf(k))
 		require.NotEqual(t, none, idx)
-		x.deleteAt(pos, false)
+		x.deleteAt(pos)
 		s.release(idx)
 	}
 	require.Equal(t, minIndexSlots, len(x.slots))

@@ -114,7 +114,7 @@ func (q *Queue[K]) Done(key K) {
 	case e.waitSeq != 0:
 		e.state = stateWaiting
 	default:
-		q.index.deleteAt(pos, q.slab.reserve > 0)
+		q.index.deleteAt(pos)
 		if q.slab.release(idx) {
 			q.delays, q.stale = nil, 0 // only stale slots can be left
 		}
