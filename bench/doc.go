@@ -147,7 +147,13 @@
 // WaitForCache; client-go: the informer's HasSynced, the list popped into
 // its indexer and handed to its listeners), and first-ms, when the first
 // reconcile started (client-go's workers start once its handler has been
-// given every add; converge's once the cache holds the list). ReconcileLatency (12) writes 20k
+// given every add; converge's once the cache holds the list); beside
+// them cpu-ms, the CPU time (user + system, getrusage) the whole process
+// used from the start until every key was reconciled, and gcs, the
+// garbage collections that ended meanwhile. On a host whose other work
+// takes the processors the wall-clock time swings with its load, the CPU
+// time much less: compare the two pipelines' cpu-ms where their ns/op
+// disagree from one repetition to the next. ReconcileLatency (12) writes 20k
 // updates at a paced 10k/s over 10k keys, 4 workers, and measures each
 // version from just before its write to the first reconcile that reads it.
 //

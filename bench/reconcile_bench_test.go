@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -78,14 +79,13 @@ func BenchmarkReconcileThroughput(b *testing.B) {
 				b.Run("workers="+strconv.Itoa(w), func(b *testing.B) {
 					b.StopTimer()
 					o := cachedInformerObjects(reconcileObjects)
-					var total, synced, first time.Duration
+					var sum recRun
 					for range b.N {
-						e, s, f := recThroughputOnce(b, im, o, w)
-						total, synced, first = total+e, synced+s, first+f
+						sum.add(recThroughputOnce(b, im, o, w))
 					}
-					b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
-					b.ReportMetric(float64(b.N*o.n)/total.Seconds(), "objects/s")
-					reportStages(b, synced, first, b.N)
+					b.ReportMetric(float64(sum.elapsed.Nanoseconds())/float64(b.N), "ns/op")
+					b.ReportMetric(float64(b.N*o.n)/sum.elapsed.Seconds(), "objects/s")
+					reportStages(b, sum, b.N)
 				})
 			}
 		})
@@ -104,14 +104,13 @@ func BenchmarkReconcileThroughput1M(b *testing.B) {
 		b.Run(im.name, func(b *testing.B) {
 			b.StopTimer()
 			o := cachedInformerObjects(1_000_000)
-			var total, synced, first time.Duration
+			var sum recRun
 			for range b.N {
-				e, s, f := recThroughputOnce(b, im, o, 4)
-				total, synced, first = total+e, synced+s, first+f
+				sum.add(recThroughputOnce(b, im, o, 4))
 			}
-			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
-			b.ReportMetric(float64(b.N*o.n)/total.Seconds(), "objects/s")
-			reportStages(b, synced, first, b.N)
+			b.ReportMetric(float64(sum.elapsed.Nanoseconds())/float64(b.N), "ns/op")
+			b.ReportMetric(float64(b.N*o.n)/sum.elapsed.Seconds(), "objects/s")
+			reportStages(b, sum, b.N)
 		})
 	}
 }
@@ -154,29 +153,50 @@ func BenchmarkReconcileLatency(b *testing.B) {
 	}
 }
 
-// reportStages reports the mean of n runs' stage times: cached-ms, from
-// the start until the pipeline's informer held the whole list in its cache
-// (converge: WaitForCache returned; client-go: the informer's
-// HasSyncedChecker, the list popped from its queue into the indexer and
-// handed to the listeners), and first-ms, until the first reconcile
-// started; 0 for a pipeline that does not tell.
-func reportStages(b *testing.B, synced, first time.Duration, n int) {
-	b.ReportMetric(float64(synced.Nanoseconds())/1e6/float64(n), "cached-ms")
-	b.ReportMetric(float64(first.Nanoseconds())/1e6/float64(n), "first-ms")
+// recRun is one throughput run's times, or the sum of several: elapsed,
+// from the start until every key was reconciled; synced, until the
+// pipeline's informer held the whole list in its cache (converge:
+// WaitForCache returned; client-go: the informer's HasSyncedChecker, the
+// list popped from its queue into the indexer and handed to the
+// listeners); first, until the first reconcile started (0 for a pipeline
+// that does not tell); and cpu, the CPU time (user + system) the whole
+// process used meanwhile; gcs, the garbage collections that ended
+// meanwhile (each scans the whole heap, the benchmark's objects included,
+// so one more or less moves cpu by tens of ms).
+type recRun struct {
+	elapsed, synced, first, cpu time.Duration
+	gcs                         uint64
 }
 
-// recThroughputOnce runs the throughput scenario once on a fresh pipeline
-// and returns the time from start to every key reconciled, to the
-// informer's sync and to the first reconcile (stages: 0 if not told).
-func recThroughputOnce(b *testing.B, im recImpl, o *informerObjects, workers int) (elapsed, synced, first time.Duration) {
+func (r *recRun) add(o recRun) {
+	r.elapsed += o.elapsed
+	r.synced += o.synced
+	r.first += o.first
+	r.cpu += o.cpu
+	r.gcs += o.gcs
+}
+
+// reportStages reports the mean of n runs' stage times (cached-ms,
+// first-ms), CPU time (cpu-ms) and collections (gcs) from their sum.
+func reportStages(b *testing.B, sum recRun, n int) {
+	b.ReportMetric(float64(sum.synced.Nanoseconds())/1e6/float64(n), "cached-ms")
+	b.ReportMetric(float64(sum.first.Nanoseconds())/1e6/float64(n), "first-ms")
+	b.ReportMetric(float64(sum.cpu.Nanoseconds())/1e6/float64(n), "cpu-ms")
+	b.ReportMetric(float64(sum.gcs)/float64(n), "gcs")
+}
+
+// recThroughputOnce runs the throughput scenario once on a fresh pipeline.
+func recThroughputOnce(b *testing.B, im recImpl, o *informerObjects, workers int) recRun {
 	t := newRecTracker(o, nil)
 	p := im.newPipeline(o, t, 0)
 	settle()
+	gc0, cpu0 := gcCycles(), processCPU()
 	start := time.Now()
 	t.start = start
 	p.start(workers)
 	ok := waitOrTimeout(t.done, reconcileTimeout)
-	elapsed = time.Since(start)
+	elapsed := time.Since(start)
+	cpu, gcs := time.Duration(processCPU()-cpu0), gcCycles()-gc0
 	p.stop()
 	if !ok {
 		b.Fatalf("%s: %d of %d keys reconciled within %v", im.name, t.count.Load(), o.n, reconcileTimeout)
@@ -184,7 +204,15 @@ func recThroughputOnce(b *testing.B, im recImpl, o *informerObjects, workers int
 	if err := errors.Join(p.check(), t.check()); err != nil {
 		b.Fatalf("%s: %v", im.name, err)
 	}
-	return elapsed, time.Duration(t.syncedAt.Load()), time.Duration(t.firstAt.Load())
+	return recRun{elapsed: elapsed, synced: time.Duration(t.syncedAt.Load()), first: time.Duration(t.firstAt.Load()), cpu: cpu, gcs: gcs}
+}
+
+// gcCycles is the number of garbage collections completed so far, read
+// without stopping the world (runtime.ReadMemStats would).
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // recLatencyOnce runs the latency scenario once on a fresh pipeline and

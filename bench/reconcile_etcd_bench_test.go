@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -40,14 +39,13 @@ func BenchmarkReconcileThroughputEtcd(b *testing.B) {
 	for _, im := range impls {
 		b.Run(im.name, func(b *testing.B) {
 			b.StopTimer()
-			var total, synced, first time.Duration
+			var sum recRun
 			for range b.N {
-				e, s, f := recThroughputOnce(b, im, o, 4)
-				total, synced, first = total+e, synced+s, first+f
+				sum.add(recThroughputOnce(b, im, o, 4))
 			}
-			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
-			b.ReportMetric(float64(b.N*o.n)/total.Seconds(), "objects/s")
-			reportStages(b, synced, first, b.N)
+			b.ReportMetric(float64(sum.elapsed.Nanoseconds())/float64(b.N), "ns/op")
+			b.ReportMetric(float64(b.N*o.n)/sum.elapsed.Seconds(), "objects/s")
+			reportStages(b, sum, b.N)
 		})
 	}
 }

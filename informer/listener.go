@@ -117,6 +117,11 @@ type listener[K comparable, V any] struct {
 	// delivered.
 	bulk   []keyed[K, V]
 	bulkAt int
+	// filling is set while a fill appends to bulk chunk by chunk: a
+	// dispatcher that catches up with a chunk keeps bulk's room for the
+	// next ones rather than dropping it, which made every chunk regrow
+	// its slice from nothing.
+	filling bool
 	// peak is the most keys pending since the buffer was last emptied and
 	// dropped. Maps never shrink, so after a burst (an initial list the
 	// handler could not keep up with) an emptied buffer is replaced, or it
@@ -175,8 +180,17 @@ func (l *listener[K, V]) startBulkLocked(n int) bool {
 	if l.stopped || l.replaying || len(l.line) > 0 || l.bulkAt < len(l.bulk) {
 		return false
 	}
-	l.bulk, l.bulkAt = make([]keyed[K, V], 0, n), 0
+	l.bulk, l.bulkAt, l.filling = make([]keyed[K, V], 0, n), 0, true
 	return true
+}
+
+// endBulkLocked ends a fill that startBulkLocked began: bulk's room is
+// dropped once the dispatcher has taken what it holds.
+func (l *listener[K, V]) endBulkLocked() {
+	l.filling = false
+	if l.bulkAt == len(l.bulk) {
+		l.bulk, l.bulkAt = nil, 0
+	}
 }
 
 // pushBulkLocked appends to bulk; see startBulkLocked.
@@ -341,9 +355,9 @@ func (l *listener[K, V]) next() (K, change[V], bool) {
 			kc := l.bulk[l.bulkAt]
 			l.bulk[l.bulkAt] = keyed[K, V]{} // let the key and values be collected
 			if l.bulkAt++; l.bulkAt == len(l.bulk) {
-				if l.replaying {
-					// The replay goes on appending: reuse the room
-					// it was given.
+				if l.replaying || l.filling {
+					// The replay or fill goes on appending: reuse
+					// the room it was given.
 					l.bulk, l.bulkAt = l.bulk[:0], 0
 				} else {
 					l.bulk, l.bulkAt = nil, 0

@@ -121,6 +121,7 @@ func TestListenerShouldDeliverAChangeToAKeyStillInBulkAfterItsAdd(t *testing.T) 
 	assert.True(t, l.startBulkLocked(2))
 	l.pushBulkLocked("a", add(1, true))
 	l.pushBulkLocked("b", add(1, true))
+	l.endBulkLocked() // as fill does
 	l.mu.Unlock()
 	l.push("a", update(1, 2)) // a watch event while the initial list is undelivered
 	l.markSync()
@@ -281,4 +282,49 @@ func TestAReplayShouldBuildItsSetOfReplayedKeysOnlyWhenAChangeComesAndStillGiveE
 		l.halt(true)
 		synctest.Wait()
 	})
+}
+
+func TestAFillShouldKeepItsBulkRoomWhenTheDispatcherCatchesUpBetweenChunks(t *testing.T) {
+	l := newListener[string, int](HandlerFuncs[string, int]{}, nil)
+	const n = 3 * fillChunk
+	l.mu.Lock()
+	assert.True(t, l.startBulkLocked(n))
+	l.pushBulkLocked("a", add(1, true))
+	l.mu.Unlock()
+
+	k, _, ok := l.next() // the dispatcher has taken the first chunk
+	assert.True(t, ok)
+	assert.Equal(t, "a", k)
+
+	l.mu.Lock()
+	l.pushBulkLocked("b", add(2, true)) // the next chunk
+	assert.GreaterOrEqual(t, cap(l.bulk), n, "the room for the whole list is kept, not regrown chunk by chunk")
+	l.mu.Unlock()
+	k, _, ok = l.next()
+	assert.True(t, ok)
+	assert.Equal(t, "b", k)
+
+	l.mu.Lock()
+	l.endBulkLocked()
+	assert.Nil(t, l.bulk, "once the fill ended and bulk is delivered, its room goes")
+	l.mu.Unlock()
+}
+
+func TestAFillThatEndsBeforeItsBulkIsDeliveredShouldStillDeliverItAll(t *testing.T) {
+	l := newListener[string, int](HandlerFuncs[string, int]{}, nil)
+	l.mu.Lock()
+	assert.True(t, l.startBulkLocked(2))
+	l.pushBulkLocked("a", add(1, true))
+	l.pushBulkLocked("b", add(2, true))
+	l.endBulkLocked()
+	l.mu.Unlock()
+	for _, want := range []string{"a", "b"} {
+		k, c, ok := l.next()
+		assert.True(t, ok)
+		assert.Equal(t, want, k)
+		assert.True(t, c.initialList)
+	}
+	l.mu.Lock()
+	assert.Nil(t, l.bulk, "the last take drops the room of a fill that ended")
+	l.mu.Unlock()
 }

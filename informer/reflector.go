@@ -167,6 +167,13 @@ func (inf *Informer[K, V]) fill(entries []Entry[K, V], rev Revision, initialList
 			l.wake()
 		}
 	}
+	for i, l := range inf.listeners {
+		if bulk[i] {
+			l.mu.Lock()
+			l.endBulkLocked()
+			l.mu.Unlock()
+		}
+	}
 }
 
 // relist replaces a non-empty cache with entries and tells the handlers

@@ -132,6 +132,7 @@ func (r *run[K]) serve(ctx context.Context) (err error) {
 		return nil
 	}
 	r.synced.Store(true)
+	r.growForLists()
 	var wg sync.WaitGroup
 	for i := range r.slots {
 		wg.Go(func() { r.work(&r.slots[i]) })
@@ -160,6 +161,46 @@ func (r *run[K]) serve(ctx context.Context) (err error) {
 	}
 	wg.Wait()
 	return err
+}
+
+// listSizer is a watch that queues one key per entry of an informer's
+// cache (informerWatch of For).
+type listSizer[K comparable] interface {
+	listKeys(r *run[K]) (int, bool)
+	revisioned() informer.Revisioned
+}
+
+// growForLists makes room in the queue, before the workers start, for the
+// keys of the watched informers' lists that the handlers have not queued
+// yet: the handlers are still handing them over when the caches are
+// synced, and without the room the queue grows step by step and, each
+// time the workers empty it, drops and regrows its memory. The
+// reservation ends once the handlers have been given those lists.
+func (r *run[K]) growForLists() {
+	total := 0
+	var infs []informer.Revisioned
+	for _, w := range r.c.watches {
+		if s, ok := w.(listSizer[K]); ok {
+			if n, ok := s.listKeys(r); ok && n > 0 {
+				total += n
+				infs = append(infs, s.revisioned())
+			}
+		}
+	}
+	if total == 0 {
+		r.q.EndGrow() // what a watch's start reserved, if anything
+		return
+	}
+	r.q.GrowTo(total)
+	var left atomic.Int32
+	left.Store(int32(len(infs)))
+	for _, inf := range infs {
+		r.afterDelivered(inf, inf.LastRevision(), func() {
+			if left.Add(-1) == 0 {
+				r.q.EndGrow()
+			}
+		})
+	}
 }
 
 // waitForSync waits for every watched informer's first list to be in its
@@ -304,7 +345,10 @@ func (r *run[K]) enqueue(ev enqueueEvent, key K) {
 
 // recoverWatch recovers a panic in a watch's predicate, key mapping or
 // enqueue of key, logs it with its stack and counts it. Deferred directly.
-func (r *run[K]) recoverWatch(w watch[K], key any) {
+// It is generic in the key's type, so that deferring it costs no
+// conversion of the key to an interface (an allocation per change) unless
+// something panicked.
+func recoverWatch[K comparable, WK any](r *run[K], w watch[K], key WK) {
 	p := recover()
 	if p == nil {
 		return

@@ -185,7 +185,7 @@ func (w *informerWatch[K, WK, WV]) requeueScan(r *run[K], sh *sharding[K], bucke
 // that keep accepts, as if e were listed afresh: through the predicates,
 // as an initial-list addition.
 func (w *informerWatch[K, WK, WV]) requeueEntry(r *run[K], e informer.Entry[WK, WV], keep func(K) bool) {
-	defer r.recoverWatch(w, e.Key)
+	defer recoverWatch(r, w, e.Key)
 	ch := Change[WK, WV]{Kind: Added, Key: e.Key, New: e.Value, InitialList: true}
 	for _, p := range w.preds {
 		if !p(ch) {

@@ -253,6 +253,13 @@ func (w *informerWatch[K, WK, WV]) describe() string {
 func (w *informerWatch[K, WK, WV]) cache() Cache { return w.inf }
 
 func (w *informerWatch[K, WK, WV]) start(r *run[K]) (func(), error) {
+	if n, ok := w.listKeys(r); ok {
+		// An informer that has cached its list already replays it to the
+		// handler, one key to queue per entry: room for them all at once
+		// spares the queue growing step by step (growForLists ends the
+		// reservation).
+		r.q.Grow(n)
+	}
 	reg, err := w.inf.AddHandler(&watchHandler[K, WK, WV]{w: w, r: r})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", w.describe(), err)
@@ -260,6 +267,19 @@ func (w *informerWatch[K, WK, WV]) start(r *run[K]) (func(), error) {
 	r.track(w.inf, reg, reg.AfterRevision)
 	return reg.Remove, nil
 }
+
+// listKeys returns how many keys the informer's cached list queues, one
+// per entry, for a watch that maps a key to itself; false for a mapped
+// watch, which may queue any number, and under sharding, where most keys
+// are another replica's.
+func (w *informerWatch[K, WK, WV]) listKeys(r *run[K]) (int, bool) {
+	if w.same == nil || r.c.shards != nil {
+		return 0, false
+	}
+	return w.inf.Len(), true
+}
+
+func (w *informerWatch[K, WK, WV]) revisioned() informer.Revisioned { return w.inf }
 
 // watchHandler is an informerWatch's handler for one run. It is an
 // informer.RevisionHandler, so that a trigger reason records the revision
@@ -292,7 +312,7 @@ func (h *watchHandler[K, WK, WV]) OnDelete(key WK, last WV) {
 // recovered: the process and the other keys must not pay for one bad
 // change.
 func (w *informerWatch[K, WK, WV]) deliver(r *run[K], c Change[WK, WV], rev informer.Revision) {
-	defer r.recoverWatch(w, c.Key)
+	defer recoverWatch(r, w, c.Key)
 	for _, p := range w.preds {
 		if !p(c) {
 			return
@@ -386,7 +406,7 @@ func (w *funcWatch[K]) start(r *run[K]) (func(), error) {
 		ev.why = workqueue.Reason{What: reasonWhat(TriggerSource, 0, w.index)}
 	}
 	enqueue := func(k K) {
-		defer r.recoverWatch(w, k)
+		defer recoverWatch(r, w, k)
 		r.c.noteSourced(k)
 		r.enqueue(ev, k)
 	}

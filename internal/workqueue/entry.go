@@ -77,10 +77,19 @@ type slab[K comparable] struct {
 	free int32
 	// used counts entries not on the free list.
 	used int
+	// reserve is how many more new entries Grow made room for: while it
+	// is above 0, an emptied slab keeps its memory, since the keys
+	// announced are still coming (a controller's workers
+	// drain the queue faster than an informer hands over its list, and
+	// would otherwise empty it, and drop the room, many times over).
+	reserve int
 }
 
 func (s *slab[K]) alloc(key K) int32 {
 	s.used++
+	if s.reserve > 0 {
+		s.reserve--
+	}
 	if s.free != none {
 		idx := s.free
 		e := &s.entries[idx]
@@ -112,7 +121,7 @@ const shrinkAbove = 4096
 // back and reports dropped: every index into it is then invalid.
 func (s *slab[K]) release(idx int32) (dropped bool) {
 	s.used--
-	if s.used == 0 && cap(s.entries) > shrinkAbove {
+	if s.used == 0 && s.reserve == 0 && cap(s.entries) > shrinkAbove {
 		s.entries, s.free, s.dues = nil, none, nil
 		if s.times != nil {
 			s.times = make([]int64, 0)
