@@ -99,15 +99,15 @@ func (l *badLog) start(clk clock.WithTicker, flush func(gen uint64)) {
 // goroutine (nil channels if there is none left to end). With gen above 0
 // it does so only if the interval running is the gen'th, so that a
 // goroutine whose interval note ended already cannot end the next one.
-func (l *badLog) take(gen uint64) (count int, samples []string, err error, stop, done chan struct{}) {
+func (l *badLog) take(gen uint64) (s badSummary, stop, done chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen != 0 && gen != l.gen {
-		return 0, nil, nil, nil, nil
+		return badSummary{}, nil, nil
 	}
-	count, samples, err, stop, done = l.count, l.samples, l.err, l.stop, l.done
+	s, stop, done = badSummary{count: l.count, samples: l.samples, err: l.err}, l.stop, l.done
 	l.open, l.count, l.samples, l.err, l.stop, l.done = false, 0, nil, nil, nil, nil
-	return count, samples, err, stop, done
+	return s, stop, done
 }
 
 // logBadLocked counts a bad value of key at rev for the log, logging it
@@ -143,19 +143,19 @@ func (inf *Informer[K, V]) logBadLocked(key K, rev Revision, err error, hasValue
 // flushBadLog ends the bad-value log's interval and writes its summary, if
 // it counted anything. The interval's goroutine calls it.
 func (inf *Informer[K, V]) flushBadLog(gen uint64) {
-	count, samples, err, _, _ := inf.badLog.take(gen)
-	inf.logBadSummary(count, samples, err)
+	s, _, _ := inf.badLog.take(gen)
+	inf.logBadSummary(s.count, s.samples, s.err)
 }
 
 // stopBadLog ends the bad-value log's interval early, when Run returns, so
 // that its summary is written and its goroutine gone before Run returns.
 func (inf *Informer[K, V]) stopBadLog() {
-	count, samples, err, stop, done := inf.badLog.take(0)
+	s, stop, done := inf.badLog.take(0)
 	if stop != nil {
 		close(stop)
 		<-done
 	}
-	inf.logBadSummary(count, samples, err)
+	inf.logBadSummary(s.count, s.samples, s.err)
 }
 
 // logBadSummary writes the line about the count bad values of an interval
