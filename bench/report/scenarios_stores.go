@@ -6,7 +6,7 @@ package main
 // splitName). Declared in a file named after scenarios_reconcile.go, so that
 // its init runs after that one's and the rows follow the controller rows.
 func init() {
-	for _, sc := range []Scenario{
+	Scenarios = append(Scenarios, []Scenario{
 		{"PgstoreInitialSync", "13. initial sync of 100k objects (~550 B): one SELECT + decode (floor), pgstore, etcdstore, alternating", "pgstore (PostgreSQL), etcdstore (etcd)"},
 		{"PgstoreWrite", "14. CAS writes, 8 writers: pgstore's Store.Update vs a raw single-row INSERT … ON CONFLICT (floor), alternating", srcPg},
 		{"PgstoreTableWrite", "14. the trigger path's cost: single-row upserts, 8 writers, into a user's table followed by pgstore (with and without NOTIFY) vs the same table not followed (floor), alternating", srcPg},
@@ -20,9 +20,7 @@ func init() {
 		{"EtcdWriteToInformer10k", "16. write → informer handler at 10k writes/s asked, 8 writers, etcdstore", srcEtcd},
 		{"PgstoreHoleStall/commit", "17. pgstore: a transaction holding a revision open 1 s, then committing, under 1k writes/s", srcPg},
 		{"PgstoreHoleStall/rollback", "17. pgstore: a transaction holding a revision open 1 s, then rolling back, under 1k writes/s", srcPg},
-	} {
-		Scenarios = append(Scenarios, sc)
-	}
+	}...)
 	Targets[Key{"PgstoreInitialSync", "pgstore/floor"}] = Target{"≤ 1.3", []check{vs("", "<=", 1.3)}}
 	Targets[Key{"PgstoreInitialSync", "pgstore/etcdstore"}] = Target{"< 1 (faster than etcd)", []check{vs("", "<", 1)}}
 	Targets[Key{"PgstoreWrite", "typed/raw"}] = Target{"≥ 0.5", []check{vs("", ">=", 0.5)}}
