@@ -58,8 +58,8 @@ func (f *pagingServer) listQueries() []url.Values {
 // A paginated List is served from the server's watch cache, as client-go's
 // reflector lists, not read from etcd page by page: its first page asks
 // for a state not older than the highest revision the Store has seen (any
-// state, 1, before it has seen one), so that it never goes back in time;
-// the later pages follow the continue token alone.
+// state, resourceVersion 0, before it has seen one), so that it never goes
+// back in time; the later pages follow the continue token alone.
 func TestAPaginatedListShouldAskForAStateNotOlderThanTheHighestRevisionSeen(t *testing.T) {
 	f := &pagingServer{head: "9"}
 	srv := httptest.NewServer(f)
@@ -78,8 +78,8 @@ func TestAPaginatedListShouldAskForAStateNotOlderThanTheHighestRevisionSeen(t *t
 
 	q := f.listQueries()
 	require.Len(t, q, 4, "two lists of two pages")
-	assert.Equal(t, "NotOlderThan", q[0].Get("resourceVersionMatch"))
-	assert.Equal(t, "1", q[0].Get("resourceVersion"), "the first list, before any revision is known")
+	assert.Equal(t, "0", q[0].Get("resourceVersion"), "the first list, before any revision is known: any state")
+	assert.False(t, q[0].Has("resourceVersionMatch"), "resourceVersion 0 alone: %v", q[0])
 	assert.Equal(t, "page2", q[1].Get("continue"))
 	assert.False(t, q[1].Has("resourceVersion") || q[1].Has("resourceVersionMatch"), "a continued page names no revision: %v", q[1])
 	assert.Equal(t, "NotOlderThan", q[2].Get("resourceVersionMatch"))

@@ -111,15 +111,21 @@ func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], infor
 }
 
 // listPages lists in pages: the first at a state not older than the
-// highest revision seen (from the watch cache; a consistent read from etcd
-// for a Locks' Store), the others at its resourceVersion through the
+// highest revision seen (from the watch cache, which answers the Store's
+// first list, at resourceVersion 0, in one page; a consistent read from
+// etcd for a Locks' Store), the others at its resourceVersion through the
 // continue token.
 func (s *Store[V]) listPages(ctx context.Context) ([]informer.Entry[string, V], informer.Revision, error) {
 	q := s.selectors()
 	q.Set("limit", strconv.Itoa(s.opts.pageSize))
-	if !s.consistentLists {
-		// "NotOlderThan 0" is not allowed: 1 asks for any state.
-		q.Set("resourceVersion", formatRevision(max(informer.Revision(s.floor.Load()), 1)))
+	switch floor := s.floor.Load(); {
+	case s.consistentLists:
+	case floor == 0:
+		// Any state will do: the cache answers with every object at
+		// once, whatever the limit, as to client-go's first list.
+		q.Set("resourceVersion", "0")
+	default:
+		q.Set("resourceVersion", formatRevision(informer.Revision(floor)))
 		q.Set("resourceVersionMatch", "NotOlderThan")
 	}
 	var entries []informer.Entry[string, V]
