@@ -60,7 +60,10 @@ func TestEveryImplementationShouldReconcileEachObjectAndEachSteadyWriteOnTheReal
 		// One write per reconcile, and the start's list and watch requests
 		// (at most 5 with discovery) shared by the 30.
 		assert.True(t, once >= 1 && once <= 1+5.0/30, "requests per reconcile once: %s", line)
-		assert.Equal(t, "1.00", m[2], "one request per steady reconcile: %s", line)
+		// One write per steady reconcile; on a loaded machine now and then
+		// a conflict's retry or a new watch (2 in the 20).
+		steady, _ := strconv.ParseFloat(m[2], 64)
+		assert.True(t, steady >= 1 && steady <= 1+2.0/20, "requests per steady reconcile: %s", line)
 		assert.Contains(t, line, "(20 samples, 0 missed)", "every steady write reconciled: %s", line)
 	}
 	assert.Contains(t, out.String(), "| sync + reconcile once |")
