@@ -178,14 +178,13 @@ func heapAfterGC() uint64 {
 // tracker records which objects were reconciled once and times each
 // steady write to the reconcile that wrote its value.
 type tracker struct {
-	mu       sync.Mutex
-	objects  int
-	once     map[string]bool
-	allOnce  chan struct{}
-	pending  map[string]time.Time // key + "=" + value → when it was written
-	lat      []float64
-	changed  chan struct{}
-	finished bool
+	mu      sync.Mutex
+	objects int
+	once    map[string]bool
+	allOnce chan struct{}
+	pending map[string]time.Time // key + "=" + value → when it was written
+	lat     []float64
+	changed chan struct{}
 }
 
 func newTracker(objects int) *tracker {
