@@ -105,7 +105,9 @@ func WithListMode[V any](m ListMode) Option[V] {
 }
 
 // WithPageSize sets the number of objects per page of a paginated List
-// (n >= 1). Default: DefaultPageSize.
+// (n >= 1); the server's watch cache answers the Store's first List, at
+// resourceVersion 0, in one page whatever the size. Default:
+// DefaultPageSize.
 func WithPageSize[V any](n int) Option[V] {
 	return func(o *options[V]) {
 		if n < 1 {
