@@ -20,8 +20,16 @@
 //
 // By default the program plays a short scene (create a Site, add a page,
 // delete it) and prints what the controller did, the same lines on every
-// store; "sites run" runs the controller until interrupted, for Sites
-// written by someone else (kubectl, etcdctl, psql).
+// store; "sites [flags] run" runs the controller until interrupted, for
+// Sites written by someone else (kubectl, etcdctl, psql):
+//
+//	sites --store kube --namespace default run &
+//	kubectl apply -f - <<EOF
+//	apiVersion: example.converge.dev/v1
+//	kind: Site
+//	metadata: {name: docs}
+//	spec: {title: Docs, pages: [intro, install]}
+//	EOF
 package main
 
 import (
