@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/converge-go/converge v0.0.0-00010101000000-000000000000
+	github.com/converge-go/converge/kube v0.0.0-00010101000000-000000000000
 	github.com/go-logr/logr v1.4.3
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
@@ -13,6 +14,7 @@ require (
 	go.uber.org/zap v1.27.1
 	golang.org/x/time v0.16.0
 	gonum.org/v1/plot v0.17.0
+	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
 	k8s.io/klog/v2 v2.140.0
@@ -69,6 +71,7 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.etcd.io/etcd/api/v3 v3.7.3 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.7.3 // indirect
@@ -91,7 +94,6 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/api v0.37.2 // indirect
 	k8s.io/apiextensions-apiserver v0.37.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	modernc.org/libc v1.80.1 // indirect
@@ -107,3 +109,5 @@ require (
 // The benchmarks measure the converge in this repository, never a released
 // one.
 replace github.com/converge-go/converge => ../
+
+replace github.com/converge-go/converge/kube => ../kube

@@ -55,7 +55,7 @@ func (s *Store[V]) Apply(ctx context.Context, key string, v V, fieldManager stri
 	}
 	rev, err := parseRevision(env.Metadata.ResourceVersion)
 	if err != nil || !s.status || enc.status == nil || sameStatus(enc.status, env.Status) {
-		return rev, err
+		return s.seen(rev, err)
 	}
 	data, err = s.c.call(ctx, http.MethodPatch, s.objectPath(ns, name)+"/status", q, body)
 	if err != nil {
@@ -65,7 +65,7 @@ func (s *Store[V]) Apply(ctx context.Context, key string, v V, fieldManager stri
 	if err := json.Unmarshal(data, &env); err != nil {
 		return 0, fmt.Errorf("kube: apply %s: decode the server's answer: %w", key, err)
 	}
-	return parseRevision(env.Metadata.ResourceVersion)
+	return s.seen(parseRevision(env.Metadata.ResourceVersion))
 }
 
 // withoutManagedFields removes metadata.managedFields, which an apply must

@@ -105,13 +105,15 @@ func encode[V any](codec informer.Codec[V], v V, o encodeOptions) (encoded, erro
 	if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
 		return encoded{}, fmt.Errorf("kube: encode %s: the value's JSON is not an object: %s", o.name, truncate(data))
 	}
-	md := map[string]any{}
+	// Raw fields: the metadata is copied, not decoded (a typed value's
+	// managedFields are most of it).
+	md := map[string]json.RawMessage{}
 	if raw, ok := obj["metadata"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if err := json.Unmarshal(raw, &md); err != nil {
 			return encoded{}, fmt.Errorf("kube: encode %s: metadata: %w", o.name, err)
 		}
 		if md == nil {
-			md = map[string]any{}
+			md = map[string]json.RawMessage{}
 		}
 	}
 	if om := metaOf(&v); om != nil {
@@ -121,19 +123,19 @@ func encode[V any](codec informer.Codec[V], v V, o encodeOptions) (encoded, erro
 		delete(md, "generation")
 		delete(md, "deletionTimestamp")
 		if len(om.Finalizers) > 0 {
-			md["finalizers"] = om.Finalizers
+			md["finalizers"], _ = json.Marshal(om.Finalizers)
 		} else {
 			delete(md, "finalizers")
 		}
 	}
-	md["name"] = o.name
+	md["name"], _ = json.Marshal(o.name)
 	if o.namespace != "" {
-		md["namespace"] = o.namespace
+		md["namespace"], _ = json.Marshal(o.namespace)
 	} else {
 		delete(md, "namespace")
 	}
 	if o.resourceVersion != "" {
-		md["resourceVersion"] = o.resourceVersion
+		md["resourceVersion"], _ = json.Marshal(o.resourceVersion)
 	} else {
 		delete(md, "resourceVersion")
 	}

@@ -52,6 +52,7 @@ func NewLocks(cfg *rest.Config, namespace, root string) (*Locks, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.consistentLists = true
 	return &Locks{s: s, namespace: namespace, root: root}, nil
 }
 

@@ -62,7 +62,7 @@ func (s *Store[V]) Create(ctx context.Context, key string, v V) (informer.Revisi
 	if err != nil {
 		return 0, conflict(err, http.StatusConflict)
 	}
-	return s.afterWrite(ctx, ns, name, enc, data, v)
+	return s.seen(s.afterWrite(ctx, ns, name, enc, data, v))
 }
 
 // Update replaces key's object by v with a PUT at resourceVersion rev, and
@@ -106,7 +106,7 @@ func (s *Store[V]) Update(ctx context.Context, key string, v V, rev informer.Rev
 	if code == http.StatusCreated {
 		return 0, s.undoCreate(ctx, ns, name, data)
 	}
-	return s.afterWrite(ctx, ns, name, enc, data, v)
+	return s.seen(s.afterWrite(ctx, ns, name, enc, data, v))
 }
 
 // undoCreate deletes the object that a PUT created: some resources
@@ -222,7 +222,7 @@ func (s *Store[V]) Delete(ctx context.Context, key string, rev informer.Revision
 		}
 		d, err := s.deleteAt(ctx, ns, name, at, head, true)
 		if rev > 0 || !errors.Is(err, informer.ErrConflict) {
-			return d, err
+			return s.seen(d, err)
 		}
 		if errors.Is(err, errGone) {
 			return 0, nil

@@ -72,8 +72,15 @@ func (s *Store[V]) decode(raw []byte, transform bool) (informer.Entry[string, V]
 
 // List returns every object (that the selectors match) and the
 // resourceVersion of the snapshot, each entry with its own resourceVersion.
-// It streams the list or reads it in pages, as WithListMode says; either
-// way the snapshot is consistent (read from etcd, not a cache).
+// It streams the list or reads it in pages, as WithListMode says. Either
+// way the snapshot is one consistent state of the resource, never older
+// than anything this Store has returned or written: a paginated List asks
+// for a state not older than the highest revision the Store has seen (its
+// writes', its lists', its watches' events), which the server serves from
+// its watch cache, as client-go's reflector lists. It may be behind
+// another client's write by the cache's lag (milliseconds), which the
+// watch that follows brings; the server waits (up to seconds) for its
+// cache to reach the revision asked for.
 func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], informer.Revision, error) {
 	if err := s.resolve(ctx); err != nil {
 		return nil, 0, err
@@ -86,6 +93,7 @@ func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], infor
 		entries, rev, err := s.listStreaming(ctx)
 		if err == nil {
 			s.streamedLists.Add(1)
+			s.seen(rev, nil)
 			return entries, rev, nil
 		}
 		var refused *streamingRefused
@@ -97,15 +105,29 @@ func (s *Store[V]) List(ctx context.Context) ([]informer.Entry[string, V], infor
 	entries, rev, err := s.listPages(ctx)
 	if err == nil {
 		s.paginatedLists.Add(1)
+		s.seen(rev, nil)
 	}
 	return entries, rev, err
 }
 
-// listPages lists in pages: the first a consistent read, the others at
-// its resourceVersion through the continue token.
+// listPages lists in pages: the first at a state not older than the
+// highest revision seen (from the watch cache, which answers the Store's
+// first list, at resourceVersion 0, in one page; a consistent read from
+// etcd for a Locks' Store), the others at its resourceVersion through the
+// continue token.
 func (s *Store[V]) listPages(ctx context.Context) ([]informer.Entry[string, V], informer.Revision, error) {
 	q := s.selectors()
 	q.Set("limit", strconv.Itoa(s.opts.pageSize))
+	switch floor := s.floor.Load(); {
+	case s.consistentLists:
+	case floor == 0:
+		// Any state will do: the cache answers with every object at
+		// once, whatever the limit, as to client-go's first list.
+		q.Set("resourceVersion", "0")
+	default:
+		q.Set("resourceVersion", formatRevision(informer.Revision(floor)))
+		q.Set("resourceVersionMatch", "NotOlderThan")
+	}
 	var entries []informer.Entry[string, V]
 	path := s.collectionPath(s.opts.namespace)
 	for {
@@ -138,6 +160,9 @@ func (s *Store[V]) listPages(ctx context.Context) ([]informer.Entry[string, V], 
 			return entries, rev, nil
 		}
 		q.Set("continue", page.Metadata.Continue)
+		// The continue token carries the first page's revision.
+		q.Del("resourceVersion")
+		q.Del("resourceVersionMatch")
 	}
 }
 
@@ -330,6 +355,7 @@ func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func
 			return fmt.Errorf("kube: watch %s: unknown event type %q", s.gvr.Resource, f.Type)
 		}
 		last = max(last, ev.Revision)
+		s.seen(ev.Revision, nil)
 		if err := emit(ev); err != nil {
 			return err
 		}

@@ -105,7 +105,9 @@ func WithListMode[V any](m ListMode) Option[V] {
 }
 
 // WithPageSize sets the number of objects per page of a paginated List
-// (n >= 1). Default: DefaultPageSize.
+// (n >= 1); the server's watch cache answers the Store's first List, at
+// resourceVersion 0, in one page whatever the size. Default:
+// DefaultPageSize.
 func WithPageSize[V any](n int) Option[V] {
 	return func(o *options[V]) {
 		if n < 1 {
@@ -136,6 +138,13 @@ type Store[V any] struct {
 	resolved bool
 	res      apiResource
 	status   bool // the resource has a status subresource
+
+	// floor is the highest revision the Store has seen: a paginated List
+	// asks for a state not older than it.
+	floor atomic.Uint64
+	// consistentLists makes a paginated List a consistent read from etcd
+	// (Locks: a lock another replica took must be listed at once).
+	consistentLists bool
 
 	streamingUnsupported atomic.Bool
 	streamedLists        atomic.Uint64
@@ -174,6 +183,19 @@ func New[V any](cfg *rest.Config, gvr schema.GroupVersionResource, opts ...Optio
 	}
 	s.c = c
 	return s, nil
+}
+
+// seen records rev as seen (if err is nil) and returns its arguments.
+func (s *Store[V]) seen(rev informer.Revision, err error) (informer.Revision, error) {
+	if err != nil {
+		return rev, err
+	}
+	for {
+		old := s.floor.Load()
+		if uint64(rev) <= old || s.floor.CompareAndSwap(old, uint64(rev)) {
+			return rev, err
+		}
+	}
 }
 
 // Namespace returns the namespace WithNamespace set, "" for all namespaces.

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+var metav1PatchOptions = metav1.PatchOptions{}
+
+func objectName(i int) string { return fmt.Sprintf("cm-%05d", i) }
+
+// noRateLimit returns a copy of cfg without client-go's default client-side
+// limit of 5 requests per second: the server's priority and fairness is the
+// limit, as for both controllers.
+func noRateLimit(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS = -1
+	return cfg
+}
+
+// prepare creates a fresh namespace with n ConfigMaps, each with
+// data[valueKey] = "0" and a few other fields a real one has (a label, a
+// small payload), from 16 goroutines.
+func prepare(ctx context.Context, cfg *rest.Config, n int) (string, error) {
+	cs, err := kubernetes.NewForConfig(noRateLimit(cfg))
+	if err != nil {
+		return "", err
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	ns := "kc-" + hex.EncodeToString(b)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	cms := cs.CoreV1().ConfigMaps(ns)
+	next := make(chan int)
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := range next {
+				cm := &corev1.ConfigMap{
+					ObjectMeta: metav1.ObjectMeta{Name: objectName(i), Labels: map[string]string{"app": "bench"}},
+					Data:       map[string]string{valueKey: "0", "config.yaml": "replicas: 3\nimage: registry.example.com/app:1.0\n"},
+				}
+				if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+					errs <- fmt.Errorf("create %s/%s: %w", ns, cm.Name, err)
+					return
+				}
+			}
+		})
+	}
+	var first error
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case first = <-errs:
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first == nil {
+		select {
+		case first = <-errs:
+		default:
+		}
+	}
+	return ns, first
+}
+
+// cleanUp deletes the ConfigMaps of ns and ns itself, so that the server's
+// watch cache does not grow from run to run (without a namespace
+// controller, deleting the namespace alone would leave them).
+func cleanUp(ctx context.Context, cfg *rest.Config, ns string) error {
+	cs, err := kubernetes.NewForConfig(noRateLimit(cfg))
+	if err != nil {
+		return err
+	}
+	if err := cs.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("delete configmaps of %s: %w", ns, err)
+	}
+	return cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+}
+
+// scraper reads the server's own request counters from /metrics.
+type scraper struct {
+	c    *http.Client
+	host string
+}
+
+func newScraper(cfg *rest.Config) (*scraper, error) {
+	c, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &scraper{c: c, host: strings.TrimSuffix(cfg.Host, "/")}, nil
+}
+
+// requests counts apiserver_request_total by verb.
+type requests map[string]int64
+
+func (r requests) total() int64 {
+	var n int64
+	for _, v := range r {
+		n += v
+	}
+	return n
+}
+
+// configMapRequests returns the server's apiserver_request_total of the
+// configmaps resource (every subresource, code and scope), by verb. A watch
+// is counted when it ends, so an open one is not in the count.
+func (s *scraper) configMapRequests(ctx context.Context) (requests, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.host+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	out := requests{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="configmaps"`) {
+			continue
+		}
+		verb := label(line, "verb")
+		sp := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
+		if err != nil {
+			return nil, fmt.Errorf("/metrics: %q: %w", line, err)
+		}
+		out[verb] += int64(v)
+	}
+	return out, sc.Err()
+}
+
+func label(line, name string) string {
+	i := strings.Index(line, name+`="`)
+	if i < 0 {
+		return ""
+	}
+	rest := line[i+len(name)+2:]
+	if j := strings.IndexByte(rest, '"'); j >= 0 {
+		return rest[:j]
+	}
+	return ""
+}
