@@ -43,10 +43,14 @@ type demoReport struct {
 	// NodeDeath is a node's death, from its agent's kill -9.
 	NodeDeath *NodeDeathTimes `json:"nodeDeath,omitempty"`
 	// Rollout is a rolling update's time and the bounds it kept.
-	Rollout   *RolloutFigures `json:"rollout,omitempty"`
-	PIDs      []int           `json:"pids"`
-	Leftovers []int           `json:"leftovers"`
-	Error     string          `json:"error,omitempty"`
+	Rollout *RolloutFigures `json:"rollout,omitempty"`
+	// Undo is `rollout undo`'s.
+	Undo *UndoFigures `json:"undo,omitempty"`
+	// Delete is a foreground delete's.
+	Delete    *DeleteFigures `json:"delete,omitempty"`
+	PIDs      []int          `json:"pids"`
+	Leftovers []int          `json:"leftovers"`
+	Error     string         `json:"error,omitempty"`
 }
 
 type stepResult struct {
@@ -175,6 +179,8 @@ func (d *demo) script() error {
 		{"a Deployment of 6", d.applyDeployment},
 		{"a node dies", d.nodeDeath},
 		{"a rolling update", d.rollingUpdate},
+		{"rollout undo", d.rolloutUndo},
+		{"a foreground delete", d.foregroundDelete},
 	}
 	for _, s := range steps {
 		err := s.run()

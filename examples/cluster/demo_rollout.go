@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/converge-go/converge/examples/cluster/agent"
 	"github.com/converge-go/converge/examples/cluster/api"
 	"github.com/converge-go/converge/examples/cluster/controllers/deployment"
+	"github.com/converge-go/converge/examples/cluster/ctl"
 	"github.com/converge-go/converge/informer"
 )
 
@@ -169,4 +172,86 @@ func (d *demo) rollingUpdate() error {
 		return fmt.Errorf("want the old and the new ReplicaSet, have %d", len(rss))
 	}
 	return nil
+}
+
+// UndoFigures are a `rollout undo`'s.
+type UndoFigures struct {
+	// Duration is from the undo to the old ReplicaSet's pods all Running
+	// and Ready, none of the other left.
+	Duration   time.Duration `json:"durationNanos"`
+	ReplicaSet string        `json:"replicaSet"`
+	// Revision is the old ReplicaSet's revision before and after.
+	RevisionBefore int64 `json:"revisionBefore"`
+	Revision       int64 `json:"revision"`
+	// Surge and Unavailable as in RolloutFigures.
+	Surge       int32 `json:"surge"`
+	Unavailable int32 `json:"unavailable"`
+}
+
+// ctl runs `cluster ctl ARGS` against the demo's control plane and logs
+// what it prints.
+func (d *demo) ctl(args ...string) error {
+	var out, errOut strings.Builder
+	if code := ctl.Run(d.ctx, append([]string{"--api", d.url, "--token", ""}, args...), &out, &errOut); code != 0 {
+		return fmt.Errorf("cluster ctl %s: status %d: %s", strings.Join(args, " "), code, strings.TrimSpace(errOut.String()))
+	}
+	d.logf("ctl", "cluster ctl %s: %s", strings.Join(args, " "), strings.TrimSpace(out.String()))
+	return nil
+}
+
+// rolloutUndo runs `cluster ctl rollout undo` and watches the rollout back
+// to the first ReplicaSet, within the same bounds; that ReplicaSet gets
+// the next revision.
+func (d *demo) rolloutUndo() error {
+	rss, err := d.webReplicaSets()
+	if err != nil {
+		return err
+	}
+	if len(rss) != 2 {
+		return fmt.Errorf("want 2 ReplicaSets, have %d", len(rss))
+	}
+	slices.SortFunc(rss, func(a, b api.ReplicaSet) int { return int(rsRevision(a) - rsRevision(b)) })
+	target, current := rss[0], rss[1]
+	dep, _, _, err := d.st.Deployments.Get(d.ctx, demoDeployKey)
+	if err != nil {
+		return err
+	}
+	ru := dep.Spec.Strategy.RollingUpdate
+	replicas := api.Replicas(dep.Spec.Replicas)
+	surge, unavailable, err := deployment.ResolveFenceposts(ru.MaxSurge, ru.MaxUnavailable, replicas)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := d.ctl("rollout", "undo", "deployment/web"); err != nil {
+		return err
+	}
+	f := RolloutFigures{MaxSurge: surge, MaxUnavailable: unavailable}
+	hash := target.Labels[api.PodTemplateHashLabel]
+	if err := d.watchRollout(&f, replicas, func(p api.Pod) bool { return p.Labels[api.PodTemplateHashLabel] == hash }); err != nil {
+		return err
+	}
+	u := UndoFigures{Duration: time.Since(t0), ReplicaSet: target.Name, RevisionBefore: rsRevision(target),
+		Surge: f.Surge, Unavailable: f.Unavailable}
+	err = d.waitFor(10*time.Second, func() (bool, string, error) {
+		rs, _, _, err := d.st.ReplicaSets.Get(d.ctx, api.Key(target.Namespace, target.Name))
+		if err != nil {
+			return false, "", err
+		}
+		u.Revision = rsRevision(rs)
+		return u.Revision > rsRevision(current) && api.Replicas(rs.Spec.Replicas) == replicas,
+			fmt.Sprintf("%s: revision %d, %d replicas", rs.Name, u.Revision, api.Replicas(rs.Spec.Replicas)), nil
+	})
+	if err != nil {
+		return err
+	}
+	d.rep.Undo = &u
+	d.logf("ok", "back to %s (%d replicas, revision %d → %d) in %v: at most %d pods above %d, at most %d unavailable",
+		target.Name, replicas, u.RevisionBefore, u.Revision, u.Duration.Round(time.Millisecond), u.Surge, replicas, u.Unavailable)
+	return nil
+}
+
+func rsRevision(rs api.ReplicaSet) int64 {
+	n, _ := strconv.ParseInt(rs.Annotations[api.RevisionAnnotation], 10, 64)
+	return n
 }
