@@ -78,7 +78,7 @@ STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 # text after it, and on a relative link or #anchor that leads nowhere.
 MDCHECK_MOD := internal/mdcheck
 
-.PHONY: help test bench lint demo
+.PHONY: help test bench lint demo cluster-demo
 
 help: ## List the targets.
 	@echo 'usage: make <target>'
@@ -119,6 +119,9 @@ lint: $(STATICCHECK) ## gofmt (must list nothing), go vet and staticcheck on all
 
 demo: ## Run the self-healing ReplicaSet demo (examples/replicaset): real processes, kill -9, scale, crash loop, delete.
 	$(GO) run ./examples/replicaset demo
+
+cluster-demo: ## Run the cluster demo (examples/cluster): three agents, a Deployment spread, a node killed and its pods replaced, rollouts, undo, cascading delete.
+	$(GO) run ./examples/cluster demo
 
 $(STATICCHECK):
 	@mkdir -p $(BIN)

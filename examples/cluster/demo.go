@@ -38,9 +38,19 @@ type demoReport struct {
 	AgentKillToChildrenGone time.Duration `json:"agentKillToChildrenGoneNanos"`
 	// PIDs are every container process the demo saw; Leftovers those still
 	// running at the end (none, or the demo failed).
-	PIDs      []int  `json:"pids"`
-	Leftovers []int  `json:"leftovers"`
-	Error     string `json:"error,omitempty"`
+	// Deploy is the Deployment's start, from the apply.
+	Deploy *DeployTimes `json:"deploy,omitempty"`
+	// NodeDeath is a node's death, from its agent's kill -9.
+	NodeDeath *NodeDeathTimes `json:"nodeDeath,omitempty"`
+	// Rollout is a rolling update's time and the bounds it kept.
+	Rollout *RolloutFigures `json:"rollout,omitempty"`
+	// Undo is `rollout undo`'s.
+	Undo *UndoFigures `json:"undo,omitempty"`
+	// Delete is a foreground delete's.
+	Delete    *DeleteFigures `json:"delete,omitempty"`
+	PIDs      []int          `json:"pids"`
+	Leftovers []int          `json:"leftovers"`
+	Error     string         `json:"error,omitempty"`
 }
 
 type stepResult struct {
@@ -155,9 +165,8 @@ type step struct {
 }
 
 // script runs the steps in order, stopping at the first that fails. The
-// steps with the controllers (a Deployment applied and spread, a node's
-// pods evicted and replaced, a rolling update, rollout undo, cascading
-// deletes) go after the node agent's own, once `up` runs controllers.
+// controllers' steps follow the node agent's own, once the pods bound by
+// hand are gone.
 func (d *demo) script() error {
 	steps := []step{
 		{"3 nodes join", d.nodesJoin},
@@ -167,6 +176,11 @@ func (d *demo) script() error {
 		{"kill -9 an agent", d.killAgent},
 		{"the agent comes back", d.agentBack},
 		{"delete the pods", d.deletePods},
+		{"a Deployment of 6", d.applyDeployment},
+		{"a node dies", d.nodeDeath},
+		{"a rolling update", d.rollingUpdate},
+		{"rollout undo", d.rolloutUndo},
+		{"a foreground delete", d.foregroundDelete},
 	}
 	for _, s := range steps {
 		err := s.run()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -169,27 +168,4 @@ func testAgents(t *testing.T, store string) {
 		"the process of a pod bound elsewhere is stopped")
 
 	// A deleted pod's process is stopped too: the demo's last step.
-}
-
-func TestDemoShouldObserveEveryStepAndLeaveNoProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	t.Setenv(asMainEnv, "1") // the agents and their workers are this test binary
-	report := t.TempDir() + "/report.json"
-	var out strings.Builder
-	err := runDemo(t.Context(), "mem", "fast", report, &out)
-	require.NoError(t, err, out.String())
-	for _, want := range []string{"nodes n1, n2, n3 Ready", "restarted in place", "back-off grows", "n2's containers died with it",
-		"n2 renews its lease again", "every step observed"} {
-		assert.Contains(t, out.String(), want)
-	}
-	b, err := os.ReadFile(report)
-	require.NoError(t, err)
-	var rep demoReport
-	require.NoError(t, json.Unmarshal(b, &rep))
-	assert.True(t, rep.OK)
-	assert.Len(t, rep.Steps, 7)
-	assert.Empty(t, rep.Leftovers)
-	assert.Positive(t, rep.KillToRestart)
 }

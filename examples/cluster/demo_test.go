@@ -1,0 +1,48 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDemoShouldObserveEveryStepAndLeaveNoProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Setenv(asMainEnv, "1") // the agents and their workers are this test binary
+	report := t.TempDir() + "/report.json"
+	var out strings.Builder
+	err := runDemo(t.Context(), "mem", "fast", report, &out)
+	require.NoError(t, err, out.String())
+	for _, want := range []string{"nodes n1, n2, n3 Ready", "restarted in place", "back-off grows", "n2's containers died with it",
+		"n2 renews its lease again", "no node has more than 2", "replacements Running", "rolled out to a new ReplicaSet",
+		"rolled back", "then the Deployment", "every step observed"} {
+		assert.Contains(t, out.String(), want)
+	}
+	b, err := os.ReadFile(report)
+	require.NoError(t, err)
+	var rep demoReport
+	require.NoError(t, json.Unmarshal(b, &rep))
+	assert.True(t, rep.OK)
+	assert.Len(t, rep.Steps, 12)
+	require.NotNil(t, rep.Deploy)
+	assert.Positive(t, rep.Deploy.AllRunning)
+	require.NotNil(t, rep.NodeDeath)
+	assert.Positive(t, rep.NodeDeath.Running)
+	assert.NotContains(t, rep.NodeDeath.Replacements, rep.NodeDeath.Node)
+	require.NotNil(t, rep.Rollout)
+	assert.LessOrEqual(t, rep.Rollout.Surge, rep.Rollout.MaxSurge)
+	assert.LessOrEqual(t, rep.Rollout.Unavailable, rep.Rollout.MaxUnavailable)
+	require.NotNil(t, rep.Undo)
+	assert.Greater(t, rep.Undo.Revision, rep.Undo.RevisionBefore)
+	require.NotNil(t, rep.Delete)
+	assert.GreaterOrEqual(t, rep.Delete.DeploymentGone, rep.Delete.ReplicaSetsGone)
+	assert.GreaterOrEqual(t, rep.Delete.ReplicaSetsGone, rep.Delete.PodsGone)
+	assert.Empty(t, rep.Leftovers)
+	assert.Positive(t, rep.KillToRestart)
+}
