@@ -180,7 +180,7 @@ func (a *agent) stop(name string) {
 	delete(a.procs, name)
 	a.mu.Unlock()
 	if p != nil && p.cur != nil {
-		terminate(a.processes, []*process{p.cur}, a.grace)
+		terminate(a.processes, a.grace, p.cur)
 	}
 }
 
@@ -202,7 +202,7 @@ func (a *agent) shutdown() {
 		}
 	}
 	a.mu.Unlock()
-	terminate(a.processes, running, a.grace)
+	terminate(a.processes, a.grace, running...)
 	a.once.Do(func() { close(a.quit) })
 	a.wg.Wait()
 	a.processes.close()
@@ -216,29 +216,11 @@ func (a *agent) run(ctx context.Context) error {
 	return nil
 }
 
-// terminate sends SIGTERM to each process's group, and SIGKILL to those
-// still running after grace, and returns once all have exited.
-func terminate(r runner, ps []*process, grace time.Duration) {
-	for _, p := range ps {
-		r.signal(p.pid, false)
+// terminate stops ps: SIGTERM, then SIGKILL after grace (osproc.Terminate).
+func terminate(r runner, grace time.Duration, ps ...*process) {
+	ex := make([]osproc.Exiting, len(ps))
+	for i, p := range ps {
+		ex[i] = osproc.Exiting{PID: p.pid, Done: p.done}
 	}
-	timer := time.NewTimer(grace)
-	defer timer.Stop()
-	expired := false
-	for _, p := range ps {
-		if !expired {
-			select {
-			case <-p.done:
-				continue
-			case <-timer.C:
-				expired = true
-			}
-		}
-		select {
-		case <-p.done:
-		default:
-			r.signal(p.pid, true)
-			<-p.done
-		}
-	}
+	osproc.Terminate(r.signal, ex, grace)
 }

@@ -296,34 +296,17 @@ func (k *kubelet) shutdown() {
 	k.runner.Close()
 }
 
-// terminate sends SIGTERM to each process's group, SIGKILL to those still
-// running after grace, and returns once all have exited.
+// terminate stops each process's readiness probe, then the process:
+// SIGTERM to its group, SIGKILL after grace (osproc.Terminate).
 func (k *kubelet) terminate(ps []*process, grace time.Duration) {
-	for _, p := range ps {
+	ex := make([]osproc.Exiting, len(ps))
+	for i, p := range ps {
 		if p.stopProbe != nil {
 			p.stopProbe()
 		}
-		k.runner.Signal(p.pid, false)
+		ex[i] = osproc.Exiting{PID: p.pid, Done: p.done}
 	}
-	timer := time.NewTimer(grace)
-	defer timer.Stop()
-	expired := false
-	for _, p := range ps {
-		if !expired {
-			select {
-			case <-p.done:
-				continue
-			case <-timer.C:
-				expired = true
-			}
-		}
-		select {
-		case <-p.done:
-		default:
-			k.runner.Signal(p.pid, true)
-			<-p.done
-		}
-	}
+	osproc.Terminate(k.runner.Signal, ex, grace)
 }
 
 // podRef names a pod as kubelet's events do: name_namespace(uid).
