@@ -67,7 +67,9 @@ func run() error {
 	case "-":
 		skip = ""
 	}
-	args := []string{"test", "-run", "^$", "-bench", ".", "-skip", skip, "-benchtime=1x", "-count=" + count, "."}
+	// go test's default timeout of 10 minutes would end a run of five
+	// repetitions part way; a hung benchmark still ends at the timeout.
+	args := []string{"test", "-run", "^$", "-bench", ".", "-skip", skip, "-benchtime=1x", "-count=" + count, "-timeout=3h", "."}
 	command := "go " + strings.Join(quote(args), " ")
 	dir := filepath.Join(root, "out")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
