@@ -161,7 +161,8 @@ func runMeasure(ctx context.Context, cfg measureConfig, out io.Writer) error {
 	m := &measurement{ctx: ctx, cfg: cfg, st: st, url: apiURL, statsURL: statsURL, out: out, start: time.Now(),
 		rep: MeasureReport{Nodes: cfg.nodes, Pods: cfg.pods, Deployments: cfg.deployments, Timings: cfg.timings,
 			Agents: cfg.agents, FakeContainers: cfg.fake}}
-	m.logf("control plane (pid %d) on %s, counted under its admission", cp.Process.Pid, apiURL)
+	m.logf("control plane (pid %d) on %s, counted under its admission; its figures and profiles on %s",
+		cp.Process.Pid, apiURL, strings.TrimSuffix(statsURL, "/stats"))
 
 	actx, stopAgents := context.WithCancel(ctx)
 	var agents sync.WaitGroup

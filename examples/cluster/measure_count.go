@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -178,9 +179,10 @@ func procStatusKB(field string) int64 {
 
 // measuredControlPlane runs `cluster up` on the embedded store with every
 // kind counted, and serves the counts and the process's figures as JSON
-// on GET /stats of a second listener. It prints the API's URL, then the
-// stats URL, a line each, on stdout: measure reads them. It runs until
-// ctx is done.
+// on GET /stats of a second listener, beside /debug/pprof/ (to profile a
+// run: go tool pprof http://HOST:PORT/debug/pprof/profile?seconds=10). It
+// prints the API's URL, then the stats URL, a line each, on stdout:
+// measure reads them. It runs until ctx is done.
 func measuredControlPlane(ctx context.Context, timings string, stdout, stderr io.Writer) error {
 	counts := storeCounts{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -196,6 +198,8 @@ func measuredControlPlane(ctx context.Context, timings string, stdout, stderr io
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(st)
 	})
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	statsDone := make(chan error, 1)
 	sctx, stopStats := context.WithCancel(ctx)
 	defer func() { stopStats(); <-statsDone }()
