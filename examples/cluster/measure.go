@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -32,12 +31,9 @@ import (
 type measureConfig struct {
 	nodes, pods, deployments int
 	timings                  string
-	// agents is "process" (an OS process per node) or "inprocess"
-	// (agent.Run in this process, each with its own watches).
-	agents  string
-	fake    bool
-	timeout time.Duration
-	report  string
+	fake                     bool
+	timeout                  time.Duration
+	report                   string
 }
 
 // MeasureReport is what measure observed, for --report.
@@ -46,7 +42,6 @@ type MeasureReport struct {
 	Pods        int    `json:"pods"`
 	Deployments int    `json:"deployments"`
 	Timings     string `json:"timings"`
-	Agents      string `json:"agents"`
 	// FakeContainers: the agents ran no process for the containers.
 	FakeContainers bool `json:"fakeContainers"`
 	// Idle is the control plane once the nodes joined, before the apply;
@@ -80,7 +75,6 @@ func measureMode(args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&cfg.pods, "pods", 60, "how many pods, over all the Deployments")
 	fl.IntVar(&cfg.deployments, "deployments", 0, "how many Deployments share the pods (default: one per 50 pods)")
 	fl.StringVar(&cfg.timings, "timings", "fast", "fast or kube")
-	fl.StringVar(&cfg.agents, "agents", "process", "process (an OS process per node) or inprocess (the agents in this process)")
 	fl.BoolVar(&cfg.fake, "fake-containers", true, "the agents run no process for the containers (false: a real `cluster worker` each)")
 	fl.DurationVar(&cfg.timeout, "timeout", 5*time.Minute, "how long each stage may take")
 	fl.StringVar(&cfg.report, "report", "", "also write the figures, as JSON, to this file")
@@ -115,8 +109,6 @@ func runMeasure(ctx context.Context, cfg measureConfig, out io.Writer) error {
 		return fmt.Errorf("--nodes %d --pods %d: want at least one of each", cfg.nodes, cfg.pods)
 	case cfg.deployments < 1 || cfg.deployments > cfg.pods:
 		return fmt.Errorf("--deployments %d: want 1 to --pods (%d)", cfg.deployments, cfg.pods)
-	case cfg.agents != "process" && cfg.agents != "inprocess":
-		return fmt.Errorf("--agents %q: want process or inprocess", cfg.agents)
 	}
 	if _, err := parseTimings(cfg.timings); err != nil {
 		return err
@@ -160,22 +152,15 @@ func runMeasure(ctx context.Context, cfg measureConfig, out io.Writer) error {
 	}
 	m := &measurement{ctx: ctx, cfg: cfg, st: st, url: apiURL, statsURL: statsURL, out: out, start: time.Now(),
 		rep: MeasureReport{Nodes: cfg.nodes, Pods: cfg.pods, Deployments: cfg.deployments, Timings: cfg.timings,
-			Agents: cfg.agents, FakeContainers: cfg.fake}}
+			FakeContainers: cfg.fake}}
 	m.logf("control plane (pid %d) on %s, counted under its admission; its figures and profiles on %s",
 		cp.Process.Pid, apiURL, strings.TrimSuffix(statsURL, "/stats"))
 
-	actx, stopAgents := context.WithCancel(ctx)
-	var agents sync.WaitGroup
-	defer func() { stopAgents(); agents.Wait() }()
+	// The agents are OS processes, as in a real cluster: in this process
+	// they would share its CPU and, on a busy machine, miss their lease
+	// renewals.
 	for i := range cfg.nodes {
 		node := fmt.Sprintf("n%d", i+1)
-		if cfg.agents == "inprocess" {
-			t, _ := parseTimings(cfg.timings)
-			agents.Go(func() {
-				_ = agent.Run(actx, agent.Config{Node: node, Stores: st, Timings: &t, FakeContainers: cfg.fake, LogDir: dir})
-			})
-			continue
-		}
 		p := exec.Command(self, "agent", "--node", node, "--api", apiURL, "--timings", cfg.timings,
 			"--log-dir", dir, "--log-level", "none", fmt.Sprintf("--fake-containers=%t", cfg.fake))
 		if err := p.Start(); err != nil {
@@ -269,7 +254,7 @@ func (m *measurement) measure(manifest string) error {
 		return err
 	}
 	m.rep.Idle = idle.Process
-	m.logf("%d nodes Ready (%s agents%s); control plane: %s", m.cfg.nodes, m.cfg.agents, fakeNote(m.cfg.fake), idle.Process)
+	m.logf("%d nodes Ready (an agent process each%s); control plane: %s", m.cfg.nodes, fakeNote(m.cfg.fake), idle.Process)
 
 	if err := os.WriteFile(manifest, []byte(loadManifest(m.cfg.pods, m.cfg.deployments)), 0o644); err != nil {
 		return err
@@ -383,8 +368,8 @@ func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 // print prints the figures as a table.
 func (m *measurement) print() {
 	r := m.rep
-	fmt.Fprintf(m.out, "\ncontrol plane at %d nodes / %d pods (%d Deployments, %s timings, %s agents%s):\n",
-		r.Nodes, r.Pods, r.Deployments, r.Timings, r.Agents, fakeNote(r.FakeContainers))
+	fmt.Fprintf(m.out, "\ncontrol plane at %d nodes / %d pods (%d Deployments, %s timings, an agent process a node%s):\n",
+		r.Nodes, r.Pods, r.Deployments, r.Timings, fakeNote(r.FakeContainers))
 	fmt.Fprintf(m.out, "  idle, nodes only:  %s\n  all pods Running:  %s\n", r.Idle, r.Loaded)
 	fmt.Fprintf(m.out, "  apply to all created %v, all bound %v, all Running %v\n",
 		r.AllCreated.Round(time.Millisecond), r.AllBound.Round(time.Millisecond), r.AllRunning.Round(time.Millisecond))

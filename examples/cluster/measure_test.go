@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -63,4 +67,31 @@ func TestTheLoadManifestShouldSpreadThePodsOverTheDeploymentsAndPassValidation(t
 		replicas = append(replicas, api.Replicas(dep.Spec.Replicas))
 	}
 	assert.Equal(t, []int32{334, 333, 333}, replicas)
+}
+
+func TestMeasureShouldReportTheControlPlaneAndTheWritesOfTheApplyUntilEveryPodRuns(t *testing.T) {
+	t.Setenv(asMainEnv, "1") // the control plane and the agents are this test binary
+	report := filepath.Join(t.TempDir(), "measure.json")
+	var out, errOut bytes.Buffer
+	code := realMain([]string{"measure", "--nodes", "2", "--pods", "4", "--deployments", "2", "--timeout", "1m", "--report", report}, &out, &errOut)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+
+	var rep MeasureReport
+	require.NoError(t, json.Unmarshal(must.Do(os.ReadFile(report)), &rep))
+	assert.True(t, rep.FakeContainers, "fake containers by default")
+	assert.Positive(t, rep.AllRunning)
+	assert.LessOrEqual(t, rep.AllBound, rep.AllRunning)
+	assert.Positive(t, rep.Loaded.RSS)
+	assert.Positive(t, rep.Loaded.LiveHeap)
+	assert.Positive(t, rep.Loaded.Goroutines)
+	pods := rep.Kinds["pods"]
+	assert.Equal(t, int64(4), pods.Creates)
+	assert.Equal(t, 4, rep.PodBinds)
+	assert.GreaterOrEqual(t, pods.Updates, int64(8), "a bind and a status write a pod at least")
+	assert.Equal(t, int64(4), pods.Watches, "the controllers' informer, two agents and the command's own watch")
+	assert.Equal(t, pods.Watches*pods.Writes(), pods.WatchEvents, "every watch gets every pod write")
+	assert.Equal(t, int64(2), rep.Kinds["deployments"].Creates)
+	assert.Equal(t, int64(2), rep.Kinds["replicasets"].Creates)
+	assert.Equal(t, 4, rep.EventRecords["default-scheduler Scheduled"])
+	assert.Contains(t, out.String(), "control plane at 2 nodes / 4 pods")
 }
