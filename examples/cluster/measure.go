@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -48,6 +49,9 @@ type MeasureReport struct {
 	// Loaded once every pod runs and the writes have settled.
 	Idle   ProcessStats `json:"idle"`
 	Loaded ProcessStats `json:"loaded"`
+	// AgentsCPU is the CPU time all the agents used from the apply until
+	// the writes settled (0 where there is no /proc).
+	AgentsCPU time.Duration `json:"agentsCpuNanos"`
 	// AllCreated, AllBound and AllRunning are from the start of `ctl
 	// apply` to the last pod created, bound, and Running and Ready.
 	AllCreated time.Duration `json:"allCreatedNanos"`
@@ -150,7 +154,7 @@ func runMeasure(ctx context.Context, cfg measureConfig, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m := &measurement{ctx: ctx, cfg: cfg, st: st, url: apiURL, statsURL: statsURL, out: out, start: time.Now(),
+	m := &measurement{ctx: ctx, cfg: cfg, st: st, url: apiURL, statsURL: statsURL, agents: &procs, out: out, start: time.Now(),
 		rep: MeasureReport{Nodes: cfg.nodes, Pods: cfg.pods, Deployments: cfg.deployments, Timings: cfg.timings,
 			FakeContainers: cfg.fake}}
 	m.logf("control plane (pid %d) on %s, counted under its admission; its figures and profiles on %s",
@@ -189,6 +193,7 @@ type measurement struct {
 	st       api.Stores
 	url      string
 	statsURL string
+	agents   *[]*exec.Cmd
 	out      io.Writer
 	start    time.Time
 	rep      MeasureReport
@@ -266,6 +271,7 @@ func (m *measurement) measure(manifest string) error {
 	if err != nil {
 		return err
 	}
+	agentsCPU := m.agentsCPU()
 	t0 := time.Now()
 	pods.since(t0)
 	var ctlOut strings.Builder
@@ -291,6 +297,7 @@ func (m *measurement) measure(manifest string) error {
 		return err
 	}
 	m.rep.Window = time.Since(t0)
+	m.rep.AgentsCPU = m.agentsCPU() - agentsCPU
 	m.rep.Loaded = final.Process
 	m.rep.Kinds = map[string]KindCounts{}
 	for k, c := range final.Kinds {
@@ -371,6 +378,8 @@ func (m *measurement) print() {
 	fmt.Fprintf(m.out, "\ncontrol plane at %d nodes / %d pods (%d Deployments, %s timings, an agent process a node%s):\n",
 		r.Nodes, r.Pods, r.Deployments, r.Timings, fakeNote(r.FakeContainers))
 	fmt.Fprintf(m.out, "  idle, nodes only:  %s\n  all pods Running:  %s\n", r.Idle, r.Loaded)
+	fmt.Fprintf(m.out, "  CPU from the apply until settled: control plane %v, agents %v\n",
+		(r.Loaded.CPU - r.Idle.CPU).Round(time.Millisecond), r.AgentsCPU.Round(time.Millisecond))
 	fmt.Fprintf(m.out, "  apply to all created %v, all bound %v, all Running %v\n",
 		r.AllCreated.Round(time.Millisecond), r.AllBound.Round(time.Millisecond), r.AllRunning.Round(time.Millisecond))
 	fmt.Fprintf(m.out, "\nstore writes from the apply until settled (%v), by kind and verb, and the watch events they caused:\n",
@@ -425,4 +434,32 @@ spec:
 `, i, replicas, agent.SelfCommand)
 	}
 	return b.String()
+}
+
+// agentsCPU returns the user and system CPU time the agent processes have
+// used, from /proc/PID/stat (utime and stime, in the kernel's 100 ticks a
+// second); 0 where there is no /proc.
+func (m *measurement) agentsCPU() time.Duration {
+	var ticks int64
+	for _, p := range *m.agents {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Process.Pid))
+		if err != nil {
+			continue
+		}
+		// "pid (comm) state ppid ...": utime and stime are the 14th and
+		// 15th fields, the 12th and 13th after the command's ')'.
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		for _, s := range f[11:13] {
+			n, _ := strconv.ParseInt(s, 10, 64)
+			ticks += n
+		}
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }

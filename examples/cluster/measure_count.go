@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/examples/cluster/api"
@@ -134,6 +136,8 @@ type ProcessStats struct {
 	LiveHeap   int64 `json:"liveHeapBytes"`
 	GoMemory   int64 `json:"goMemoryBytes"`
 	Goroutines int   `json:"goroutines"`
+	// CPU is the user and system CPU time the process has used.
+	CPU time.Duration `json:"cpuNanos"`
 }
 
 // controlPlaneStats is what the measured control plane's /stats serves.
@@ -155,6 +159,10 @@ func readProcessStats() ProcessStats {
 		}
 	}
 	ps.RSS, ps.PeakRSS = procStatusKB("VmRSS")*1024, procStatusKB("VmHWM")*1024
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		ps.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
 	return ps
 }
 

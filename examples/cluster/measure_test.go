@@ -84,6 +84,7 @@ func TestMeasureShouldReportTheControlPlaneAndTheWritesOfTheApplyUntilEveryPodRu
 	assert.Positive(t, rep.Loaded.RSS)
 	assert.Positive(t, rep.Loaded.LiveHeap)
 	assert.Positive(t, rep.Loaded.Goroutines)
+	assert.Greater(t, rep.Loaded.CPU, rep.Idle.CPU)
 	pods := rep.Kinds["pods"]
 	assert.Equal(t, int64(4), pods.Creates)
 	assert.Equal(t, 4, rep.PodBinds)
