@@ -10,6 +10,7 @@
 //	cluster ctl get deploy,rs,pods,nodes [-o wide|yaml|json] [-w]
 //	cluster ctl describe deploy/web
 //	cluster demo [--timings fast|kube] [--report FILE]      # the scripted scene, as a timeline
+//	cluster measure [--nodes 50] [--pods 1000]             # the control plane's memory, goroutines and writes under load
 //	cluster worker [--crash-after 1s] [--exit-code 3]      # what pods run by default
 //
 // The control plane serves Kubernetes-shaped paths (package apiserver) and
@@ -29,7 +30,7 @@ import (
 
 func main() { os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr)) }
 
-const usage = "usage: cluster up|agent|ctl|demo|worker [flags]; cluster ctl --help for the CLI's verbs"
+const usage = "usage: cluster up|agent|ctl|demo|measure|worker [flags]; cluster ctl --help for the CLI's verbs"
 
 func realMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -46,6 +47,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return ctl.Main(args, stdout, stderr)
 	case "demo":
 		return demoMode(args, stdout, stderr)
+	case "measure":
+		return measureMode(args, stdout, stderr)
 	case "worker":
 		return osproc.Worker(args, agent.PodEnv)
 	case "-h", "--help", "help":

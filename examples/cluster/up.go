@@ -33,6 +33,10 @@ type upConfig struct {
 	// onListen, if set, is called with the API's URL once it listens
 	// (the demo's and the tests' way to find a port 0).
 	onListen func(url string)
+	// wrap, if set, wraps the opened stores before the API and the
+	// controllers use them (measure counts the writes and watch events
+	// through it).
+	wrap func(api.Stores) api.Stores
 }
 
 func upMode(args []string, stdout, stderr io.Writer) int {
@@ -96,6 +100,9 @@ func up(ctx context.Context, cfg upConfig, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.close()
+	if cfg.wrap != nil {
+		st.Stores = cfg.wrap(st.Stores)
+	}
 	clk := clock.RealClock{}
 	srv, err := apiserver.New(st.Stores, apiserver.Options{Tokens: tokens, TolerationSeconds: timings.DefaultTolerationSeconds, Clock: clk})
 	if err != nil {

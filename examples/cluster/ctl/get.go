@@ -278,14 +278,8 @@ func row(k *kind, o item, wide, all, prefix bool) []string {
 			r = append(r, templateColumns(v.Spec.Template, v.Spec.Selector)...)
 		}
 	case *api.Pod:
-		ready, restarts := 0, int32(0)
-		for _, s := range v.Status.ContainerStatuses {
-			if s.Ready {
-				ready++
-			}
-			restarts += s.RestartCount
-		}
-		r = append(r, name, fmt.Sprintf("%d/%d", ready, len(v.Spec.Containers)), PodStatus(v), itoa(restarts), age)
+		cols := printPod(v)
+		r = append(r, name, cols.ready, cols.status, cols.restarts, age)
 		if wide {
 			pid := "<none>"
 			for _, s := range v.Status.ContainerStatuses {
@@ -322,31 +316,6 @@ func templateColumns(t api.PodTemplateSpec, sel api.LabelSelector) []string {
 		s = append(s, k+"="+v)
 	}
 	return []string{strings.Join(names, ","), strings.Join(cmds, ","), strings.Join(s, ",")}
-}
-
-// PodStatus is kubectl get's STATUS of a pod: Terminating while it is
-// being deleted, a container's waiting or terminated reason
-// (CrashLoopBackOff, Error), else the phase.
-func PodStatus(p *api.Pod) string {
-	if p.Deleting() {
-		return "Terminating"
-	}
-	status := p.Status.Phase
-	if p.Status.Reason != "" {
-		status = p.Status.Reason
-	}
-	for _, s := range p.Status.ContainerStatuses {
-		switch {
-		case s.State.Waiting != nil && s.State.Waiting.Reason != "" && s.State.Waiting.Reason != "ContainerCreating":
-			return s.State.Waiting.Reason
-		case s.State.Terminated != nil && s.State.Terminated.Reason != "" && status != api.PodSucceeded:
-			return s.State.Terminated.Reason
-		}
-	}
-	if status == "" {
-		return api.PodPending
-	}
-	return status
 }
 
 // NodeStatus is kubectl get's STATUS of a node: Ready, NotReady or
