@@ -413,10 +413,12 @@ func (r *run[K]) process(slot *workerSlot[K], key K, why *workqueue.Reasons) (pa
 		info.why = new(triggerSet)
 		info.why.set(why)
 	}
+	var label string
+	var err error
 	if c.s.tracer != nil {
 		var span trace.Span
 		info.Context, span = r.startSpan(ctx, info)
-		defer func() { endSpan(span, info.label, info.err) }()
+		defer func() { endSpan(span, label, err) }()
 	}
 
 	m := c.metrics
@@ -429,8 +431,7 @@ func (r *run[K]) process(slot *workerSlot[K], key K, why *workqueue.Reasons) (pa
 	}
 	slot.begin(key, info.id, start, info.why)
 	res, err, panicked := r.call(info, key)
-	label := r.settle(info, key, res, err, panicked)
-	info.label, info.err = label, err
+	label = r.settle(info, key, res, err, panicked)
 	var took time.Duration
 	if r.timed {
 		took = c.s.clock.Since(start)
