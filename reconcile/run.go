@@ -363,16 +363,17 @@ func recoverWatch[K comparable, WK any](r *run[K], w watch[K], key WK) {
 // work is one worker: it reconciles keys until the queue shuts down.
 func (r *run[K]) work(slot *workerSlot[K]) {
 	var why workqueue.Reasons // reused: handing reasons over allocates nothing
-	for {
-		key, shutdown := r.q.GetWithReasons(&why)
-		if shutdown {
-			return
+	key, shutdown := r.q.GetWithReasons(&why)
+	for !shutdown {
+		if parked := !r.stopping.Load() && r.process(slot, key, &why); parked {
+			r.q.Done(key)
+			r.c.gate.arm(r, key) // once the key is given back, not once the next comes
+			key, shutdown = r.q.GetWithReasons(&why)
+			continue
 		}
-		parked := !r.stopping.Load() && r.process(slot, key, &why)
-		r.q.Done(key)
-		if parked {
-			r.c.gate.arm(r, key)
-		}
+		// One hold of the queue's lock for giving key back and taking
+		// the next.
+		key, shutdown = r.q.DoneAndGet(key, &why)
 	}
 }
 
