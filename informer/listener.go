@@ -299,8 +299,10 @@ func (l *listener[K, V]) halt(removed bool) {
 // run is the dispatcher: it delivers pending changes until halted.
 func (l *listener[K, V]) run() {
 	defer close(l.exited)
+	l.mu.Lock()
 	for {
-		key, c, ok := l.next()
+		key, c, ok := l.nextLocked()
+		l.mu.Unlock()
 		if !ok {
 			return
 		}
@@ -309,12 +311,16 @@ func (l *listener[K, V]) run() {
 			// it again, only the key's next change, or a resync.
 			l.panicked(key, err)
 		}
+		// One hold of the lock counts this change delivered and takes
+		// the next, unless callbacks are due: they run without it.
 		l.mu.Lock()
 		l.taken++
 		l.checkSyncLocked()
-		due := l.dueLocked()
-		l.mu.Unlock()
-		l.callDue(due)
+		if due := l.dueLocked(); len(due) > 0 {
+			l.mu.Unlock()
+			l.callDue(due)
+			l.mu.Lock()
+		}
 	}
 }
 
@@ -346,6 +352,12 @@ func (l *listener[K, V]) tellRev(rev Revision) {
 func (l *listener[K, V]) next() (K, change[V], bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.nextLocked()
+}
+
+// nextLocked is next for a caller that holds l.mu; it returns with l.mu
+// held, having released it while it waited.
+func (l *listener[K, V]) nextLocked() (K, change[V], bool) {
 	for {
 		if l.stopped {
 			var zero K

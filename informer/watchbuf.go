@@ -19,7 +19,10 @@ import (
 // accumulates while it applies the one before.
 //
 // The buffer holds at most watchBuffer changes, and the applier at most as
-// many again: when both are full, emit waits for the applier, so a slow
+// many again; both start empty and grow only as far as the bursts that
+// come (append's growth, a few copies of a small slice in all), so an idle
+// informer holds no room for changes. When both are full, emit waits for
+// the applier, so a slow
 // apply (a slow transform or IndexFunc, a contended lock) slows the Source
 // instead of growing memory without bound.
 
@@ -66,10 +69,12 @@ func WaitApplied(ctx context.Context) {
 }
 
 func newWatchBuf[K comparable, V any]() *watchBuf[K, V] {
+	// pending, and the applier's spare, start empty and grow with the
+	// bursts up to watchBuffer: an informer whose source is quiet holds
+	// no room for changes that do not come.
 	b := &watchBuf[K, V]{
-		pending: make([]Event[K, V], 0, watchBuffer),
-		ready:   make(chan struct{}, 1),
-		room:    make(chan struct{}, 1),
+		ready: make(chan struct{}, 1),
+		room:  make(chan struct{}, 1),
 	}
 	b.idle = sync.NewCond(&b.mu)
 	return b
@@ -164,7 +169,7 @@ func (b *watchBuf[K, V]) stop() {
 // where to resume, as when each change was applied inside emit.
 func (inf *Informer[K, V]) applyFrom(ctx context.Context, b *watchBuf[K, V], w *watchRun[K, V]) {
 	defer b.stop()
-	spare := make([]Event[K, V], 0, watchBuffer)
+	var spare []Event[K, V]
 	for {
 		evs, ended := b.take(ctx, spare)
 		for rest := evs; len(rest) > 0 && ctx.Err() == nil; {

@@ -13,7 +13,7 @@ import (
 // WithCancelOnChange; otherwise cancel is nil). release frees what it holds
 // and must be called when the reconcile has returned.
 func (r *run[K]) reconcileContext() (ctx context.Context, cancel context.CancelCauseFunc, release func()) {
-	ctx, release = r.workCtx, func() {}
+	ctx, release = r.workCtx, noRelease
 	timeout := r.c.s.timeout
 	if timeout > 0 && isRealClock(r.c.s.clock) {
 		// The standard deadline: Err is DeadlineExceeded for ctx and for
@@ -26,19 +26,25 @@ func (r *run[K]) reconcileContext() (ctx context.Context, cancel context.CancelC
 	if timeout == 0 && r.inflight == nil {
 		return ctx, nil, release
 	}
-	inner, cancel := context.WithCancelCause(ctx)
+	// A local, not the named result: a result captured by the closures
+	// below would be moved to the heap on every call, the fast path's too.
+	inner, cancelInner := context.WithCancelCause(ctx)
 	ctx = inner
 	if timeout > 0 {
 		// An injected clock drives the timeout, so that a fake clock
 		// decides when it passes.
-		t := r.c.s.clock.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
+		t := r.c.s.clock.AfterFunc(timeout, func() { cancelInner(context.DeadlineExceeded) })
 		ctx = deadlineContext{Context: inner, deadline: time.Now().Add(timeout)}
 		prev := release
 		release = func() { t.Stop(); prev() }
 	}
 	prev := release
-	return ctx, cancel, func() { cancel(nil); prev() }
+	return ctx, cancelInner, func() { cancelInner(nil); prev() }
 }
+
+// noRelease releases nothing. A func literal in a generic method would
+// carry the method's type dictionary, and so be allocated at each call.
+func noRelease() {}
 
 func isRealClock(c Clock) bool {
 	switch c.(type) {

@@ -10,7 +10,9 @@ import (
 
 // reconcileInfo is what a reconcile's context knows about it. It is the
 // context itself, to cost one allocation per reconcile; the logger is built
-// only if someone asks for it.
+// only if someone asks for it. It is 56 bytes (a string key), in the 64-byte
+// size class: the outcome the span needs stays in process's locals, as a
+// field it would take the allocation to 96 bytes, every reconcile's.
 type reconcileInfo[K comparable] struct {
 	context.Context
 	// c is the reconcile's controller: its logger (with the controller
@@ -19,9 +21,6 @@ type reconcileInfo[K comparable] struct {
 	c   *Controller[K]
 	key K
 	id  uint64
-	// label and err are the outcome, kept for the span.
-	label string
-	err   error
 	// why is why the key was queued (trigger.go), nil for no reasons: a
 	// copy, so that it outlives the worker's buffer, never written after
 	// the reconcile starts, so the worker's slot and ring share it.

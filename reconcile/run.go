@@ -363,16 +363,17 @@ func recoverWatch[K comparable, WK any](r *run[K], w watch[K], key WK) {
 // work is one worker: it reconciles keys until the queue shuts down.
 func (r *run[K]) work(slot *workerSlot[K]) {
 	var why workqueue.Reasons // reused: handing reasons over allocates nothing
-	for {
-		key, shutdown := r.q.GetWithReasons(&why)
-		if shutdown {
-			return
+	key, shutdown := r.q.GetWithReasons(&why)
+	for !shutdown {
+		if parked := !r.stopping.Load() && r.process(slot, key, &why); parked {
+			r.q.Done(key)
+			r.c.gate.arm(r, key) // once the key is given back, not once the next comes
+			key, shutdown = r.q.GetWithReasons(&why)
+			continue
 		}
-		parked := !r.stopping.Load() && r.process(slot, key, &why)
-		r.q.Done(key)
-		if parked {
-			r.c.gate.arm(r, key)
-		}
+		// One hold of the queue's lock for giving key back and taking
+		// the next.
+		key, shutdown = r.q.DoneAndGet(key, &why)
 	}
 }
 
@@ -413,10 +414,12 @@ func (r *run[K]) process(slot *workerSlot[K], key K, why *workqueue.Reasons) (pa
 		info.why = new(triggerSet)
 		info.why.set(why)
 	}
+	var label string
+	var err error
 	if c.s.tracer != nil {
 		var span trace.Span
 		info.Context, span = r.startSpan(ctx, info)
-		defer func() { endSpan(span, info.label, info.err) }()
+		defer func() { endSpan(span, label, err) }()
 	}
 
 	m := c.metrics
@@ -429,8 +432,7 @@ func (r *run[K]) process(slot *workerSlot[K], key K, why *workqueue.Reasons) (pa
 	}
 	slot.begin(key, info.id, start, info.why)
 	res, err, panicked := r.call(info, key)
-	label := r.settle(info, key, res, err, panicked)
-	info.label, info.err = label, err
+	label = r.settle(info, key, res, err, panicked)
 	var took time.Duration
 	if r.timed {
 		took = c.s.clock.Since(start)

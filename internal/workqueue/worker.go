@@ -17,6 +17,12 @@ func (q *Queue[K]) Get() (key K, shutdown bool) { return q.get(nil) }
 func (q *Queue[K]) get(dst *Reasons) (key K, shutdown bool) {
 	now := q.metricsNow()
 	q.mu.Lock()
+	return q.getLocked(now, dst)
+}
+
+// getLocked is get for a caller that holds q.mu and read now
+// (metricsNow) before locking; it releases q.mu.
+func (q *Queue[K]) getLocked(now int64, dst *Reasons) (key K, shutdown bool) {
 	for {
 		q.promoteIfDue()
 		if q.ready.n > 0 {
@@ -92,15 +98,39 @@ func (q *Queue[K]) Done(key K) {
 	}
 	now, tag := q.metricsNow(), uint32(maphash.Comparable(q.seed, key))
 	q.mu.Lock()
+	q.doneLocked(key, tag, now)
+	q.unlock(now)
+}
+
+// DoneAndGet is Done(done) then GetWithReasons(dst) (Get if dst is nil) in
+// one hold of the lock: a worker that goes straight from one key to the
+// next takes the lock once a key instead of twice. If done was added while
+// it was processed and nothing outranks it, the worker gets it back.
+func (q *Queue[K]) DoneAndGet(done K, dst *Reasons) (key K, shutdown bool) {
+	if dst != nil {
+		dst.n, dst.Dropped = 0, 0
+	}
+	now := q.metricsNow()
+	if q.checkKeys != keyCheckNone && !usable(q.checkKeys, done) {
+		q.mu.Lock()
+		return q.getLocked(now, dst) // Add refused it: it cannot be processing
+	}
+	tag := uint32(maphash.Comparable(q.seed, done))
+	q.mu.Lock()
+	q.doneLocked(done, tag, now)
+	return q.getLocked(now, dst)
+}
+
+// doneLocked is Done with q.mu held; the caller releases it with unlock, as
+// the key may have become ready again.
+func (q *Queue[K]) doneLocked(key K, tag uint32, now int64) {
 	q.promoteAt(now)
 	idx, pos := q.index.find(q.slab.entries, key, tag)
 	if idx == none {
-		q.unlock(now)
 		return
 	}
 	e := &q.slab.entries[idx]
 	if e.state != stateProcessing && e.state != stateDirty {
-		q.unlock(now)
 		return
 	}
 	q.processing--
@@ -122,7 +152,6 @@ func (q *Queue[K]) Done(key K) {
 	if q.processing == 0 && q.drain {
 		q.drained.Broadcast()
 	}
-	q.unlock(now)
 }
 
 // Len returns the number of keys ready now; keys waiting for a delay or
