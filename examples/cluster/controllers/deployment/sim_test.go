@@ -417,6 +417,23 @@ func TestADeploymentShouldNotWaitForeverForCachesOfABusyStore(t *testing.T) {
 	assert.Empty(t, r.Failure)
 }
 
+// A Deployment that found its ReplicaSet cache one revision behind the
+// store recorded the head with reconcile.Wrote and asked to come back in
+// a second. The cache caught up within milliseconds, but Wrote only gates
+// a key that comes up, it does not queue one: keep waited out the whole
+// second, and the user, who does not wait here, deleted it 33 ms (virtual)
+// after creating it, before it had made its ReplicaSet, so orphaning left
+// no pods. A key waiting for its caches now comes up at once, and the
+// read-your-writes gate parks it until they reach the head.
+func TestADeploymentWaitingForItsCachesShouldBeReconciledAsSoonAsTheyCatchUp(t *testing.T) {
+	require.NoError(t, flag.Set("simtest.schedule", "seed=2644 expire=0.05"))
+	t.Cleanup(func() { _ = flag.Set("simtest.schedule", "") })
+	spec := workloadsSpec(simtest.Sampled, 1)
+	spec.Workload = simWorkload(false)
+	r := simtest.Check(t, spec)
+	assert.Empty(t, r.Failure)
+}
+
 // runSchedule runs one schedule of the workload and fails on its report.
 func runSchedule(t *testing.T, schedule string) {
 	require.NoError(t, flag.Set("simtest.schedule", schedule))
