@@ -507,6 +507,22 @@ func TestTheWorkloadControllersShouldHoldTheRolloutBoundsUnderSampledFaults(t *t
 	assert.GreaterOrEqual(t, r.Schedules, 100, "-simtest.runs may ask for more")
 }
 
+// With minReadySeconds a pod counts as available only once it has been
+// ready that long, with no write when it becomes so: the oracle counts
+// web's available pods at every pod store revision at the time it was
+// written, the worst moment until the next write. The faults are the
+// control plane's (crashes, stale restarts, panics, ambiguous writes,
+// coalesced, duplicated and expired watches); no node fails here, and
+// the pods never do, so availability is the rollout's alone to keep.
+func TestARolloutWithMinReadySecondsShouldKeepItsPodsAvailableUnderSampledFaults(t *testing.T) {
+	spec := workloadsSpec(simtest.Sampled, 100)
+	spec.World = newSimWorldMinReady(5)
+	spec.Idle = 6 * time.Second // a rollout step waits minReadySeconds without a write
+	spec.Seed = 2
+	r := simtest.Run(t, spec)
+	assert.GreaterOrEqual(t, r.Schedules, 100, "-simtest.runs may ask for more")
+}
+
 // A watch that expired and relisted left ReplicaSet statuses that still
 // counted, as available, pods about to be deleted: a rollout step scaled
 // the other ReplicaSet down too, to 2 ready pods of 4 with maxUnavailable
