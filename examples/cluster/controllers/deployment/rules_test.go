@@ -90,3 +90,31 @@ func setPaused(t *testing.T, c *clustertest.Cluster, paused bool) {
 	})
 	require.NoError(t, err)
 }
+
+// The history limit deletes only old ReplicaSets that are scaled down and
+// have no pods left; mid-rollout the old one still serves and stays
+// (sync.go cleanupDeployment).
+func TestAHistoryLimitOfZeroShouldDeleteTheOldReplicaSetOnlyOnceTheRolloutIsComplete(t *testing.T) {
+	c := clustertest.New(t)
+	start(t, c)
+	d := newDeployment("web", 2, "1", "0")
+	zero := int32(0)
+	d.Spec.RevisionHistoryLimit = &zero
+	apply(t, c, d)
+	bringUp(t, c, "default/web")
+	v1 := "web-" + ComputeHash(d.Spec.Template, 0)
+
+	setCommand(t, c, "default/web", "v2")
+	c.Settle()
+	readyOne(c)
+	c.Settle()
+	rss := replicaSets(t, c, "web")
+	require.Equal(t, 2, len(rss), "mid-rollout")
+	assert.Positive(t, api.Replicas(rss[v1].Spec.Replicas), "the old ReplicaSet still runs pods, and stays")
+
+	rollOut(t, c, "default/web")
+	c.Settle()
+	rss = replicaSets(t, c, "web")
+	assert.Len(t, rss, 1, "complete: no history kept")
+	assert.NotContains(t, rss, v1)
+}
