@@ -16,12 +16,9 @@ import (
 // to count none: a terminating pod (its deletion asked, a finalizer still
 // on it) may still run its process (recreate.go oldPodsRunning).
 func TestRecreateShouldWaitForOldPodsThatAreStillTerminating(t *testing.T) {
-	c := clustertest.New(t)
-	start(t, c)
 	d := newDeployment("web", 2, "", "")
 	d.Spec.Strategy = api.DeploymentStrategy{Type: api.RecreateStrategy}
-	apply(t, c, d)
-	bringUp(t, c, "default/web")
+	c := running(t, d)
 	old := c.PodsOf("web")
 	require.Len(t, old, 2)
 	for _, e := range old {
@@ -54,13 +51,10 @@ func TestRecreateShouldWaitForOldPodsThatAreStillTerminating(t *testing.T) {
 // from the resume, not from its last progress before the pause (sync.go
 // checkPausedConditions, progress.go).
 func TestAPausedDeploymentShouldNotMissItsProgressDeadlineAndCountItFromItsResume(t *testing.T) {
-	c := clustertest.New(t)
-	start(t, c)
 	d := newDeployment("web", 2, "1", "0")
 	deadline := int32(30)
 	d.Spec.ProgressDeadlineSeconds = &deadline
-	apply(t, c, d)
-	bringUp(t, c, "default/web")
+	c := running(t, d)
 	setCommand(t, c, "default/web", "v2") // its pods run, never ready
 	c.Settle()
 	c.Bind("n1")
@@ -95,13 +89,10 @@ func setPaused(t *testing.T, c *clustertest.Cluster, paused bool) {
 // have no pods left; mid-rollout the old one still serves and stays
 // (sync.go cleanupDeployment).
 func TestAHistoryLimitOfZeroShouldDeleteTheOldReplicaSetOnlyOnceTheRolloutIsComplete(t *testing.T) {
-	c := clustertest.New(t)
-	start(t, c)
 	d := newDeployment("web", 2, "1", "0")
 	zero := int32(0)
 	d.Spec.RevisionHistoryLimit = &zero
-	apply(t, c, d)
-	bringUp(t, c, "default/web")
+	c := running(t, d)
 	v1 := "web-" + ComputeHash(d.Spec.Template, 0)
 
 	setCommand(t, c, "default/web", "v2")
