@@ -270,7 +270,7 @@ func (r *reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 	}
 	if !d.Deleting() {
 		if fresh, err := s.cachesAtHead(); err != nil || !fresh {
-			return reconcile.Result{RequeueAfter: time.Second}, err
+			return reconcile.Result{RequeueAfter: cacheRecheck}, err
 		}
 	}
 	var st api.DeploymentStatus
@@ -342,6 +342,15 @@ func (s *pass) cachesAtHead() (bool, error) {
 	}
 	return fresh, nil
 }
+
+// cacheRecheck is how soon a key that found its caches behind comes up
+// again: at once, in effect. Wrote gates a key that comes up, it does not
+// queue one, and the head a key waits for is often another Deployment's
+// write, which does not map to this key: the read-your-writes gate parks
+// the key when it comes up and queues it the moment the caches reach the
+// head (or at the read-your-writes timeout). A longer delay would only add
+// itself to every wait.
+const cacheRecheck = time.Millisecond
 
 // forget drops what key waited for.
 func (r *reconciler) forget(key string) {

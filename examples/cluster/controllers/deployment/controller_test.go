@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/converge-go/converge/examples/cluster/api"
+	"github.com/converge-go/converge/examples/cluster/controllers/internal/clustertest"
 	"github.com/converge-go/converge/examples/cluster/controllers/replicaset"
-	"github.com/converge-go/converge/examples/cluster/controllers/replicaset/clustertest"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/object"
 )
@@ -35,6 +35,17 @@ func start(t *testing.T, c *clustertest.Cluster) {
 	d, err := New(c.Cluster, Options{Controller: c.H.Options()})
 	require.NoError(t, err)
 	c.H.Add(d)
+}
+
+// running starts the controllers on a new cluster, applies d and brings
+// it up.
+func running(t *testing.T, d api.Deployment) *clustertest.Cluster {
+	t.Helper()
+	c := clustertest.New(t)
+	start(t, c)
+	apply(t, c, d)
+	bringUp(t, c, d.Key())
+	return c
 }
 
 func newDeployment(name string, replicas int32, surge, unavailable string) api.Deployment {
@@ -135,11 +146,8 @@ func readyOne(c *clustertest.Cluster) {
 }
 
 func TestADeploymentShouldRunItsPodsThroughAReplicaSetNamedAfterItsTemplateHash(t *testing.T) {
-	c := clustertest.New(t)
-	start(t, c)
 	d := newDeployment("web", 3, "", "")
-	apply(t, c, d)
-	bringUp(t, c, "default/web")
+	c := running(t, d)
 
 	hash := ComputeHash(d.Spec.Template, 0)
 	rss := replicaSets(t, c, "web")
@@ -311,12 +319,9 @@ func TestARollingUpdateShouldNeverExceedReplicasPlusSurgeNorFallBelowReplicasMin
 }
 
 func TestRecreateShouldRemoveEveryOldPodBeforeTheFirstNewOne(t *testing.T) {
-	c := clustertest.New(t)
-	start(t, c)
 	d := newDeployment("web", 3, "", "")
 	d.Spec.Strategy = api.DeploymentStrategy{Type: api.RecreateStrategy}
-	apply(t, c, d)
-	bringUp(t, c, "default/web")
+	c := running(t, d)
 	b := watchBounds(t, c, "web", 3, 0)
 	b.arm()
 
@@ -330,11 +335,8 @@ func TestRecreateShouldRemoveEveryOldPodBeforeTheFirstNewOne(t *testing.T) {
 }
 
 func TestARollbackShouldReuseTheOldReplicaSetAndGiveItTheNextRevision(t *testing.T) {
-	c := clustertest.New(t)
-	start(t, c)
 	d := newDeployment("web", 2, "", "")
-	apply(t, c, d)
-	bringUp(t, c, "default/web")
+	c := running(t, d)
 	v1 := "web-" + ComputeHash(d.Spec.Template, 0)
 	setCommand(t, c, "default/web", "v2")
 	rollOut(t, c, "default/web")
@@ -352,13 +354,10 @@ func TestARollbackShouldReuseTheOldReplicaSetAndGiveItTheNextRevision(t *testing
 }
 
 func TestOldReplicaSetsBeyondTheHistoryLimitShouldBeDeleted(t *testing.T) {
-	c := clustertest.New(t)
-	start(t, c)
 	d := newDeployment("web", 1, "", "")
 	one := int32(1)
 	d.Spec.RevisionHistoryLimit = &one
-	apply(t, c, d)
-	bringUp(t, c, "default/web")
+	c := running(t, d)
 	for _, v := range []string{"v2", "v3", "v4"} {
 		setCommand(t, c, "default/web", v)
 		rollOut(t, c, "default/web")
@@ -373,13 +372,10 @@ func TestOldReplicaSetsBeyondTheHistoryLimitShouldBeDeleted(t *testing.T) {
 }
 
 func TestARolloutWithoutProgressShouldBeMarkedProgressDeadlineExceededAtTheDeadline(t *testing.T) {
-	c := clustertest.New(t)
-	start(t, c)
 	d := newDeployment("web", 2, "1", "0")
 	deadline := int32(30)
 	d.Spec.ProgressDeadlineSeconds = &deadline
-	apply(t, c, d)
-	bringUp(t, c, "default/web")
+	c := running(t, d)
 
 	setCommand(t, c, "default/web", "broken") // its pods never become ready
 	c.Settle()
@@ -405,13 +401,10 @@ func TestARolloutWithoutProgressShouldBeMarkedProgressDeadlineExceededAtTheDeadl
 }
 
 func TestProgressShouldRestartTheDeadline(t *testing.T) {
-	c := clustertest.New(t)
-	start(t, c)
 	d := newDeployment("web", 3, "1", "0")
 	deadline := int32(30)
 	d.Spec.ProgressDeadlineSeconds = &deadline
-	apply(t, c, d)
-	bringUp(t, c, "default/web")
+	c := running(t, d)
 	setCommand(t, c, "default/web", "v2")
 	c.Settle()
 	for range 3 { // one pod ready every 20 s: never 30 s without progress
@@ -425,11 +418,8 @@ func TestProgressShouldRestartTheDeadline(t *testing.T) {
 }
 
 func TestAPausedDeploymentShouldScaleButNotRollOut(t *testing.T) {
-	c := clustertest.New(t)
-	start(t, c)
 	d := newDeployment("web", 2, "", "")
-	apply(t, c, d)
-	bringUp(t, c, "default/web")
+	c := running(t, d)
 	_, _, err := informer.Update(c.Ctx(), c.Stores.Deployments, "default/web", func(d *api.Deployment) error {
 		d.Spec.Paused = true
 		d.Spec.Template.Spec.Containers = []api.Container{{Name: "c", Command: []string{"cluster", "worker", "v2"}}}
@@ -456,11 +446,8 @@ func TestAPausedDeploymentShouldScaleButNotRollOut(t *testing.T) {
 }
 
 func TestScalingMidRolloutShouldSpreadTheChangeOverTheReplicaSetsInProportion(t *testing.T) {
-	c := clustertest.New(t)
-	start(t, c)
 	d := newDeployment("web", 10, "3", "2")
-	apply(t, c, d)
-	bringUp(t, c, "default/web")
+	c := running(t, d)
 	setCommand(t, c, "default/web", "v2") // its pods stay unready: the rollout stalls at 8 old + 5 new
 	c.Settle()
 	c.Bind("n1")
@@ -511,11 +498,8 @@ func TestABadMaxSurgeShouldBeATerminalErrorWithAnEvent(t *testing.T) {
 }
 
 func TestADeploymentShouldAdoptAnOrphanedReplicaSetOfItsTemplateInsteadOfMakingAnother(t *testing.T) {
-	c := clustertest.New(t)
-	start(t, c)
 	d := newDeployment("web", 2, "", "")
-	apply(t, c, d)
-	bringUp(t, c, "default/web")
+	c := running(t, d)
 	pods := c.PodsOf("web")
 	rss := replicaSets(t, c, "web")
 	require.Len(t, rss, 1)

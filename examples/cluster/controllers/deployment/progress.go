@@ -132,11 +132,14 @@ func (s *pass) syncRolloutStatus(all []*api.ReplicaSet, newRS *api.ReplicaSet) (
 }
 
 // deadline is when d's rollout times out without progress; ok false if it
-// cannot (no Progressing condition, or one that is not counting).
+// cannot (no Progressing condition, or one that is not counting: complete,
+// timed out already, or paused). A resumed Deployment's deadline counts
+// from its resume, as Kubernetes' does (DeploymentTimedOut leaves out
+// only the complete and the timed out; a paused one is not synced).
 func (s *pass) deadline(st *api.DeploymentStatus) (time.Time, bool) {
 	c, ok := object.FindCondition(st.Conditions, api.DeploymentProgressing)
 	if !ok || c.Reason == api.ReasonNewReplicaSetAvailable || c.Reason == api.ReasonProgressDeadlineExceeded ||
-		c.Status == object.ConditionUnknown {
+		c.Reason == api.ReasonDeploymentPaused {
 		return time.Time{}, false
 	}
 	return c.LastTransitionTime.Add(time.Duration(progressDeadlineSeconds(s.d)) * time.Second), true

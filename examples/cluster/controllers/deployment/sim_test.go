@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,14 +34,69 @@ type simWorld struct {
 	rs   *memstore.Store[string, api.ReplicaSet]
 	pods *memstore.Store[string, api.Pod]
 
+	// minReady is web's minReadySeconds.
+	minReady int32
+
 	mu      sync.Mutex
 	checked informer.Revision // pod store revisions checked by the bounds oracle
 	armedAt informer.Revision // web's availability bound holds after this pod store revision (0: not yet)
+	// at is the virtual time of each pod store revision, up to stamped.
+	at      map[informer.Revision]time.Time
+	stamped informer.Revision
+	// most and fewest are web's most active and fewest available pods at
+	// any pod store revision after armedAt (fewest -1: none seen yet).
+	most, fewest int32
 }
 
-func newSimWorld() *simWorld {
-	return &simWorld{d: must.Do(memstore.New[string, api.Deployment]()), rs: must.Do(memstore.New[string, api.ReplicaSet]()),
-		pods: must.Do(memstore.New[string, api.Pod]())}
+func newSimWorld() *simWorld { return newSimWorldMinReady(0)() }
+
+// newSimWorldMinReady returns a world whose web has minReadySeconds
+// minReady.
+func newSimWorldMinReady(minReady int32) func() *simWorld {
+	return func() *simWorld {
+		return &simWorld{d: must.Do(memstore.New[string, api.Deployment]()), rs: must.Do(memstore.New[string, api.ReplicaSet]()),
+			pods: must.Do(memstore.New[string, api.Pod]()), minReady: minReady, at: map[informer.Revision]time.Time{}, fewest: -1}
+	}
+}
+
+// stamp notes the virtual time of the pod store revisions written since
+// the last stamp.
+func (w *simWorld) stamp() {
+	now := time.Now() // virtual in the kit's bubble
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	head := w.pods.Revision()
+	for rev := w.stamped + 1; rev <= head; rev++ {
+		w.at[rev] = now
+	}
+	w.stamped = max(w.stamped, head)
+}
+
+// timedPods stamps the time of every pod write it makes, for the
+// availability oracle: a pod becomes available minReadySeconds after it
+// turned ready, with no write, so between two writes the fewest pods are
+// available right at the first, at its time.
+type timedPods struct {
+	informer.Store[string, api.Pod]
+	w *simWorld
+}
+
+// Revision is the store's head revision, which informers read (Head).
+func (s timedPods) Revision() informer.Revision { return s.w.pods.Revision() }
+
+func (s timedPods) Create(ctx context.Context, key string, v api.Pod) (informer.Revision, error) {
+	defer s.w.stamp()
+	return s.Store.Create(ctx, key, v)
+}
+
+func (s timedPods) Update(ctx context.Context, key string, v api.Pod, rev informer.Revision) (informer.Revision, error) {
+	defer s.w.stamp()
+	return s.Store.Update(ctx, key, v, rev)
+}
+
+func (s timedPods) Delete(ctx context.Context, key string, rev informer.Revision) (informer.Revision, error) {
+	defer s.w.stamp()
+	return s.Store.Delete(ctx, key, rev)
 }
 
 // simDeployments are the workload's: web rolls and rolls back; batch is
@@ -56,10 +112,13 @@ var simDeployments = map[string]struct {
 	"keep":  {2, "", ""},
 }
 
-func simDeployment(name, version string) api.Deployment {
+func simDeployment(name, version string, minReady int32) api.Deployment {
 	s := simDeployments[name]
 	d := newDeployment(name, s.replicas, s.surge, s.unavailable)
 	d.Spec.Template.Spec.Containers[0].Command[2] = version
+	if name == "web" {
+		d.Spec.MinReadySeconds = minReady
+	}
 	return d
 }
 
@@ -72,7 +131,7 @@ func simProcess(p *simtest.Process, w *simWorld) error {
 		Stores: api.Stores{
 			Deployments: simtest.Wrap(p, "deployments", w.d),
 			ReplicaSets: simtest.Wrap(p, "replicasets", w.rs),
-			Pods:        simtest.Wrap(p, "pods", w.pods),
+			Pods:        timedPods{Store: simtest.Wrap(p, "pods", w.pods), w: w},
 		},
 		Clock:  clock.RealClock{}, // virtual in the kit's bubble
 		Logger: p.Logger(),
@@ -137,10 +196,10 @@ func applyStep(name, version string) func(context.Context, *simWorld) error {
 	return func(ctx context.Context, w *simWorld) error {
 		_, _, err := informer.CreateOrUpdate(ctx, w.d, "default/"+name, func(d *api.Deployment) error {
 			if d.UID == "" {
-				*d = simDeployment(name, version)
+				*d = simDeployment(name, version, w.minReady)
 				return nil
 			}
-			d.Spec = simDeployment(name, version).Spec
+			d.Spec = simDeployment(name, version, w.minReady).Spec
 			return nil
 		})
 		return err
@@ -184,6 +243,13 @@ func simWorkload(awaitRunning bool) []func(context.Context, *simWorld) error {
 			}
 			return applyStep("web", "v1")(ctx, w)
 		},
+		// Then two rollouts that run to completion, which must use their
+		// allowance (rolloutUsedItsAllowance): an undone one may not have
+		// begun to.
+		awaitWeb("v1"),
+		applyStep("web", "v2"),
+		awaitWeb("v2"),
+		applyStep("web", "v1"),
 		deleteStep("batch", api.FinalizerForeground, awaitRunning),
 		deleteStep("gone", "", awaitRunning),
 		deleteStep("keep", api.FinalizerOrphan, awaitRunning),
@@ -221,6 +287,13 @@ func deleteStep(name, finalizer string, await bool) func(context.Context, *simWo
 	}
 }
 
+// awaitWeb waits until web's rollout to version is complete.
+func awaitWeb(version string) func(context.Context, *simWorld) error {
+	return func(ctx context.Context, w *simWorld) error {
+		return simtest.Await(ctx, func() error { return webDone(ctx, w, version) })
+	}
+}
+
 // webDone: web's rollout to version is complete, as rollout status says.
 func webDone(ctx context.Context, w *simWorld, version string) error {
 	d, _, ok, err := w.d.Get(ctx, "default/web")
@@ -235,8 +308,10 @@ func webDone(ctx context.Context, w *simWorld, version string) error {
 
 // boundsAtEveryRevision replays every pod store revision since the last
 // check: at none may a Deployment have more than replicas+maxSurge active
-// pods, nor web (once armed) fewer than replicas−maxUnavailable ready
-// ones; and every pod has exactly one controller owner.
+// pods, nor web (once armed) fewer than replicas−maxUnavailable available
+// ones (ready for its minReadySeconds at the revision's time); and every
+// pod has exactly one controller owner. It keeps web's extremes for
+// rolloutUsedItsAllowance.
 func boundsAtEveryRevision(w *simWorld) error {
 	ctx := context.Background()
 	w.mu.Lock()
@@ -247,16 +322,30 @@ func boundsAtEveryRevision(w *simWorld) error {
 		if err != nil {
 			return err
 		}
-		if err := checkBounds(es, w.armedAt != 0 && rev > w.armedAt); err != nil {
+		at, ok := w.at[rev]
+		if !ok && w.minReady > 0 {
+			return fmt.Errorf("pods at revision %d: no time stamped (a pod write bypassed timedPods)", rev)
+		}
+		armed := w.armedAt != 0 && rev > w.armedAt
+		active, available, err := checkBounds(es, armed, w.minReady, at)
+		if err != nil {
 			return fmt.Errorf("pods at revision %d: %w", rev, err)
+		}
+		if armed {
+			w.most = max(w.most, active)
+			if w.fewest < 0 || available < w.fewest {
+				w.fewest = available
+			}
 		}
 	}
 	w.checked = head
 	return nil
 }
 
-func checkBounds(pods []informer.Entry[string, api.Pod], armed bool) error {
-	active, ready := map[string]int32{}, map[string]int32{}
+// checkBounds checks one revision's pods (see boundsAtEveryRevision) and
+// returns web's active and available pods.
+func checkBounds(pods []informer.Entry[string, api.Pod], armed bool, minReady int32, at time.Time) (int32, int32, error) {
+	active, available := map[string]int32{}, map[string]int32{}
 	for _, e := range pods {
 		n := 0
 		for _, r := range e.Value.OwnerReferences {
@@ -265,24 +354,56 @@ func checkBounds(pods []informer.Entry[string, api.Pod], armed bool) error {
 			}
 		}
 		if n != 1 {
-			return fmt.Errorf("pod %s has %d controller owners", e.Key, n)
+			return 0, 0, fmt.Errorf("pod %s has %d controller owners", e.Key, n)
 		}
 		deploy, _, _ := strings.Cut(e.Value.Name, "-")
 		if replicaset.IsPodActive(e.Value) {
 			active[deploy]++
-			if e.Value.IsReady() {
-				ready[deploy]++
+			mr := int32(0) // the other Deployments' minReadySeconds
+			if deploy == "web" {
+				mr = minReady
+			}
+			if replicaset.IsPodAvailable(e.Value, mr, at) {
+				available[deploy]++
 			}
 		}
 	}
-	for name, s := range simDeployments {
-		surge, unavailable, _ := ResolveFenceposts(cmpOr(s.surge, DefaultMaxSurge), cmpOr(s.unavailable, DefaultMaxUnavailable), s.replicas)
-		if active[name] > s.replicas+surge {
-			return fmt.Errorf("%s has %d active pods, more than %d replicas + %d surge", name, active[name], s.replicas, surge)
+	for name := range simDeployments {
+		most, fewest := simBounds(name)
+		if active[name] > most {
+			return 0, 0, fmt.Errorf("%s has %d active pods, more than replicas + surge = %d", name, active[name], most)
 		}
-		if name == "web" && armed && ready[name] < s.replicas-unavailable {
-			return fmt.Errorf("web has %d ready pods, fewer than %d replicas - %d unavailable", ready[name], s.replicas, unavailable)
+		if name == "web" && armed && available[name] < fewest {
+			return 0, 0, fmt.Errorf("web has %d available pods (minReadySeconds %d), fewer than replicas - unavailable = %d",
+				available[name], minReady, fewest)
 		}
+	}
+	return active["web"], available["web"], nil
+}
+
+// simBounds are a Deployment's most active pods and fewest available ones
+// during a rollout: replicas+maxSurge and replicas−maxUnavailable.
+func simBounds(name string) (most, fewest int32) {
+	s := simDeployments[name]
+	surge, unavailable, _ := ResolveFenceposts(cmpOr(s.surge, DefaultMaxSurge), cmpOr(s.unavailable, DefaultMaxUnavailable), s.replicas)
+	return s.replicas + surge, s.replicas - unavailable
+}
+
+// rolloutUsedItsAllowance: web's rollouts reached both bounds, so the
+// bounds oracle has no margin to hide in. The rolling update adds a pod
+// up to replicas+maxSurge and takes one away down to
+// replicas−maxUnavailable available; a controller that never did would
+// hold the bounds by making slow progress, or none.
+func rolloutUsedItsAllowance(w *simWorld) error {
+	if err := boundsAtEveryRevision(w); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	most, fewest := simBounds("web")
+	if w.most != most || w.fewest != fewest {
+		return fmt.Errorf("web's rollouts had at most %d active pods and at least %d available, want exactly %d and %d",
+			w.most, w.fewest, most, fewest)
 	}
 	return nil
 }
@@ -367,7 +488,7 @@ func workloadsSpec(mode simtest.Mode, runs int, kinds ...simtest.Kind) simtest.S
 		Workload:   simWorkload(true),
 		Observe:    observeSim,
 		Invariants: []func(*simWorld) error{boundsAtEveryRevision},
-		Converged:  []func(*simWorld) error{convergedWorkloads},
+		Converged:  []func(*simWorld) error{convergedWorkloads, rolloutUsedItsAllowance},
 		Mode:       mode,
 		Runs:       runs,
 		Kinds:      kinds,
@@ -383,6 +504,22 @@ func TestTheWorkloadControllersShouldHoldTheRolloutBoundsThroughACrashAfterEvery
 
 func TestTheWorkloadControllersShouldHoldTheRolloutBoundsUnderSampledFaults(t *testing.T) {
 	r := simtest.Run(t, workloadsSpec(simtest.Sampled, 100))
+	assert.GreaterOrEqual(t, r.Schedules, 100, "-simtest.runs may ask for more")
+}
+
+// With minReadySeconds a pod counts as available only once it has been
+// ready that long, with no write when it becomes so: the oracle counts
+// web's available pods at every pod store revision at the time it was
+// written, the worst moment until the next write. The faults are the
+// control plane's (crashes, stale restarts, panics, ambiguous writes,
+// coalesced, duplicated and expired watches); no node fails here, and
+// the pods never do, so availability is the rollout's alone to keep.
+func TestARolloutWithMinReadySecondsShouldKeepItsPodsAvailableUnderSampledFaults(t *testing.T) {
+	spec := workloadsSpec(simtest.Sampled, 100)
+	spec.World = newSimWorldMinReady(5)
+	spec.Idle = 6 * time.Second // a rollout step waits minReadySeconds without a write
+	spec.Seed = 2
+	r := simtest.Run(t, spec)
 	assert.GreaterOrEqual(t, r.Schedules, 100, "-simtest.runs may ask for more")
 }
 
@@ -415,6 +552,33 @@ func TestADeploymentShouldNotWaitForeverForCachesOfABusyStore(t *testing.T) {
 	spec.Workload = simWorkload(false) // deletes that do not wait for keep to run
 	r := simtest.Check(t, spec)
 	assert.Empty(t, r.Failure)
+}
+
+// A Deployment that found its ReplicaSet cache one revision behind the
+// store recorded the head with reconcile.Wrote and asked to come back in
+// a second. The cache caught up within milliseconds, but Wrote only gates
+// a key that comes up, it does not queue one: keep waited out the whole
+// second, and the user, who does not wait here, deleted it 33 ms (virtual)
+// after creating it, before it had made its ReplicaSet, so orphaning left
+// no pods. A key waiting for its caches now comes up at once, and the
+// read-your-writes gate parks it until they reach the head.
+func TestADeploymentWaitingForItsCachesShouldBeReconciledAsSoonAsTheyCatchUp(t *testing.T) {
+	require.NoError(t, flag.Set("simtest.schedule", "seed=2644 expire=0.05"))
+	t.Cleanup(func() { _ = flag.Set("simtest.schedule", "") })
+	spec := workloadsSpec(simtest.Sampled, 1)
+	spec.Workload = simWorkload(false)
+	r := simtest.Check(t, spec)
+	assert.Empty(t, r.Failure)
+}
+
+// A panic between a pod's create and its reconcile.Wrote (as a create
+// that timed out after it committed would be) left the write unrecorded;
+// the retry, on a pod cache that coalescing held a second behind, created
+// the pod again: web ran 6 pods for 4 replicas and a surge of 1. A failed
+// ReplicaSet reconcile now records the pod store's head, and its retry
+// waits until the cache has it.
+func TestAReplicaSetReconcileThatFailedAfterACreateShouldNotCreateThePodAgain(t *testing.T) {
+	runSchedule(t, "seed=362 panic@64 coalesce=1s")
 }
 
 // runSchedule runs one schedule of the workload and fails on its report.

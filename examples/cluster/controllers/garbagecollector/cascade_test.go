@@ -8,8 +8,8 @@ import (
 
 	"github.com/converge-go/converge/examples/cluster/api"
 	"github.com/converge-go/converge/examples/cluster/controllers/deployment"
+	"github.com/converge-go/converge/examples/cluster/controllers/internal/clustertest"
 	"github.com/converge-go/converge/examples/cluster/controllers/replicaset"
-	"github.com/converge-go/converge/examples/cluster/controllers/replicaset/clustertest"
 	"github.com/converge-go/converge/informer"
 )
 

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/converge-go/converge/examples/cluster/api"
-	"github.com/converge-go/converge/examples/cluster/controllers/replicaset/clustertest"
+	"github.com/converge-go/converge/examples/cluster/controllers/internal/clustertest"
 	"github.com/converge-go/converge/informer"
 	"github.com/converge-go/converge/object"
 )

@@ -24,14 +24,14 @@ func TestPodsShouldLeaveALostNodeWhenTheirTolerationRunsOut(t *testing.T) {
 	f.putPod("forever", "n1", unreachable(nil))
 	f.putPod("default", "n1")
 	f.putPod("elsewhere", "n2")
-	f.h.Settle()
+	f.H.Settle()
 
 	f.kill("n1")
 	f.advance(55*time.Second, time.Second)
 	taint, ok := f.taint("n1", api.TaintNodeUnreachable, api.TaintNoExecute)
 	require.True(t, ok)
-	require.Equal(t, f.h.Clock.Now().UTC(), taint.TimeAdded)
-	p, _, _, err := f.pods.Get(context.Background(), "default/short")
+	require.Equal(t, f.H.Clock.Now().UTC(), taint.TimeAdded)
+	p, _, _, err := f.Pods.Get(context.Background(), "default/short")
 	require.NoError(t, err)
 	assert.False(t, p.IsReady(), "the pods of a node that is not Ready are not Ready")
 
@@ -48,7 +48,7 @@ func TestPodsShouldLeaveALostNodeWhenTheirTolerationRunsOut(t *testing.T) {
 
 	f.advance(time.Hour, 10*time.Second)
 	assert.True(t, f.hasPod("forever"), "a toleration without seconds is for ever")
-	elsewhere, _, _, err := f.pods.Get(context.Background(), "default/elsewhere")
+	elsewhere, _, _, err := f.Pods.Get(context.Background(), "default/elsewhere")
 	require.NoError(t, err)
 	assert.True(t, elsewhere.IsReady())
 }
@@ -58,16 +58,16 @@ func TestAPodShouldBeEvictedAtOnceFromANodeWithANoExecuteTaintItDoesNotTolerate(
 	f.addNode("n1", "")
 	f.putPod("plain", "n1")
 	f.putPod("tolerant", "n1", api.Toleration{Key: "maintenance", Operator: "Exists"})
-	f.h.Settle()
+	f.H.Settle()
 
 	n := f.node("n1")
-	n.Spec.Taints = []api.Taint{{Key: "maintenance", Effect: api.TaintNoExecute, TimeAdded: f.h.Clock.Now()}}
-	f.nodes.Put("n1", n)
-	f.h.Settle()
+	n.Spec.Taints = []api.Taint{{Key: "maintenance", Effect: api.TaintNoExecute, TimeAdded: f.H.Clock.Now()}}
+	f.Nodes.Put("n1", n)
+	f.H.Settle()
 
 	assert.False(t, f.hasPod("plain"))
 	assert.True(t, f.hasPod("tolerant"))
-	assert.Equal(t, "Marking for deletion Pod default/plain", f.sink.Events("default/plain")[0].Message)
+	assert.Equal(t, "Marking for deletion Pod default/plain", f.Events.Events("default/plain")[0].Message)
 }
 
 func TestAPodShouldBeEvictedAtTheEarliestOfItsTolerationsDeadlines(t *testing.T) {
@@ -76,20 +76,20 @@ func TestAPodShouldBeEvictedAtTheEarliestOfItsTolerationsDeadlines(t *testing.T)
 	f.putPod("web", "n1",
 		api.Toleration{Key: "a", Operator: "Exists", Effect: api.TaintNoExecute, TolerationSeconds: seconds(100)},
 		api.Toleration{Key: "b", Operator: "Exists", Effect: api.TaintNoExecute, TolerationSeconds: seconds(60)})
-	f.h.Settle()
-	now := f.h.Clock.Now()
+	f.H.Settle()
+	now := f.H.Clock.Now()
 	n := f.node("n1")
 	// a was added 50 s ago (due in 50 s), b now (due in 60 s).
 	n.Spec.Taints = []api.Taint{
 		{Key: "a", Effect: api.TaintNoExecute, TimeAdded: now.Add(-50 * time.Second)},
 		{Key: "b", Effect: api.TaintNoExecute, TimeAdded: now},
 	}
-	f.nodes.Put("n1", n)
-	f.h.Settle()
+	f.Nodes.Put("n1", n)
+	f.H.Settle()
 
-	f.h.Step(49 * time.Second)
+	f.H.Step(49 * time.Second)
 	require.True(t, f.hasPod("web"))
-	f.h.Step(time.Second)
+	f.H.Step(time.Second)
 	assert.False(t, f.hasPod("web"))
 }
 
@@ -98,13 +98,13 @@ func TestAPodBoundToANodeThatNoLongerExistsShouldBeDeleted(t *testing.T) {
 	f.addNode("n1", "")
 	f.putPod("kept", "n1")
 	f.putPod("orphan", "gone")
-	f.h.Settle()
+	f.H.Settle()
 	assert.True(t, f.hasPod("kept"))
 	assert.False(t, f.hasPod("orphan"))
 
-	_, err := f.nodes.Delete(context.Background(), "n1", 0)
+	_, err := f.Nodes.Delete(context.Background(), "n1", 0)
 	require.NoError(t, err)
-	f.h.Settle()
+	f.H.Settle()
 	assert.False(t, f.hasPod("kept"), "its node was deleted")
 }
 
@@ -114,10 +114,10 @@ func TestAPodWithFinalizersShouldOnlyBeAskedToGo(t *testing.T) {
 	p.Name, p.Namespace, p.UID = "held", "default", "u"
 	p.Spec.NodeName = "gone"
 	p.Finalizers = []string{"example.com/hold"}
-	f.pods.Put(p.Key(), p)
-	f.h.Settle()
+	f.Pods.Put(p.Key(), p)
+	f.H.Settle()
 
-	got, _, ok, err := f.pods.Get(context.Background(), "default/held")
+	got, _, ok, err := f.Pods.Get(context.Background(), "default/held")
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.True(t, got.Deleting())
@@ -143,18 +143,18 @@ func TestANotReadyNodeShouldMarkOnlyItsReadyPodsNotReady(t *testing.T) {
 	f.addNode("n2", "")
 	f.putPod("on-n1", "n1")
 	f.putPod("on-n2", "n2")
-	f.h.Settle()
+	f.H.Settle()
 	n := f.node("n1")
-	object.SetCondition(&n.Status.Conditions, object.Condition{Type: api.NodeReady, Status: object.ConditionFalse, Reason: "KubeletNotReady"}, f.h.Clock.Now())
-	f.nodes.Put("n1", n)
-	f.h.Settle()
+	object.SetCondition(&n.Status.Conditions, object.Condition{Type: api.NodeReady, Status: object.ConditionFalse, Reason: "KubeletNotReady"}, f.H.Clock.Now())
+	f.Nodes.Put("n1", n)
+	f.H.Settle()
 
-	p, _, _, err := f.pods.Get(context.Background(), "default/on-n1")
+	p, _, _, err := f.Pods.Get(context.Background(), "default/on-n1")
 	require.NoError(t, err)
 	c, _ := object.FindCondition(p.Status.Conditions, api.PodReady)
 	assert.Equal(t, object.ConditionFalse, c.Status)
 	assert.Equal(t, "ContainersReady", c.Reason, "the reason is kept, as MarkPodsNotReady keeps it")
-	p, _, _, err = f.pods.Get(context.Background(), "default/on-n2")
+	p, _, _, err = f.Pods.Get(context.Background(), "default/on-n2")
 	require.NoError(t, err)
 	assert.True(t, p.IsReady())
 }

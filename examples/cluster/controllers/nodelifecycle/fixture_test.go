@@ -8,53 +8,28 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/examples/cluster/api"
-	"github.com/converge-go/converge/informer/memstore"
-	"github.com/converge-go/converge/internal/must"
+	"github.com/converge-go/converge/examples/cluster/controllers/internal/clustertest"
 	"github.com/converge-go/converge/object"
-	"github.com/converge-go/converge/reconcile/reconciletest"
 )
 
 // fixture runs both controllers on memory stores, the harness's informers
 // and its fake clock, and plays the node agents: alive nodes renew their
 // leases as the clock moves.
 type fixture struct {
-	t      *testing.T
-	h      *reconciletest.Harness
-	nodes  *memstore.Store[string, api.Node]
-	leases *memstore.Store[string, api.Lease]
-	pods   *memstore.Store[string, api.Pod]
-	sink   *events.MemorySink
-	alive  map[string]bool
+	*clustertest.Cluster
+	t     *testing.T
+	alive map[string]bool
 }
 
 func newFixture(t *testing.T, timings api.Timings) *fixture {
 	t.Helper()
-	h := reconciletest.New(t)
-	st := must.Do(api.NewMemoryStores())
-	f := &fixture{t: t, h: h, sink: must.Do(events.NewMemorySink(0)), alive: map[string]bool{},
-		nodes:  st.Nodes.(*memstore.Store[string, api.Node]),
-		leases: st.Leases.(*memstore.Store[string, api.Lease]),
-		pods:   st.Pods.(*memstore.Store[string, api.Pod])}
-	c := &api.Cluster{
-		Stores: st,
-		Informers: api.Informers{
-			Nodes:  reconciletest.Informer(h, "nodes", f.nodes),
-			Leases: reconciletest.Informer(h, "leases", f.leases),
-			Pods:   reconciletest.Informer(h, "pods", f.pods),
-		},
-		Timings: timings,
-		Clock:   h.Clock,
-		Recorder: func(source string) *events.Recorder {
-			return must.Do(events.NewRecorder(source, events.WithClock(h.Clock), events.WithSink(f.sink)))
-		},
-		Logger: h.Logger(),
-	}
-	ctrls, err := NewControllers(c, Options{Controller: h.Options()})
+	f := &fixture{Cluster: clustertest.New(t), t: t, alive: map[string]bool{}}
+	f.Timings = timings
+	ctrls, err := New(f.Cluster.Cluster, Options{Controller: f.H.Options()})
 	require.NoError(t, err)
 	for _, ctrl := range ctrls {
-		h.Add(ctrl)
+		f.H.Add(ctrl)
 	}
 	return f
 }
@@ -62,14 +37,14 @@ func newFixture(t *testing.T, timings api.Timings) *fixture {
 // addNode registers a Ready node in zone ("" for none) whose agent renews
 // its lease from now on.
 func (f *fixture) addNode(name, zone string) {
-	now := f.h.Clock.Now()
+	now := f.H.Clock.Now()
 	var n api.Node
 	n.Name, n.CreationTimestamp = name, now
 	if zone != "" {
 		n.Labels = map[string]string{api.LabelTopologyZone: zone}
 	}
 	n.Status.Conditions = []object.Condition{{Type: api.NodeReady, Status: object.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: now}}
-	f.nodes.Put(name, n)
+	f.Nodes.Put(name, n)
 	f.alive[name] = true
 	f.renew(name)
 }
@@ -78,8 +53,8 @@ func (f *fixture) renew(name string) {
 	key := api.Key(api.NodeLeaseNamespace, name)
 	var l api.Lease
 	l.Name, l.Namespace = name, api.NodeLeaseNamespace
-	l.Spec = api.LeaseSpec{HolderIdentity: name, RenewTime: f.h.Clock.Now()}
-	f.leases.Put(key, l)
+	l.Spec = api.LeaseSpec{HolderIdentity: name, RenewTime: f.H.Clock.Now()}
+	f.Leases.Put(key, l)
 }
 
 // kill stops a node's agent: its lease is no longer renewed.
@@ -101,7 +76,7 @@ func (f *fixture) advance(d, step time.Duration) {
 		for _, n := range f.aliveNames() {
 			f.renew(n)
 		}
-		f.h.Step(step)
+		f.H.Step(step)
 	}
 }
 
@@ -118,7 +93,7 @@ func (f *fixture) aliveNames() []string {
 
 func (f *fixture) node(name string) api.Node {
 	f.t.Helper()
-	n, _, ok, err := f.nodes.Get(context.Background(), name)
+	n, _, ok, err := f.Nodes.Get(context.Background(), name)
 	require.NoError(f.t, err)
 	require.True(f.t, ok, "node %s", name)
 	return n
@@ -137,7 +112,7 @@ func (f *fixture) taint(name, key, effect string) (api.Taint, bool) {
 }
 
 func (f *fixture) hasPod(name string) bool {
-	_, _, ok, err := f.pods.Get(context.Background(), api.Key("default", name))
+	_, _, ok, err := f.Pods.Get(context.Background(), api.Key("default", name))
 	require.NoError(f.t, err)
 	return ok
 }
@@ -150,12 +125,12 @@ func (f *fixture) putPod(name, node string, tolerations ...api.Toleration) {
 	p.Spec.Tolerations = tolerations
 	p.Status.Phase = api.PodRunning
 	p.Status.Conditions = []object.Condition{{Type: api.PodReady, Status: object.ConditionTrue, Reason: "ContainersReady"}}
-	f.pods.Put(p.Key(), p)
+	f.Pods.Put(p.Key(), p)
 }
 
 func (f *fixture) eventReasons(key string) []string {
 	var out []string
-	for _, e := range f.sink.Events(key) {
+	for _, e := range f.Events.Events(key) {
 		out = append(out, e.Reason)
 	}
 	return out

@@ -86,7 +86,7 @@ const monitorKey = "nodes"
 // Add adds the node lifecycle and taint eviction controllers to m, on c's
 // informers and stores.
 func Add(m *reconcile.Manager, c *api.Cluster) error {
-	ctrls, err := NewControllers(c, Options{})
+	ctrls, err := New(c, Options{})
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func Add(m *reconcile.Manager, c *api.Cluster) error {
 	return nil
 }
 
-// Options configures NewControllers. The zero Options is the default.
+// Options configures New. The zero Options is the default.
 type Options struct {
 	// Controller options are added to each controller after its own (a
 	// test's clock and logger). Default none.
@@ -109,13 +109,13 @@ type Options struct {
 	Wrap func(controller string, r reconcile.Reconciler[string]) reconcile.Reconciler[string]
 }
 
-// NewControllers builds the node lifecycle controller and the taint
+// New builds the node lifecycle controller and the taint
 // eviction controller without adding them to a Manager. It adds
 // api.PodNodeNameIndex to the pods informer if missing. c needs its Nodes,
 // Leases and Pods informers and stores, timings whose periods and rates
 // are positive, and a clock that implements reconcile.Clock (a nil one is
 // the real clock).
-func NewControllers(c *api.Cluster, o Options) ([]*reconcile.Controller[string], error) {
+func New(c *api.Cluster, o Options) ([]*reconcile.Controller[string], error) {
 	wrap := o.Wrap
 	if wrap == nil {
 		wrap = func(_ string, r reconcile.Reconciler[string]) reconcile.Reconciler[string] { return r }

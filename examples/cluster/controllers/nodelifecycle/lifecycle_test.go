@@ -16,11 +16,11 @@ import (
 
 func TestANodeShouldTurnUnknownOnlyAfterTheGracePeriodWithoutARenewal(t *testing.T) {
 	f := newFixture(t, api.KubeTimings()) // monitor every 5 s, grace 50 s
-	t0 := f.h.Clock.Now()
+	t0 := f.H.Clock.Now()
 	for _, n := range []string{"n1", "n2", "n3"} {
 		f.addNode(n, "")
 	}
-	f.h.Settle()
+	f.H.Settle()
 	f.kill("n1")
 
 	f.advance(50*time.Second, time.Second)
@@ -39,7 +39,7 @@ func TestANodeShouldTurnUnknownOnlyAfterTheGracePeriodWithoutARenewal(t *testing
 	assert.True(t, ok, "the first NoExecute taint takes the bucket's one token")
 	assert.Equal(t, t0.Add(55*time.Second).UTC(), noExec.TimeAdded)
 	assert.Equal(t, []string{EventNodeNotReady}, f.eventReasons("n1"))
-	assert.Equal(t, "Node n1 status is now: NodeNotReady", f.sink.Events("n1")[0].Message)
+	assert.Equal(t, "Node n1 status is now: NodeNotReady", f.Events.Events("n1")[0].Message)
 	for _, n := range []string{"n2", "n3"} {
 		assert.Equal(t, object.ConditionTrue, f.ready(n))
 		assert.Empty(t, f.node(n).Spec.Taints)
@@ -52,9 +52,9 @@ func TestANodeThatNeverReportedShouldGetTheStartupGrace(t *testing.T) {
 		f.addNode(n, "")
 	}
 	var fresh api.Node
-	fresh.Name, fresh.CreationTimestamp = "new", f.h.Clock.Now()
-	f.nodes.Put("new", fresh)
-	f.h.Settle()
+	fresh.Name, fresh.CreationTimestamp = "new", f.H.Clock.Now()
+	f.Nodes.Put("new", fresh)
+	f.H.Settle()
 
 	f.advance(55*time.Second, time.Second)
 	assert.Equal(t, object.ConditionStatus(""), f.ready("new"), "55 s is within the startup grace")
@@ -70,7 +70,7 @@ func TestARenewedLeaseShouldRestoreReadyAndLiftTheTaints(t *testing.T) {
 	for _, n := range []string{"n1", "n2", "n3"} {
 		f.addNode(n, "")
 	}
-	f.h.Settle()
+	f.H.Settle()
 	f.kill("n1")
 	f.advance(60*time.Second, time.Second)
 	require.Equal(t, object.ConditionUnknown, f.ready("n1"))
@@ -91,11 +91,11 @@ func TestANodeItsAgentReportsNotReadyShouldGetTheNotReadyTaints(t *testing.T) {
 	for _, n := range []string{"n1", "n2", "n3"} {
 		f.addNode(n, "")
 	}
-	f.h.Settle()
+	f.H.Settle()
 	n := f.node("n1")
-	object.SetCondition(&n.Status.Conditions, object.Condition{Type: api.NodeReady, Status: object.ConditionFalse, Reason: "KubeletNotReady"}, f.h.Clock.Now())
-	f.nodes.Put("n1", n)
-	f.h.Settle()
+	object.SetCondition(&n.Status.Conditions, object.Condition{Type: api.NodeReady, Status: object.ConditionFalse, Reason: "KubeletNotReady"}, f.H.Clock.Now())
+	f.Nodes.Put("n1", n)
+	f.H.Settle()
 
 	assert.Equal(t, object.ConditionFalse, f.ready("n1"), "the agent's verdict stays while its lease is renewed")
 	_, ok := f.taint("n1", api.TaintNodeNotReady, api.TaintNoSchedule)
@@ -109,18 +109,18 @@ func TestANodeItsAgentReportsNotReadyShouldGetTheNotReadyTaints(t *testing.T) {
 func TestACordonedNodeShouldCarryTheUnschedulableTaintUntilUncordoned(t *testing.T) {
 	f := newFixture(t, api.KubeTimings())
 	f.addNode("n1", "")
-	f.h.Settle()
+	f.H.Settle()
 	n := f.node("n1")
 	n.Spec.Unschedulable = true
-	f.nodes.Put("n1", n)
-	f.h.Settle()
+	f.Nodes.Put("n1", n)
+	f.H.Settle()
 	_, ok := f.taint("n1", api.TaintNodeUnschedulable, api.TaintNoSchedule)
 	require.True(t, ok)
 
 	n = f.node("n1")
 	n.Spec.Unschedulable = false
-	f.nodes.Put("n1", n)
-	f.h.Settle()
+	f.Nodes.Put("n1", n)
+	f.H.Settle()
 	assert.Empty(t, f.node("n1").Spec.Taints)
 }
 
@@ -159,7 +159,7 @@ func TestTaintsShouldArriveAtTheEvictionRateWhenNodesDieAtOnce(t *testing.T) {
 				all = append(all, fmt.Sprintf("n%02d", i))
 				f.addNode(all[i], "")
 			}
-			f.h.Settle()
+			f.H.Settle()
 			dead := all[:3]
 			f.kill(dead...)
 			f.advance(55*time.Second, time.Second)
@@ -181,7 +181,7 @@ func TestASmallUnhealthyZoneShouldTaintNoNodeForEviction(t *testing.T) {
 	for _, n := range []string{"b1", "b2", "b3"} {
 		f.addNode(n, "b")
 	}
-	f.h.Settle()
+	f.H.Settle()
 	f.kill("a1", "a2", "a3") // 3 of 4: partially disrupted, and small
 
 	f.advance(5*time.Minute, time.Second)
@@ -201,7 +201,7 @@ func TestALargeUnhealthyZoneShouldTaintAtTheSecondaryRate(t *testing.T) {
 		f.addNode(n, "a")
 	}
 	f.addNode("b1", "b")
-	f.h.Settle()
+	f.H.Settle()
 	f.kill("a1", "a2", "a3")
 
 	f.advance(55*time.Second+250*time.Second, 5*time.Second)
@@ -216,7 +216,7 @@ func TestAZoneWithTwoNotReadyNodesShouldStayHealthy(t *testing.T) {
 		f.addNode(n, "a")
 	}
 	f.addNode("b1", "b")
-	f.h.Settle()
+	f.H.Settle()
 	f.kill("a1", "a2") // 2 of 3 is over the threshold, but not more than two
 
 	f.advance(55*time.Second+10*time.Second, time.Second)
@@ -229,7 +229,7 @@ func TestAFullyDisruptedZoneShouldStillBeTaintedWhileAnotherZoneIsHealthy(t *tes
 	f := newFixture(t, api.KubeTimings())
 	f.addNode("a1", "a")
 	f.addNode("b1", "b")
-	f.h.Settle()
+	f.H.Settle()
 	f.kill("a1")
 	f.advance(60*time.Second, time.Second)
 	assert.Len(t, f.noExecuteTimes("a1"), 1)
@@ -241,7 +241,7 @@ func TestFullDisruptionShouldStopEvictionsAndLiftTheNoExecuteTaints(t *testing.T
 		f.addNode(n, "")
 	}
 	f.putPod("web", "n1") // tolerates unreachable for the default 300 s
-	f.h.Settle()
+	f.H.Settle()
 	f.kill("n1")
 	f.advance(60*time.Second, time.Second)
 	require.Len(t, f.noExecuteTimes("n1"), 1)
@@ -304,13 +304,13 @@ func TestBucketShouldGiveOneTokenAtOnceThenOnePerInterval(t *testing.T) {
 	assert.False(t, ok)
 }
 
-func TestNewControllersShouldRefuseBadTimings(t *testing.T) {
+func TestNewShouldRefuseBadTimings(t *testing.T) {
 	st := must.Do(api.NewMemoryStores())
 	timings := api.KubeTimings()
 	timings.NodeMonitorPeriod = 0
 	timings.UnhealthyZoneThreshold = 2
-	_, err := NewControllers(&api.Cluster{Stores: st, Informers: must.Do(api.NewInformers(st)), Timings: timings}, Options{})
+	_, err := New(&api.Cluster{Stores: st, Informers: must.Do(api.NewInformers(st)), Timings: timings}, Options{})
 	assert.ErrorContains(t, err, "NodeMonitorPeriod 0s, UnhealthyZoneThreshold 2")
-	_, err = NewControllers(&api.Cluster{}, Options{})
+	_, err = New(&api.Cluster{}, Options{})
 	assert.Error(t, err)
 }

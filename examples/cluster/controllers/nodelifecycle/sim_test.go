@@ -108,13 +108,13 @@ func simProcess(p *simtest.Process, w *simWorld) error {
 		},
 		Logger: p.Logger(),
 	}
-	sched, err := scheduler.NewController(c, scheduler.Options{Wrap: func(r reconcile.Reconciler[string]) reconcile.Reconciler[string] {
+	sched, err := scheduler.New(c, scheduler.Options{Wrap: func(r reconcile.Reconciler[string]) reconcile.Reconciler[string] {
 		return simtest.Count(p, scheduler.Name, r)
 	}})
 	if err != nil {
 		return err
 	}
-	ctrls, err := NewControllers(c, Options{Wrap: func(name string, r reconcile.Reconciler[string]) reconcile.Reconciler[string] {
+	ctrls, err := New(c, Options{Wrap: func(name string, r reconcile.Reconciler[string]) reconcile.Reconciler[string] {
 		return simtest.Count(p, name, r)
 	}})
 	if err != nil {

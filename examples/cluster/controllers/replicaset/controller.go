@@ -203,8 +203,34 @@ type reconciler struct {
 //
 // Reading its own writes is reconcile.Wrote's job: each pod create and
 // delete is recorded, and the key is not reconciled again until the pod
-// informer has them (Kubernetes keeps "expectations" for this).
-func (r *reconciler) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
+// informer has them (Kubernetes keeps "expectations" for this). A
+// reconcile that fails may have written a pod it could not record: a
+// create that timed out after it committed, or a panic between the write
+// and Wrote. Its retry, on a pod cache that lags, would create that pod
+// again. So a failed reconcile records the pod store's head as its write,
+// and the retry waits until the cache has it.
+func (r *reconciler) Reconcile(ctx context.Context, key string) (res reconcile.Result, err error) {
+	failed := true // until sync returns: a panic unwinds through the defer
+	defer func() {
+		if failed || err != nil {
+			r.awaitPodHead(ctx)
+		}
+	}()
+	res, err = r.sync(ctx, key)
+	failed = false
+	return res, err
+}
+
+// awaitPodHead records the pod store's head revision as a write of this
+// reconcile (reconcile.Wrote), if it can read it.
+func (r *reconciler) awaitPodHead(ctx context.Context) {
+	if head, ok, err := r.podInf.Head(ctx); err == nil && ok {
+		reconcile.Wrote(ctx, r.podInf, head)
+	}
+}
+
+// sync is one reconcile of ReplicaSet key.
+func (r *reconciler) sync(ctx context.Context, key string) (reconcile.Result, error) {
 	rs, ok := r.rsInf.Get(key)
 	if !ok {
 		return reconcile.Result{}, nil // the garbage collector deletes its pods

@@ -51,7 +51,7 @@ const (
 	EventFailedScheduling = "FailedScheduling"
 )
 
-// Options configures NewController. The zero Options is the default.
+// Options configures New. The zero Options is the default.
 type Options struct {
 	// Seed picks among nodes of equal score (see pickNode): the same seed
 	// binds the same pods to the same nodes. Default 0.
@@ -67,19 +67,19 @@ type Options struct {
 
 // Add adds the scheduler to m, on c's informers and stores.
 func Add(m *reconcile.Manager, c *api.Cluster) error {
-	ctrl, err := NewController(c, Options{})
+	ctrl, err := New(c, Options{})
 	if err != nil {
 		return err
 	}
 	return m.AddController(ctrl)
 }
 
-// NewController builds the scheduler's controller without adding it to a
+// New builds the scheduler's controller without adding it to a
 // Manager. It adds api.PodNodeNameIndex to c.Informers.Pods if missing.
 // c must have its Pods and Nodes informers and stores, and a clock that
 // also implements reconcile.Clock (k8s.io/utils/clock's real and fake
 // clocks do); a nil c.Clock is the real clock.
-func NewController(c *api.Cluster, opts Options) (*reconcile.Controller[string], error) {
+func New(c *api.Cluster, opts Options) (*reconcile.Controller[string], error) {
 	if c == nil || c.Informers.Pods == nil || c.Informers.Nodes == nil || c.Stores.Pods == nil {
 		return nil, errors.New("scheduler: the cluster needs its pods and nodes informers and the pods store")
 	}

@@ -8,55 +8,36 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/converge-go/converge/events"
 	"github.com/converge-go/converge/examples/cluster/api"
-	"github.com/converge-go/converge/informer/memstore"
+	"github.com/converge-go/converge/examples/cluster/controllers/internal/clustertest"
 	"github.com/converge-go/converge/internal/must"
 	"github.com/converge-go/converge/object"
-	"github.com/converge-go/converge/reconcile/reconciletest"
 )
 
 // fixture is the scheduler on memory stores, a fake clock and the
-// harness's informers, with its events kept in memory.
+// harness's informers, with its events kept in memory, and Kubernetes'
+// timings.
 type fixture struct {
-	t     *testing.T
-	h     *reconciletest.Harness
-	pods  *memstore.Store[string, api.Pod]
-	nodes *memstore.Store[string, api.Node]
-	sink  *events.MemorySink
+	*clustertest.Cluster
+	t *testing.T
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	h := reconciletest.New(t)
-	st := must.Do(api.NewMemoryStores())
-	f := &fixture{t: t, h: h, sink: must.Do(events.NewMemorySink(0)),
-		pods: st.Pods.(*memstore.Store[string, api.Pod]), nodes: st.Nodes.(*memstore.Store[string, api.Node])}
-	// The nodes informer first: the harness releases its changes before
-	// the pods', so a test's nodes are there when its pods are scheduled.
-	nodes := reconciletest.Informer(h, "nodes", f.nodes)
-	c := &api.Cluster{
-		Stores:    st,
-		Informers: api.Informers{Pods: reconciletest.Informer(h, "pods", f.pods), Nodes: nodes},
-		Timings:   api.KubeTimings(),
-		Clock:     h.Clock,
-		Recorder: func(source string) *events.Recorder {
-			return must.Do(events.NewRecorder(source, events.WithClock(h.Clock), events.WithSink(f.sink)))
-		},
-		Logger: h.Logger(),
-	}
-	ctrl, err := NewController(c, Options{Controller: h.Options()})
+	f := &fixture{Cluster: clustertest.New(t), t: t}
+	f.Timings = api.KubeTimings()
+	ctrl, err := New(f.Cluster.Cluster, Options{Controller: f.H.Options()})
 	require.NoError(t, err)
-	h.Add(ctrl)
+	f.H.Add(ctrl)
 	return f
 }
 
-func (f *fixture) putNode(n api.Node) { f.nodes.Put(n.Name, n) }
-func (f *fixture) putPod(p api.Pod)   { f.pods.Put(p.Key(), p) }
+func (f *fixture) putNode(n api.Node) { f.Nodes.Put(n.Name, n) }
+func (f *fixture) putPod(p api.Pod)   { f.Pods.Put(p.Key(), p) }
 
 func (f *fixture) pod(name string) api.Pod {
 	f.t.Helper()
-	p, _, ok, err := f.pods.Get(context.Background(), api.Key("default", name))
+	p, _, ok, err := f.Pods.Get(context.Background(), api.Key("default", name))
 	require.NoError(f.t, err)
 	require.True(f.t, ok, "pod %s", name)
 	return p
@@ -65,7 +46,7 @@ func (f *fixture) pod(name string) api.Pod {
 // failedScheduling returns how many times FailedScheduling was recorded
 // for a pod with one message: each failed cycle counts once.
 func (f *fixture) failedScheduling(name string) (count int, message string) {
-	for _, e := range f.sink.Events(api.Key("default", name)) {
+	for _, e := range f.Events.Events(api.Key("default", name)) {
 		if e.Reason == EventFailedScheduling {
 			count += e.Count
 			message = e.Message
@@ -79,14 +60,14 @@ func TestSchedulerShouldBindAPodToANodeThatFitsAndMarkItScheduled(t *testing.T) 
 	f.putNode(readyNode("small", "1", "8Gi"))
 	f.putNode(readyNode("big", "4", "8Gi"))
 	f.putPod(reqPod("web", "2", "1Gi"))
-	f.h.Settle()
+	f.H.Settle()
 
 	p := f.pod("web")
 	assert.Equal(t, "big", p.Spec.NodeName)
 	c, ok := object.FindCondition(p.Status.Conditions, api.PodScheduled)
 	require.True(t, ok)
 	assert.Equal(t, object.ConditionTrue, c.Status)
-	evs := f.sink.Events("default/web")
+	evs := f.Events.Events("default/web")
 	require.Len(t, evs, 1)
 	assert.Equal(t, "Successfully assigned default/web to big", evs[0].Message)
 }
@@ -100,7 +81,7 @@ func TestSchedulerShouldSpreadAnOwnersPodsOverEqualNodes(t *testing.T) {
 	for _, n := range names {
 		f.putPod(ownedBy(reqPod(n, "100m", "128Mi"), "rs-1"))
 	}
-	f.h.Settle()
+	f.H.Settle()
 
 	perNode := map[string]int{}
 	for _, n := range names {
@@ -118,7 +99,7 @@ func TestSchedulerShouldNotGiveTheLastSlotToTwoPodsScheduledBackToBack(t *testin
 	// harness releases the changes in the order they were written.
 	f.putPod(reqPod("first", "", ""))
 	f.putPod(reqPod("second", "", ""))
-	f.h.Settle()
+	f.H.Settle()
 
 	assert.Equal(t, "only", f.pod("first").Spec.NodeName)
 	second := f.pod("second")
@@ -137,7 +118,7 @@ func TestSchedulerShouldMarkAPodNoNodeFitsUnschedulableWithKubernetesMessage(t *
 	f.putNode(readyNode("n2", "1", "8Gi"))
 	f.putNode(readyNode("n3", "1", "8Gi"))
 	f.putPod(reqPod("web", "2", "1Gi"))
-	f.h.Settle()
+	f.H.Settle()
 
 	p := f.pod("web")
 	assert.Empty(t, p.Spec.NodeName)
@@ -156,15 +137,15 @@ func TestSchedulerShouldRetryAnUnschedulablePodWithADoublingBackOffUpToTheMax(t 
 	f := newFixture(t) // kube timings: 1 s doubling to 10 s
 	f.putNode(readyNode("n1", "1", "8Gi"))
 	f.putPod(reqPod("web", "2", "1Gi"))
-	f.h.Settle()
+	f.H.Settle()
 	count, _ := f.failedScheduling("web")
 	require.Equal(t, 1, count)
 
 	for i, delay := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second} {
-		f.h.Step(delay - time.Millisecond)
+		f.H.Step(delay - time.Millisecond)
 		count, _ = f.failedScheduling("web")
 		assert.Equal(t, i+1, count, "no retry before %v", delay)
-		f.h.Step(time.Millisecond)
+		f.H.Step(time.Millisecond)
 		count, _ = f.failedScheduling("web")
 		assert.Equal(t, i+2, count, "a retry %v after the last", delay)
 	}
@@ -173,12 +154,12 @@ func TestSchedulerShouldRetryAnUnschedulablePodWithADoublingBackOffUpToTheMax(t 
 func TestSchedulerShouldRetryAtOnceWhenANodeIsAdded(t *testing.T) {
 	f := newFixture(t)
 	f.putPod(reqPod("web", "1", "1Gi"))
-	f.h.Settle()
+	f.H.Settle()
 	_, msg := f.failedScheduling("web")
 	require.Equal(t, "no nodes available to schedule pods", msg)
 
 	f.putNode(readyNode("n1", "4", "8Gi"))
-	f.h.Settle() // the clock does not move: no back-off expires
+	f.H.Settle() // the clock does not move: no back-off expires
 	assert.Equal(t, "n1", f.pod("web").Spec.NodeName)
 }
 
@@ -188,13 +169,13 @@ func TestSchedulerShouldRetryAtOnceWhenANodeIsUncordoned(t *testing.T) {
 	n.Spec.Unschedulable = true
 	f.putNode(n)
 	f.putPod(reqPod("web", "1", "1Gi"))
-	f.h.Settle()
+	f.H.Settle()
 	_, msg := f.failedScheduling("web")
 	require.Equal(t, "0/1 nodes are available: 1 node(s) were unschedulable.", msg)
 
 	n.Spec.Unschedulable = false
 	f.putNode(n)
-	f.h.Settle()
+	f.H.Settle()
 	assert.Equal(t, "n1", f.pod("web").Spec.NodeName)
 }
 
@@ -207,12 +188,12 @@ func TestSchedulerShouldRetryAtOnceWhenABoundPodIsDeleted(t *testing.T) {
 	old.Spec.NodeName = "n1"
 	f.putPod(old)
 	f.putPod(reqPod("web", "", ""))
-	f.h.Settle()
+	f.H.Settle()
 	require.Empty(t, f.pod("web").Spec.NodeName)
 
-	_, err := f.pods.Delete(context.Background(), "default/old", 0)
+	_, err := f.Pods.Delete(context.Background(), "default/old", 0)
 	require.NoError(t, err)
-	f.h.Settle()
+	f.H.Settle()
 	assert.Equal(t, "n1", f.pod("web").Spec.NodeName)
 }
 
@@ -221,11 +202,11 @@ func TestSchedulerShouldNotRetryOnANodeChangeThatCannotHelp(t *testing.T) {
 	n := readyNode("n1", "1", "8Gi")
 	f.putNode(n)
 	f.putPod(reqPod("web", "2", "1Gi"))
-	f.h.Settle()
+	f.H.Settle()
 
 	n.Annotations = map[string]string{"note": "a heartbeat-like write"}
 	f.putNode(n)
-	f.h.Settle()
+	f.H.Settle()
 	count, _ := f.failedScheduling("web")
 	assert.Equal(t, 1, count)
 }
@@ -240,18 +221,18 @@ func TestSchedulerShouldLeaveABoundOrDeletingPodAlone(t *testing.T) {
 	deleting.Finalizers = []string{"x"}
 	deleting.DeletionRequested = time.Unix(1, 0)
 	f.putPod(deleting)
-	f.h.Settle()
+	f.H.Settle()
 
 	assert.Equal(t, "elsewhere", f.pod("bound").Spec.NodeName)
 	assert.Empty(t, f.pod("deleting").Spec.NodeName)
-	assert.Empty(t, f.sink.Keys())
+	assert.Empty(t, f.Events.Keys())
 }
 
-func TestNewControllerShouldRefuseABadBackOff(t *testing.T) {
+func TestNewShouldRefuseABadBackOff(t *testing.T) {
 	st := must.Do(api.NewMemoryStores())
 	c := &api.Cluster{Stores: st, Informers: must.Do(api.NewInformers(st)), Timings: api.Timings{SchedulerBackOff: 2 * time.Second, SchedulerBackOffMax: time.Second}}
-	_, err := NewController(c, Options{})
+	_, err := New(c, Options{})
 	assert.ErrorContains(t, err, "SchedulerBackOff <= SchedulerBackOffMax")
-	_, err = NewController(&api.Cluster{}, Options{})
+	_, err = New(&api.Cluster{}, Options{})
 	assert.Error(t, err)
 }

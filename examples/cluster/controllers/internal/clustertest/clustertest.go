@@ -2,7 +2,9 @@
 // memory stores of every kind, their informers on a fake clock
 // (reconcile/reconciletest), events kept in memory, and the two parts of a
 // cluster a controller test plays by hand: the scheduler (Bind) and the node
-// agents (Run, Ready, Fail).
+// agents (Run, Ready, Fail). RunManager runs controllers' Add functions
+// in a Manager instead, as the control plane does. Only the controllers'
+// tests import it.
 package clustertest
 
 import (
@@ -31,12 +33,17 @@ type Cluster struct {
 	Deployments *memstore.Store[string, api.Deployment]
 	ReplicaSets *memstore.Store[string, api.ReplicaSet]
 	Pods        *memstore.Store[string, api.Pod]
+	Nodes       *memstore.Store[string, api.Node]
+	Leases      *memstore.Store[string, api.Lease]
 	// Events holds what every component recorded.
 	Events *events.MemorySink
 	t      testing.TB
 }
 
-// New returns a cluster with empty stores and running informers.
+// New returns a cluster with empty stores and running informers, and
+// api.FastTimings (set c.Timings before building a controller for others).
+// The harness releases the informers' changes nodes and leases first, so
+// that the nodes a test puts are there when its pods are looked at.
 func New(t testing.TB) *Cluster {
 	h := reconciletest.New(t)
 	s, err := api.NewMemoryStores()
@@ -47,15 +54,19 @@ func New(t testing.TB) *Cluster {
 		Deployments: s.Deployments.(*memstore.Store[string, api.Deployment]),
 		ReplicaSets: s.ReplicaSets.(*memstore.Store[string, api.ReplicaSet]),
 		Pods:        s.Pods.(*memstore.Store[string, api.Pod]),
+		Nodes:       s.Nodes.(*memstore.Store[string, api.Node]),
+		Leases:      s.Leases.(*memstore.Store[string, api.Lease]),
 	}
+	nodes := reconciletest.Informer(h, "nodes", c.Nodes)
+	leases := reconciletest.Informer(h, "leases", c.Leases)
 	c.Cluster = &api.Cluster{
 		Stores: s,
 		Informers: api.Informers{
+			Nodes:       nodes,
+			Leases:      leases,
 			Deployments: reconciletest.Informer(h, "deployments", c.Deployments),
 			ReplicaSets: reconciletest.Informer(h, "replicasets", c.ReplicaSets),
 			Pods:        reconciletest.Informer(h, "pods", c.Pods),
-			Nodes:       reconciletest.Informer(h, "nodes", s.Nodes.(*memstore.Store[string, api.Node])),
-			Leases:      reconciletest.Informer(h, "leases", s.Leases.(*memstore.Store[string, api.Lease])),
 		},
 		Timings: api.FastTimings(),
 		Clock:   h.Clock,
