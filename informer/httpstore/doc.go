@@ -11,12 +11,12 @@
 // All paths are relative to where the Server is mounted; bodies are JSON;
 // values are encoded with encoding/json.
 //
-//	GET    /keys[?selector=S]         list: {"revision":R,"entries":[{"key","value","revision","error"}]}
-//	GET    /keys?key=K                get: {"key","value","revision"}, or 404 with code NotFound
-//	POST   /keys?key=K                create, body the value: {"revision":R}
-//	PUT    /keys?key=K&revision=R     update at R, body the value: {"revision":R'}
-//	DELETE /keys?key=K[&revision=R]   delete (at R): {"revision":R'}
-//	GET    /watch?after=R[&selector=S] newline-delimited events, streamed
+//	GET    /keys[?selector=S]           list: {"revision":R,"entries":[{"key","value","revision","error"}]}
+//	GET    /keys?key=K                  get: {"key","value","revision"}, or 404 with code NotFound
+//	POST   /keys?key=K                  create, body the value: {"revision":R}
+//	PUT    /keys?key=K&revision=R       update at R, body the value: {"revision":R'}
+//	DELETE /keys?key=K[&revision=R]     delete (at R): {"revision":R'}
+//	GET    /watch?after=R[&selector=S]  newline-delimited events, streamed
 //
 // A watch is one long response: a line per event, {"type":"PUT"|"DELETE",
 // "key","value","revision","error"}, flushed as the store hands them over
