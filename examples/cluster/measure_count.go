@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,7 +27,8 @@ import (
 
 // kindCounts counts one kind's store traffic in the control plane: the
 // writes that committed, by verb, the writes refused by a conflict, the
-// events its watches emitted and the watches open now.
+// events its watches delivered (to the controllers' informers, and on the
+// wire to the agents and the CLI) and the watches open now.
 type kindCounts struct {
 	creates, updates, deletes, conflicts atomic.Int64
 	watchEvents, watches                 atomic.Int64
@@ -96,6 +98,9 @@ func (s countedStore[V]) Delete(ctx context.Context, key string, rev informer.Re
 func (s countedStore[V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, V]) error) error {
 	s.c.watches.Add(1)
 	defer s.c.watches.Add(-1)
+	if ctx.Value(countedOnTheWire{}) != nil {
+		return s.Store.Watch(ctx, after, emit)
+	}
 	return s.Store.Watch(ctx, after, func(ev informer.Event[string, V]) error {
 		if ev.Type != informer.Bookmark {
 			s.c.watchEvents.Add(1)
@@ -103,6 +108,45 @@ func (s countedStore[V]) Watch(ctx context.Context, after informer.Revision, emi
 		return emit(ev)
 	})
 }
+
+// countedOnTheWire marks the context of a store protocol watch, whose
+// events are counted as the API sends them (countWatches): the API server
+// leaves out what the watcher's selector does not select, so that what
+// the store hands the watch is not what the watcher gets.
+type countedOnTheWire struct{}
+
+// countWatches returns h with the events of every store protocol watch
+// (/store/<kind>/watch) counted in the kind's counters as they are sent.
+func (sc storeCounts) countWatches(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kind, ok := strings.CutPrefix(r.URL.Path, "/store/")
+		if kind, ok = strings.CutSuffix(kind, "/watch"); ok && sc[kind] != nil {
+			r = r.WithContext(context.WithValue(r.Context(), countedOnTheWire{}, true))
+			w = &countingWriter{ResponseWriter: w, c: sc[kind]}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// countingWriter counts the PUT and DELETE lines of a watch stream, which
+// the server writes a line a Write.
+type countingWriter struct {
+	http.ResponseWriter
+	c *kindCounts
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	for line := range bytes.Lines(b) {
+		if bytes.HasPrefix(line, []byte(`{"type":"PUT"`)) || bytes.HasPrefix(line, []byte(`{"type":"DELETE"`)) {
+			w.c.watchEvents.Add(1)
+		}
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController flush the stream and set its
+// deadlines.
+func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // storeCounts are the counters of every kind, by the kind's plural name.
 type storeCounts map[string]*kindCounts
@@ -213,7 +257,7 @@ func measuredControlPlane(ctx context.Context, timings string, stdout, stderr io
 	defer func() { stopStats(); <-statsDone }()
 	go func() { statsDone <- serve(sctx, ln, mux) }()
 	return up(ctx, upConfig{store: "mem", timings: timings, listen: "127.0.0.1:0", managerAddr: "off", logLevel: "error",
-		wrap: counts.wrap,
+		wrap: counts.wrap, wrapAPI: counts.countWatches,
 		onListen: func(url string) {
 			fmt.Fprintf(stdout, "%s\nhttp://%s/stats\n", url, ln.Addr())
 		}}, io.Discard, stderr)

@@ -37,6 +37,9 @@ type upConfig struct {
 	// controllers use them (measure counts the writes and watch events
 	// through it).
 	wrap func(api.Stores) api.Stores
+	// wrapAPI, if set, wraps the API's handler (measure counts the watch
+	// events sent to the agents and the CLI through it).
+	wrapAPI func(http.Handler) http.Handler
 }
 
 func upMode(args []string, stdout, stderr io.Writer) int {
@@ -109,6 +112,10 @@ func up(ctx context.Context, cfg upConfig, stdout, stderr io.Writer) error {
 		return err
 	}
 	stores := srv.Stores()
+	var handler http.Handler = srv
+	if cfg.wrapAPI != nil {
+		handler = cfg.wrapAPI(srv)
+	}
 
 	mopts := reconcile.ManagerOptions{Addr: cfg.managerAddr, Logger: logger, ShutdownTimeout: 20 * time.Second}
 	if err := withLock(&mopts, st, cfg); err != nil {
@@ -164,7 +171,7 @@ func up(ctx context.Context, cfg upConfig, stdout, stderr io.Writer) error {
 	}
 	for _, err := range []error{
 		mgr.AddFunc("events", func(ctx context.Context) error { return runSink(ctx, sink) }),
-		mgr.AddFunc("api", func(ctx context.Context) error { return serve(ctx, ln, srv) }),
+		mgr.AddFunc("api", func(ctx context.Context) error { return serve(ctx, ln, handler) }),
 	} {
 		if err != nil {
 			_ = ln.Close()

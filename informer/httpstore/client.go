@@ -35,6 +35,13 @@ type ClientOptions struct {
 	// (0): DefaultIdleTimeout, six of the server's default bookmark
 	// intervals; negative: none.
 	IdleTimeout time.Duration
+	// Selector, if set, is sent with List and Watch, which then see only
+	// the part of the store it selects, by the rules of the server's
+	// ServerOptions.Select (a server without one refuses it with 400): a
+	// node agent's "spec.nodeName=n1", say. Get and the writes see every
+	// key. See "Selections" in the package documentation. Default: none,
+	// the whole store.
+	Selector string
 }
 
 // DefaultIdleTimeout is ClientOptions.IdleTimeout when it is zero.
@@ -52,6 +59,8 @@ type Client[V any] struct {
 	token string
 	http  *http.Client
 	idle  time.Duration
+	// selector is ClientOptions.Selector, as a query: nil for none.
+	selector url.Values
 }
 
 var _ informer.Store[string, int] = (*Client[int])(nil)
@@ -87,7 +96,11 @@ func NewClient[V any](baseURL string, opts ClientOptions) (*Client[V], error) {
 	if idle == 0 {
 		idle = DefaultIdleTimeout
 	}
-	return &Client[V]{base: u, token: opts.Token, http: hc, idle: idle}, nil
+	c := &Client[V]{base: u, token: opts.Token, http: hc, idle: idle}
+	if opts.Selector != "" {
+		c.selector = url.Values{selectorParam: {opts.Selector}}
+	}
+	return c, nil
 }
 
 // URL returns the base URL the client was made with, without a trailing
@@ -179,11 +192,12 @@ func decodeBody(op string, resp *http.Response, out any) error {
 	return nil
 }
 
-// List returns every entry and the revision they were read at, one
-// snapshot of the server's store. An entry whose value the store, or this
+// List returns every entry (every selected one, with
+// ClientOptions.Selector) and the revision they were read at, one snapshot
+// of the server's store. An entry whose value the store, or this
 // client, could not decode has Err set and no Value.
 func (c *Client[V]) List(ctx context.Context) ([]informer.Entry[string, V], informer.Revision, error) {
-	resp, err := c.do(ctx, "list", http.MethodGet, "keys", nil, nil, http.StatusOK)
+	resp, err := c.do(ctx, "list", http.MethodGet, "keys", c.selector, nil, http.StatusOK)
 	if err != nil {
 		return nil, 0, err
 	}

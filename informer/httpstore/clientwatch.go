@@ -26,11 +26,16 @@ var errIdle = errors.New("the stream was idle too long")
 // any other error, after which the caller (the
 // informer) watches again after the last revision it saw. Bookmarks are
 // passed on when they move the revision forward. A value that does not
-// decode is a Put with Err set. The response is closed before Watch
+// decode is a Put with Err set. With ClientOptions.Selector, a key that
+// leaves the selection is a Delete (see "Selections" in the package
+// documentation). The response is closed before Watch
 // returns; Watch starts no goroutine.
 func (c *Client[V]) Watch(ctx context.Context, after informer.Revision, emit func(informer.Event[string, V]) error) error {
 	op := fmt.Sprintf("watch after %d", after)
 	q := url.Values{"after": {strconv.FormatUint(uint64(after), 10)}}
+	if c.selector != nil {
+		q.Set(selectorParam, c.selector.Get(selectorParam))
+	}
 	reqCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// The idle timer ends the request, which fails the read it waits in;

@@ -11,12 +11,12 @@
 // All paths are relative to where the Server is mounted; bodies are JSON;
 // values are encoded with encoding/json.
 //
-//	GET    /keys                      list: {"revision":R,"entries":[{"key","value","revision","error"}]}
-//	GET    /keys?key=K                get: {"key","value","revision"}, or 404 with code NotFound
-//	POST   /keys?key=K                create, body the value: {"revision":R}
-//	PUT    /keys?key=K&revision=R     update at R, body the value: {"revision":R'}
-//	DELETE /keys?key=K[&revision=R]   delete (at R): {"revision":R'}
-//	GET    /watch?after=R             newline-delimited events, streamed
+//	GET    /keys[?selector=S]           list: {"revision":R,"entries":[{"key","value","revision","error"}]}
+//	GET    /keys?key=K                  get: {"key","value","revision"}, or 404 with code NotFound
+//	POST   /keys?key=K                  create, body the value: {"revision":R}
+//	PUT    /keys?key=K&revision=R       update at R, body the value: {"revision":R'}
+//	DELETE /keys?key=K[&revision=R]     delete (at R): {"revision":R'}
+//	GET    /watch?after=R[&selector=S]  newline-delimited events, streamed
 //
 // A watch is one long response: a line per event, {"type":"PUT"|"DELETE",
 // "key","value","revision","error"}, flushed as the store hands them over
@@ -34,6 +34,29 @@
 // turns them into an *Error that matches informer.ErrConflict,
 // informer.ErrRevisionExpired or this package's sentinels with errors.Is.
 // A refused write wrote nothing.
+//
+// # Selections
+//
+// A server with ServerOptions.Select serves a part of its store to a list
+// or a watch that asks with a selector, as Kubernetes' API server serves a
+// kubelet the pods of its node only (a field selector
+// spec.nodeName=NODE): with many watchers that each want a small part,
+// every write then reaches the watchers it concerns and no others. A
+// selected list holds the selected entries, at the store's revision. A
+// selected watch sends a PUT for each write of a selected value; a DELETE,
+// without a value, when a key leaves the selection (a write whose value
+// is no longer selected, as a pod bound to another node); the DELETE of a
+// selected key; and nothing for the rest, whose revisions the next
+// bookmark carries. An informer over a selected Client so holds exactly the
+// selected keys. A value the store cannot decode is in every selection.
+//
+// The server learns what a watcher holds by listing the store when the
+// watch starts. A watch resumed after an older revision replays the
+// writes between that revision and the list first; there, the first
+// write of a key that is not selected is sent as a DELETE (whether the
+// watcher held the key cannot be known), which the informer ignores for a
+// key it does not hold. Each selected watch costs the server a list and
+// a set of its selected keys.
 //
 // # Connections that go quiet
 //

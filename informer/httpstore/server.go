@@ -68,6 +68,17 @@ type ServerOptions[V any] struct {
 	// would write, after Default; an error refuses the write with 422 and
 	// the error's text, and nothing is written. Default: none.
 	Validate func(ctx context.Context, key string, v V) error
+	// Select, if set, lets a list or a watch ask for a part of the store,
+	// as a Kubernetes field selector does: the request's selector
+	// parameter (ClientOptions.Selector), a string whose meaning is the
+	// server's, is handed to Select, which returns whether a key and its
+	// value are selected, or an error that refuses the request with 400
+	// and the error's text. See "Selections" in the package documentation
+	// for what a selected list and watch send. Select is called once per
+	// request; the function it returns, once per entry and event, from
+	// one goroutine. Default: none, and a request with a selector is
+	// refused with 400.
+	Select func(selector string) (func(key string, v V) bool, error)
 	// Clock drives the bookmark ticker. Default: the real clock.
 	Clock clock.WithTicker
 }
@@ -229,23 +240,55 @@ func (s *Server[V]) keys(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// list answers with the store's List.
+// list answers with the store's List, the selected entries only if the
+// request has a selector.
 func (s *Server[V]) list(w http.ResponseWriter, r *http.Request) {
+	match, ok := s.selector(w, r)
+	if !ok {
+		return
+	}
 	entries, rev, err := s.store.List(r.Context())
 	if err != nil {
 		refuseErr(w, "list", err)
 		return
 	}
-	out := wireList{Revision: uint64(rev), Entries: make([]wireEntry, len(entries))}
-	for i, e := range entries {
-		out.Entries[i] = wireEntry{Key: e.Key, Revision: uint64(e.Revision)}
-		if e.Err != nil {
-			out.Entries[i].Error = e.Err.Error()
+	out := wireList{Revision: uint64(rev), Entries: make([]wireEntry, 0, len(entries))}
+	for _, e := range entries {
+		if match != nil && !selected(match, e.Key, e.Value, e.Err) {
 			continue
 		}
-		out.Entries[i].Value, out.Entries[i].Error = marshal(e.Value)
+		we := wireEntry{Key: e.Key, Revision: uint64(e.Revision)}
+		if e.Err != nil {
+			we.Error = e.Err.Error()
+		} else {
+			we.Value, we.Error = marshal(e.Value)
+		}
+		out.Entries = append(out.Entries, we)
 	}
 	reply(w, http.StatusOK, out)
+}
+
+// selector returns the predicate of the request's selector parameter, nil
+// for none. It answers 400 and returns false for a selector the server
+// cannot take.
+func (s *Server[V]) selector(w http.ResponseWriter, r *http.Request) (func(string, V) bool, bool) {
+	q := r.URL.Query()
+	if !q.Has(selectorParam) {
+		return nil, true
+	}
+	if s.opts.Select == nil {
+		refuse(w, http.StatusBadRequest, codeBadRequest, "this server takes no selector")
+		return nil, false
+	}
+	match, err := s.opts.Select(q.Get(selectorParam))
+	if err == nil && match == nil {
+		err = errors.New("the server's Select returned no function")
+	}
+	if err != nil {
+		refuse(w, http.StatusBadRequest, codeBadRequest, "selector "+strconv.Quote(q.Get(selectorParam))+": "+err.Error())
+		return nil, false
+	}
+	return match, true
 }
 
 // get answers with the store's Get, 404 if key does not exist.

@@ -84,10 +84,34 @@ func (s *Server[V]) watch(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
+	match, ok := s.selector(w, r)
+	if !ok {
+		return
+	}
+	var sel *selection[V]
+	if match != nil {
+		entries, listed, err := s.store.List(r.Context())
+		if err != nil {
+			refuseErr(w, "watch: listing for the selection", err)
+			return
+		}
+		sel = newSelection(match, entries, listed)
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	st := &stream{w: w, rc: http.NewResponseController(w), timeout: s.opts.WatchWriteTimeout, rev: after, dirty: make(chan struct{}, 1)}
 	emit := func(ev informer.Event[string, V]) error {
+		if sel != nil {
+			var send bool
+			if ev, send = sel.filter(ev); !send {
+				// The next bookmark carries the revision, so that a
+				// resumed watch need not replay what was left out.
+				st.mu.Lock()
+				st.rev = max(st.rev, uint64(ev.Revision))
+				st.mu.Unlock()
+				return nil
+			}
+		}
 		e := wireEvent{Key: ev.Key, Revision: uint64(ev.Revision)}
 		switch ev.Type {
 		case informer.Put:

@@ -209,7 +209,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: l}))
 	}
-	st, err := apiserver.NewStores(apiURL, token, httpstore.ClientOptions{})
+	st, err := apiserver.NewNodeStores(apiURL, token, cfg.Node, httpstore.ClientOptions{})
 	if err != nil {
 		return fail(err)
 	}

@@ -8,10 +8,13 @@ import (
 )
 
 // nodePods is the pod source of one node's agent: the pods bound to the
-// node (kubelet watches with the field selector spec.nodeName=<node>), so
-// that the agent caches its own pods only. A pod that leaves the node
-// (rebound, or its Put no longer names the node) reaches the informer as
-// a Delete; for a pod it never held, the informer ignores that Delete.
+// node, so that the agent caches its own pods only. A pod that leaves the
+// node (rebound, or its Put no longer names the node) reaches the informer
+// as a Delete; for a pod it never held, the informer ignores that Delete.
+// Over the API (Main), the server already sends only the node's pods,
+// asked with the field selector spec.nodeName=<node> as kubelet asks
+// (apiserver.NewNodeStores); this filter makes the same hold over any
+// store, as in the tests' memory stores.
 type nodePods struct {
 	src  informer.Source[string, api.Pod]
 	node string

@@ -41,3 +41,19 @@ func client[V any](url string, opts httpstore.ClientOptions) (informer.Store[str
 	}
 	return c, nil
 }
+
+// NewNodeStores returns the stores of node's agent: NewStores', except that
+// the pods' List and Watch ask for the pods bound to node only (the field
+// selector spec.nodeName=node, as kubelet's), so that the server sends the
+// agent the writes of its own pods and no others; a pod rebound elsewhere
+// or deleted is a Delete.
+func NewNodeStores(baseURL, token, node string, opts httpstore.ClientOptions) (api.Stores, error) {
+	st, err := NewStores(baseURL, token, opts)
+	if err != nil {
+		return api.Stores{}, err
+	}
+	opts.Token = token
+	opts.Selector = "spec.nodeName=" + node
+	st.Pods, _ = client[api.Pod](strings.TrimSuffix(baseURL, "/")+"/store/pods", opts)
+	return st, nil
+}

@@ -95,9 +95,25 @@ func (r *resource[V]) what(name string) string {
 	return fmt.Sprintf("%s%s %q", r.plural, group, name)
 }
 
+// selects returns whether a value is in the request's namespace ns (any,
+// if empty) and matches its fieldSelector. It answers 400 and returns
+// false for a field selector the kind cannot take.
+func (r *resource[V]) selects(w http.ResponseWriter, req *http.Request, ns string) (func(*V) bool, bool) {
+	match, err := fieldMatcher[V](req.URL.Query().Get("fieldSelector"))
+	if err != nil {
+		writeStatus(w, http.StatusBadRequest, "BadRequest", err.Error())
+		return nil, false
+	}
+	return func(v *V) bool { return (ns == "" || r.namespaceOf(v) == ns) && match(v) }, true
+}
+
 func (r *resource[V]) list(w http.ResponseWriter, req *http.Request, ns string) {
+	selects, ok := r.selects(w, req, ns)
+	if !ok {
+		return
+	}
 	if w1 := req.URL.Query().Get("watch"); w1 == "1" || w1 == "true" {
-		r.watch(w, req, ns)
+		r.watch(w, req, selects)
 		return
 	}
 	entries, rev, err := r.store.List(req.Context())
@@ -107,7 +123,7 @@ func (r *resource[V]) list(w http.ResponseWriter, req *http.Request, ns string) 
 	}
 	items := []map[string]any{}
 	for _, e := range entries {
-		if e.Err != nil || (ns != "" && r.namespaceOf(&e.Value) != ns) {
+		if e.Err != nil || !selects(&e.Value) {
 			continue
 		}
 		items = append(items, r.render(e.Value, e.Revision))
@@ -276,9 +292,13 @@ func (r *resource[V]) delete(w http.ResponseWriter, req *http.Request) {
 		"details": map[string]string{"name": req.PathValue("name"), "kind": r.plural}})
 }
 
-// watch lists the collection as ADDED events, then streams its changes, a
-// JSON line each, until the client goes away or the store's watch fails.
-func (r *resource[V]) watch(w http.ResponseWriter, req *http.Request, ns string) {
+// watch lists the selected part of the collection as ADDED events, then
+// streams its changes, a JSON line each, until the client goes away or the
+// store's watch fails: an object that comes to be selected is ADDED, one
+// that no longer is (deleted, or a field changed) DELETED, as Kubernetes'
+// watch cache sends them (staging/src/k8s.io/apiserver/pkg/storage/cacher/
+// cache_watcher.go, convertToWatchEvent).
+func (r *resource[V]) watch(w http.ResponseWriter, req *http.Request, selects func(*V) bool) {
 	ctx := req.Context()
 	entries, rev, err := r.store.List(ctx)
 	if err != nil {
@@ -304,7 +324,7 @@ func (r *resource[V]) watch(w http.ResponseWriter, req *http.Request, ns string)
 		return nil
 	}
 	for _, e := range entries {
-		if e.Err == nil && (ns == "" || r.namespaceOf(&e.Value) == ns) {
+		if e.Err == nil && selects(&e.Value) {
 			seen[e.Key] = true
 			if send("ADDED", r.render(e.Value, e.Revision)) != nil {
 				return
@@ -313,10 +333,13 @@ func (r *resource[V]) watch(w http.ResponseWriter, req *http.Request, ns string)
 	}
 	err = r.store.Watch(ctx, rev, func(ev informer.Event[string, V]) error {
 		switch {
-		case ev.Type == informer.Put && ev.Err == nil:
-			if ns != "" && r.namespaceOf(&ev.Value) != ns {
+		case ev.Type == informer.Put && ev.Err == nil && !selects(&ev.Value):
+			if !seen[ev.Key] {
 				return nil
 			}
+			delete(seen, ev.Key)
+			return send("DELETED", r.render(ev.Value, ev.Revision))
+		case ev.Type == informer.Put && ev.Err == nil:
 			typ := "MODIFIED"
 			if !seen[ev.Key] {
 				typ, seen[ev.Key] = "ADDED", true

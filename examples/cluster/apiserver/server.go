@@ -13,7 +13,12 @@
 //	/apis/apps/v1/deployments, /api/v1/pods, ...         (every namespace)
 //
 // GET on a collection lists it, or with ?watch=1 streams
-// {"type":"ADDED|MODIFIED|DELETED","object":...} lines; POST creates, PUT
+// {"type":"ADDED|MODIFIED|DELETED","object":...} lines; with
+// ?fieldSelector=spec.nodeName=NODE (or another of Kubernetes' selectable
+// fields: metadata.name, metadata.namespace, and for pods spec.nodeName,
+// spec.restartPolicy and status.phase) of the matching objects only, an
+// object that stops matching being DELETED for the watcher. The store
+// protocol takes the same selectors as its selector parameter; POST creates, PUT
 // replaces, DELETE deletes with ?propagationPolicy=Background|Foreground|Orphan.
 //
 // Both paths default and validate a write the same way (api.Default,
@@ -116,6 +121,15 @@ func mountStore[V any](s *Server, plural string, st informer.Store[string, V], a
 		so.Validate = func(_ context.Context, key string, v V) error {
 			_, err := admit(adm, key, v)
 			return err
+		}
+		// The store protocol's selector is a field selector, so that an
+		// agent asks for its node's pods only.
+		so.Select = func(selector string) (func(string, V) bool, error) {
+			match, err := fieldMatcher[V](selector)
+			if err != nil {
+				return nil, err
+			}
+			return func(_ string, v V) bool { return match(&v) }, nil
 		}
 	}
 	srv, err := httpstore.NewServer(st, so)
