@@ -24,9 +24,9 @@ type childArgs struct {
 	// Candidate, if set, makes the child a fail-over candidate instead of
 	// a measurement: see runCandidate.
 	Candidate *candidateArgs `json:"candidate,omitempty"`
-	Rate    float64       `json:"rate"`   // steady writes per second
-	Steady  time.Duration `json:"steady"` // how long the steady phase writes
-	Timeout time.Duration `json:"timeout"`
+	Rate      float64        `json:"rate"`   // steady writes per second
+	Steady    time.Duration  `json:"steady"` // how long the steady phase writes
+	Timeout   time.Duration  `json:"timeout"`
 }
 
 // result is one run's measurements, which the child prints as JSON.

@@ -1,34 +1,53 @@
-// Command kubecmp measures the same ConfigMap controller written with
+// Command kubecmp measures the same controller written with
 // controller-runtime (its defaults) and with converge's Kubernetes backend
 // (package kube), on one real kube-apiserver, one run at a time.
 //
-// Each run gets a fresh namespace with N ConfigMaps (data.v = "0"), then a
-// child process (this binary again) builds one implementation's controller
-// and measures:
+// Each run gets a fresh namespace with N objects of -resource (their
+// value "0"), then a child process (this binary again) builds one
+// implementation's controller and measures:
 //
 //   - sync: from building the controller to its cache synced;
 //   - once: from building it to every object reconciled once (the
-//     reconciler copies data.v into an annotation with one write);
+//     reconciler copies the value with one write: into an annotation, or
+//     into the status of the custom resource);
 //   - heap/object: heap after GC with the controller running and every
 //     object reconciled, minus the heap after GC before it was built,
 //     divided by N;
 //   - requests/reconcile: the server's own apiserver_request_total of
-//     configmaps during each phase (the steady writer's PATCHes left out)
-//     divided by the reconcile writes;
-//   - write → reconcile latency p50/p99: a writer PATCHes data.v of one
+//     the resource during each phase (the steady writer's PATCHes left
+//     out) divided by the reconciles that wrote;
+//   - write → reconcile latency p50/p99: a writer PATCHes the value of one
 //     object after another at -rate per second for -steady; the latency
 //     runs from before the PATCH to the end of the reconciler's write of
 //     that value.
 //
+// The resources (-resource): configmaps (controller-runtime reads them as
+// protobuf, converge as JSON); crd, a custom resource with a status
+// subresource whose reconciler writes the status (both read JSON); and
+// crd-annotation, the same custom resource whose reconciler writes an
+// annotation as over ConfigMaps. -workers runs both libraries with the
+// same number of concurrent reconciles, one table section each.
+//
 // The implementations take turns in each repetition, the order rotating
 // from one repetition to the next. The table gives the median [min..max]
 // of the repetitions and the ratios converge ÷ controller-runtime.
+//
+// With -failover, kubecmp measures leader fail-over instead: per lease
+// timing, a chain of candidate processes per library in a namespace of
+// its own, each electing over a Lease (converge: kube.Lock under a
+// reconcile.Manager; controller-runtime: its leader election). Each
+// fail-over starts a standby, waits until its cache has synced and a
+// random time more, SIGKILLs the leader and times the kill to the
+// standby's first reconcile.
 //
 // Usage (a server from scripts/servers.sh, see docs/design/kube.md):
 //
 //	export CONVERGE_SERVERS_DIR=/tmp/cs-kube CONVERGE_SERVERS_KINDS=kube
 //	bash scripts/servers.sh start && eval "$(bash scripts/servers.sh env)"
 //	go -C bench run ./kubecmp -objects 1000,10000 -reps 3
+//	go -C bench run ./kubecmp -resource crd -objects 1000,10000 -reps 3
+//	go -C bench run ./kubecmp -objects 10000 -workers 1,4,8 -steady 0
+//	go -C bench run ./kubecmp -failover default,short -reps 5
 package main
 
 import (
@@ -178,7 +197,7 @@ func measure(ctx context.Context, o options, out, log io.Writer) error {
 						return err
 					}
 					fmt.Fprintf(log, "kubecmp: %s n=%d workers=%d rep=%d %s: sync %.2fs once %.2fs cpu/obj %.0fµs heap/obj %.0f B req/rec %.2f/%.2f p50 %.1fms p99 %.1fms (%d samples, %d missed)\n",
-					o.resource, n, w, rep+1, impl, r.SyncSeconds, r.OnceSeconds, r.OnceCPUPerObject, r.HeapPerObject, r.OnceRequests, r.SteadyRequests, r.LatencyP50, r.LatencyP99, r.Samples, r.Missed)
+						o.resource, n, w, rep+1, impl, r.SyncSeconds, r.OnceSeconds, r.OnceCPUPerObject, r.HeapPerObject, r.OnceRequests, r.SteadyRequests, r.LatencyP50, r.LatencyP99, r.Samples, r.Missed)
 					all[sec][impl] = append(all[sec][impl], r)
 				}
 			}
