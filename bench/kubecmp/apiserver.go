@@ -127,48 +127,69 @@ func newScraper(cfg *rest.Config) (*scraper, error) {
 	return &scraper{c: c, host: strings.TrimSuffix(cfg.Host, "/")}, nil
 }
 
-// requests counts apiserver_request_total by verb.
-type requests map[string]int64
+// requests is what the server counted of one resource: its
+// apiserver_request_total by verb, and the time it spent on PUTs
+// (apiserver_request_duration_seconds, from the request's arrival to its
+// answer: admission, storage and etcd's write).
+type requests struct {
+	byVerb     map[string]int64
+	putSeconds float64
+	puts       int64
+}
 
 func (r requests) total() int64 {
 	var n int64
-	for _, v := range r {
+	for _, v := range r.byVerb {
 		n += v
 	}
 	return n
 }
 
-// requests returns the server's apiserver_request_total of resource (every
-// subresource, code and scope), by verb. A watch is counted when it ends,
-// so an open one is not in the count.
+// requests returns the server's counts of resource (every subresource,
+// code and scope). A watch is counted when it ends, so an open one is not
+// in the count.
 func (s *scraper) requests(ctx context.Context, resource string) (requests, error) {
+	out := requests{byVerb: map[string]int64{}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.host+"/metrics", nil)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	resp, err := s.c.Do(req)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+		return out, fmt.Errorf("GET /metrics: %s", resp.Status)
 	}
-	out := requests{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="`+resource+`"`) {
+		name, _, ok := strings.Cut(line, "{")
+		if !ok || !strings.Contains(line, `resource="`+resource+`"`) {
+			continue
+		}
+		var v float64
+		switch name {
+		case "apiserver_request_total", "apiserver_request_duration_seconds_sum", "apiserver_request_duration_seconds_count":
+			sp := strings.LastIndexByte(line, ' ')
+			if v, err = strconv.ParseFloat(line[sp+1:], 64); err != nil {
+				return out, fmt.Errorf("/metrics: %q: %w", line, err)
+			}
+		default:
 			continue
 		}
 		verb := label(line, "verb")
-		sp := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[sp+1:], 64)
-		if err != nil {
-			return nil, fmt.Errorf("/metrics: %q: %w", line, err)
+		switch {
+		case name == "apiserver_request_total":
+			out.byVerb[verb] += int64(v)
+		case verb != "PUT":
+		case name == "apiserver_request_duration_seconds_sum":
+			out.putSeconds += v
+		default:
+			out.puts += int64(v)
 		}
-		out[verb] += int64(v)
 	}
 	return out, sc.Err()
 }

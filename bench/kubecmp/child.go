@@ -53,6 +53,13 @@ type result struct {
 	// writer's own left out, per reconcile write.
 	OnceRequests   float64 `json:"once_requests_per_reconcile"`
 	SteadyRequests float64 `json:"steady_requests_per_reconcile"`
+	// ServerPutMs: the server's own mean time for a PUT of the resource
+	// during the sync + reconcile-once phase, in milliseconds.
+	ServerPutMs float64 `json:"server_put_ms"`
+	// ServerPutShare: the server's time for those PUTs divided by the
+	// workers' wall time in that phase (workers × its length): near 1,
+	// the workers spend the phase waiting for the server's writes.
+	ServerPutShare float64 `json:"server_put_share"`
 	// LatencyP50, LatencyP99: from before the writer's PATCH to the end of
 	// the reconciler's write of that value, in milliseconds.
 	LatencyP50 float64 `json:"latency_p50_ms"`
@@ -114,6 +121,11 @@ func runChild(ctx context.Context, cfg *rest.Config, a childArgs) (result, error
 		return res, err
 	}
 	res.OnceRequests = float64(afterOnce.total()-before.total()) / float64(a.Objects)
+	if puts := afterOnce.puts - before.puts; puts > 0 {
+		server := afterOnce.putSeconds - before.putSeconds
+		res.ServerPutMs = server * 1000 / float64(puts)
+		res.ServerPutShare = server / (float64(max(a.Workers, 1)) * res.OnceSeconds)
+	}
 
 	if a.Steady > 0 {
 		writes, err := steadyWrites(ctx, cfg, a, tr)

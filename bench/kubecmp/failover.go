@@ -240,7 +240,7 @@ func failovers(ctx context.Context, cfg *rest.Config, o options, tm leaseTiming,
 	chains := make([]*chain, len(o.impls))
 	defer func() {
 		for _, ch := range chains {
-			if ch == nil {
+			if ch == nil || ch.ns == "" {
 				continue
 			}
 			if ch.leader != nil {

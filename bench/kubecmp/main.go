@@ -196,8 +196,8 @@ func measure(ctx context.Context, o options, out, log io.Writer) error {
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(log, "kubecmp: %s n=%d workers=%d rep=%d %s: sync %.2fs once %.2fs cpu/obj %.0fµs heap/obj %.0f B req/rec %.2f/%.2f p50 %.1fms p99 %.1fms (%d samples, %d missed)\n",
-						o.resource, n, w, rep+1, impl, r.SyncSeconds, r.OnceSeconds, r.OnceCPUPerObject, r.HeapPerObject, r.OnceRequests, r.SteadyRequests, r.LatencyP50, r.LatencyP99, r.Samples, r.Missed)
+					fmt.Fprintf(log, "kubecmp: %s n=%d workers=%d rep=%d %s: sync %.2fs once %.2fs cpu/obj %.0fµs heap/obj %.0f B server PUT %.2fms share %.2f req/rec %.2f/%.2f p50 %.1fms p99 %.1fms (%d samples, %d missed)\n",
+						o.resource, n, w, rep+1, impl, r.SyncSeconds, r.OnceSeconds, r.OnceCPUPerObject, r.HeapPerObject, r.ServerPutMs, r.ServerPutShare, r.OnceRequests, r.SteadyRequests, r.LatencyP50, r.LatencyP99, r.Samples, r.Missed)
 					all[sec][impl] = append(all[sec][impl], r)
 				}
 			}
@@ -235,14 +235,16 @@ func setUp(ctx context.Context, o options) (*rest.Config, error) {
 func runOnce(ctx context.Context, cfg *rest.Config, o options, impl string, sec section, log io.Writer) (result, error) {
 	n := sec.objects
 	ns, err := prepare(ctx, cfg, o.resource, n)
+	if ns != "" {
+		defer func() {
+			if err := cleanUp(context.WithoutCancel(ctx), cfg, o.resource, ns); err != nil {
+				fmt.Fprintln(log, "kubecmp: clean-up:", err)
+			}
+		}()
+	}
 	if err != nil {
 		return result{}, err
 	}
-	defer func() {
-		if err := cleanUp(context.WithoutCancel(ctx), cfg, o.resource, ns); err != nil {
-			fmt.Fprintln(log, "kubecmp: clean-up:", err)
-		}
-	}()
 	cmd, err := childCommand(ctx, o, childArgs{Impl: impl, NS: ns, Resource: o.resource, Objects: n, Workers: sec.workers, Rate: o.rate, Steady: o.steady, Timeout: o.timeout})
 	if err != nil {
 		return result{}, err

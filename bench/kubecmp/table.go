@@ -21,6 +21,8 @@ var metrics = []metric{
 	{"sync + reconcile once", func(r result) float64 { return r.OnceSeconds }, "s"},
 	{"client CPU per object (sync + once)", func(r result) float64 { return r.OnceCPUPerObject }, "µs"},
 	{"heap per cached object", func(r result) float64 { return r.HeapPerObject }, "B"},
+	{"server time per PUT (once)", func(r result) float64 { return r.ServerPutMs }, "ms"},
+	{"server PUT time ÷ (workers × once)", func(r result) float64 { return r.ServerPutShare }, ""},
 	{"requests per reconcile (once)", func(r result) float64 { return r.OnceRequests }, ""},
 	{"requests per reconcile (steady)", func(r result) float64 { return r.SteadyRequests }, ""},
 	{"write → reconcile p50", func(r result) float64 { return r.LatencyP50 }, "ms"},
