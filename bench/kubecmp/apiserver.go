@@ -104,8 +104,16 @@ func cleanUp(ctx context.Context, cfg *rest.Config, resource, ns string) error {
 	if err != nil {
 		return err
 	}
-	if err := dc.Resource(gvr).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		return fmt.Errorf("delete %s of %s: %w", gvr.Resource, ns, err)
+	// The server gives up on a DELETE of 10k objects after its request
+	// timeout, having deleted some: ask again.
+	for try := 1; ; try++ {
+		err := dc.Resource(gvr).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		if err == nil {
+			break
+		}
+		if try == 5 {
+			return fmt.Errorf("delete %s of %s: %w", gvr.Resource, ns, err)
+		}
 	}
 	if err := cs.CoordinationV1().Leases(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		return fmt.Errorf("delete leases of %s: %w", ns, err)
