@@ -13,11 +13,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
-
-var metav1PatchOptions = metav1.PatchOptions{}
 
 func objectName(i int) string { return fmt.Sprintf("cm-%05d", i) }
 
@@ -30,11 +29,20 @@ func noRateLimit(cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
-// prepare creates a fresh namespace with n ConfigMaps, each with
-// data[valueKey] = "0" and a few other fields a real one has (a label, a
-// small payload), from 16 goroutines.
-func prepare(ctx context.Context, cfg *rest.Config, n int) (string, error) {
-	cs, err := kubernetes.NewForConfig(noRateLimit(cfg))
+// prepare creates a fresh namespace with n objects of resource, each with
+// the value "0" and a few other fields a real one has (a label, a small
+// payload), from 16 goroutines.
+func prepare(ctx context.Context, cfg *rest.Config, resource string, n int) (string, error) {
+	cfg = noRateLimit(cfg)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	gvr, err := resourceGVR(resource)
 	if err != nil {
 		return "", err
 	}
@@ -44,19 +52,15 @@ func prepare(ctx context.Context, cfg *rest.Config, n int) (string, error) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("create namespace %s: %w", ns, err)
 	}
-	cms := cs.CoreV1().ConfigMaps(ns)
+	ri := dc.Resource(gvr).Namespace(ns)
 	next := make(chan int)
 	errs := make(chan error, 16)
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
 			for i := range next {
-				cm := &corev1.ConfigMap{
-					ObjectMeta: metav1.ObjectMeta{Name: objectName(i), Labels: map[string]string{"app": "bench"}},
-					Data:       map[string]string{valueKey: "0", "config.yaml": "replicas: 3\nimage: registry.example.com/app:1.0\n"},
-				}
-				if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-					errs <- fmt.Errorf("create %s/%s: %w", ns, cm.Name, err)
+				if _, err := ri.Create(ctx, newObject(resource, ns, i), metav1.CreateOptions{}); err != nil {
+					errs <- fmt.Errorf("create %s/%s: %w", ns, objectName(i), err)
 					return
 				}
 			}
@@ -82,16 +86,37 @@ feed:
 	return ns, first
 }
 
-// cleanUp deletes the ConfigMaps of ns and ns itself, so that the server's
-// watch cache does not grow from run to run (without a namespace
-// controller, deleting the namespace alone would leave them).
-func cleanUp(ctx context.Context, cfg *rest.Config, ns string) error {
-	cs, err := kubernetes.NewForConfig(noRateLimit(cfg))
+// cleanUp deletes the objects of ns (its resource's and its Leases) and ns
+// itself, so that the server's watch cache does not grow from run to run
+// (without a namespace controller, deleting the namespace alone would
+// leave them).
+func cleanUp(ctx context.Context, cfg *rest.Config, resource, ns string) error {
+	cfg = noRateLimit(cfg)
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	if err := cs.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		return fmt.Errorf("delete configmaps of %s: %w", ns, err)
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	gvr, err := resourceGVR(resource)
+	if err != nil {
+		return err
+	}
+	// The server gives up on a DELETE of 10k objects after its request
+	// timeout, having deleted some: ask again.
+	for try := 1; ; try++ {
+		err := dc.Resource(gvr).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		if err == nil {
+			break
+		}
+		if try == 5 {
+			return fmt.Errorf("delete %s of %s: %w", gvr.Resource, ns, err)
+		}
+	}
+	if err := cs.CoordinationV1().Leases(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("delete leases of %s: %w", ns, err)
 	}
 	return cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 }
@@ -110,48 +135,69 @@ func newScraper(cfg *rest.Config) (*scraper, error) {
 	return &scraper{c: c, host: strings.TrimSuffix(cfg.Host, "/")}, nil
 }
 
-// requests counts apiserver_request_total by verb.
-type requests map[string]int64
+// requests is what the server counted of one resource: its
+// apiserver_request_total by verb, and the time it spent on PUTs
+// (apiserver_request_duration_seconds, from the request's arrival to its
+// answer: admission, storage and etcd's write).
+type requests struct {
+	byVerb     map[string]int64
+	putSeconds float64
+	puts       int64
+}
 
 func (r requests) total() int64 {
 	var n int64
-	for _, v := range r {
+	for _, v := range r.byVerb {
 		n += v
 	}
 	return n
 }
 
-// configMapRequests returns the server's apiserver_request_total of the
-// configmaps resource (every subresource, code and scope), by verb. A watch
-// is counted when it ends, so an open one is not in the count.
-func (s *scraper) configMapRequests(ctx context.Context) (requests, error) {
+// requests returns the server's counts of resource (every subresource,
+// code and scope). A watch is counted when it ends, so an open one is not
+// in the count.
+func (s *scraper) requests(ctx context.Context, resource string) (requests, error) {
+	out := requests{byVerb: map[string]int64{}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.host+"/metrics", nil)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	resp, err := s.c.Do(req)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+		return out, fmt.Errorf("GET /metrics: %s", resp.Status)
 	}
-	out := requests{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="configmaps"`) {
+		name, _, ok := strings.Cut(line, "{")
+		if !ok || !strings.Contains(line, `resource="`+resource+`"`) {
+			continue
+		}
+		var v float64
+		switch name {
+		case "apiserver_request_total", "apiserver_request_duration_seconds_sum", "apiserver_request_duration_seconds_count":
+			sp := strings.LastIndexByte(line, ' ')
+			if v, err = strconv.ParseFloat(line[sp+1:], 64); err != nil {
+				return out, fmt.Errorf("/metrics: %q: %w", line, err)
+			}
+		default:
 			continue
 		}
 		verb := label(line, "verb")
-		sp := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[sp+1:], 64)
-		if err != nil {
-			return nil, fmt.Errorf("/metrics: %q: %w", line, err)
+		switch {
+		case name == "apiserver_request_total":
+			out.byVerb[verb] += int64(v)
+		case verb != "PUT":
+		case name == "apiserver_request_duration_seconds_sum":
+			out.putSeconds += v
+		default:
+			out.puts += int64(v)
 		}
-		out[verb] += int64(v)
 	}
 	return out, sc.Err()
 }

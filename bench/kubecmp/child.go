@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"slices"
@@ -11,25 +10,31 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
 
 // childArgs is what the parent asks one child process to measure.
 type childArgs struct {
-	Impl    string        `json:"impl"`
-	NS      string        `json:"ns"`
-	Objects int           `json:"objects"`
-	Rate    float64       `json:"rate"`   // steady writes per second
-	Steady  time.Duration `json:"steady"` // how long the steady phase writes
-	Timeout time.Duration `json:"timeout"`
+	Impl     string `json:"impl"`
+	NS       string `json:"ns"`
+	Resource string `json:"resource"`
+	Objects  int    `json:"objects"`
+	Workers  int    `json:"workers"` // 0: the library's default
+	// Candidate, if set, makes the child a fail-over candidate instead of
+	// a measurement: see runCandidate.
+	Candidate *candidateArgs `json:"candidate,omitempty"`
+	Rate      float64        `json:"rate"`   // steady writes per second
+	Steady    time.Duration  `json:"steady"` // how long the steady phase writes
+	Timeout   time.Duration  `json:"timeout"`
 }
 
 // result is one run's measurements, which the child prints as JSON.
 type result struct {
-	Impl    string `json:"impl"`
-	Objects int    `json:"objects"`
+	Impl     string `json:"impl"`
+	Resource string `json:"resource"`
+	Objects  int    `json:"objects"`
+	Workers  int    `json:"workers"`
 	// SyncSeconds: from building the controller to its cache synced.
 	SyncSeconds float64 `json:"sync_s"`
 	// OnceSeconds: from building the controller to every object
@@ -43,11 +48,18 @@ type result struct {
 	// object reconciled, minus the heap after GC before it was built,
 	// divided by the objects.
 	HeapPerObject float64 `json:"heap_per_object_b"`
-	// OnceRequests, SteadyRequests: the configmaps requests the server
+	// OnceRequests, SteadyRequests: the requests of the resource the server
 	// counted (apiserver_request_total) during each phase, the steady
 	// writer's own left out, per reconcile write.
 	OnceRequests   float64 `json:"once_requests_per_reconcile"`
 	SteadyRequests float64 `json:"steady_requests_per_reconcile"`
+	// ServerPutMs: the server's own mean time for a PUT of the resource
+	// during the sync + reconcile-once phase, in milliseconds.
+	ServerPutMs float64 `json:"server_put_ms"`
+	// ServerPutShare: the server's time for those PUTs divided by the
+	// workers' wall time in that phase (workers × its length): near 1,
+	// the workers spend the phase waiting for the server's writes.
+	ServerPutShare float64 `json:"server_put_share"`
 	// LatencyP50, LatencyP99: from before the writer's PATCH to the end of
 	// the reconciler's write of that value, in milliseconds.
 	LatencyP50 float64 `json:"latency_p50_ms"`
@@ -63,8 +75,12 @@ type result struct {
 // reconciled once, read the heap, then write at a.Rate for a.Steady and
 // time each write to its reconcile.
 func runChild(ctx context.Context, cfg *rest.Config, a childArgs) (result, error) {
-	res := result{Impl: a.Impl, Objects: a.Objects}
-	run, err := runnerOf(a.Impl)
+	res := result{Impl: a.Impl, Resource: a.Resource, Objects: a.Objects, Workers: a.Workers}
+	run, err := runnerOf(a.Impl, a.Resource)
+	if err != nil {
+		return res, err
+	}
+	gvr, err := resourceGVR(a.Resource)
 	if err != nil {
 		return res, err
 	}
@@ -75,7 +91,7 @@ func runChild(ctx context.Context, cfg *rest.Config, a childArgs) (result, error
 		return res, err
 	}
 	tr := newTracker(a.Objects)
-	before, err := metrics.configMapRequests(ctx)
+	before, err := metrics.requests(ctx, gvr.Resource)
 	if err != nil {
 		return res, err
 	}
@@ -83,7 +99,7 @@ func runChild(ctx context.Context, cfg *rest.Config, a childArgs) (result, error
 
 	cpu0 := cpuTime()
 	t0 := time.Now()
-	stop, err := run(ctx, cfg, a.NS, tr.done)
+	stop, err := run(ctx, cfg, runSpec{ns: a.NS, resource: a.Resource, workers: a.Workers, done: tr.done})
 	if err != nil {
 		return res, err
 	}
@@ -100,18 +116,23 @@ func runChild(ctx context.Context, cfg *rest.Config, a childArgs) (result, error
 	if err := writeHeapProfile(a); err != nil {
 		return res, err
 	}
-	afterOnce, err := metrics.configMapRequests(ctx)
+	afterOnce, err := metrics.requests(ctx, gvr.Resource)
 	if err != nil {
 		return res, err
 	}
 	res.OnceRequests = float64(afterOnce.total()-before.total()) / float64(a.Objects)
+	if puts := afterOnce.puts - before.puts; puts > 0 {
+		server := afterOnce.putSeconds - before.putSeconds
+		res.ServerPutMs = server * 1000 / float64(puts)
+		res.ServerPutShare = server / (float64(max(a.Workers, 1)) * res.OnceSeconds)
+	}
 
 	if a.Steady > 0 {
 		writes, err := steadyWrites(ctx, cfg, a, tr)
 		if err != nil {
 			return res, err
 		}
-		afterSteady, err := metrics.configMapRequests(ctx)
+		afterSteady, err := metrics.requests(ctx, gvr.Resource)
 		if err != nil {
 			return res, err
 		}
@@ -125,15 +146,19 @@ func runChild(ctx context.Context, cfg *rest.Config, a childArgs) (result, error
 	return res, nil
 }
 
-// steadyWrites patches data[valueKey] of one object after another, at
+// steadyWrites patches the value of one object after another, at
 // a.Rate per second, for a.Steady, then waits (up to 10 s) for the
 // reconciles of the values written. It returns how many writes it made.
 func steadyWrites(ctx context.Context, cfg *rest.Config, a childArgs, tr *tracker) (int64, error) {
-	cs, err := kubernetes.NewForConfig(noRateLimit(cfg))
+	dc, err := dynamic.NewForConfig(noRateLimit(cfg))
 	if err != nil {
 		return 0, err
 	}
-	cms := cs.CoreV1().ConfigMaps(a.NS)
+	gvr, err := resourceGVR(a.Resource)
+	if err != nil {
+		return 0, err
+	}
+	ri := dc.Resource(gvr).Namespace(a.NS)
 	n := int(a.Rate * a.Steady.Seconds())
 	tick := time.NewTicker(time.Duration(float64(time.Second) / a.Rate))
 	defer tick.Stop()
@@ -145,10 +170,9 @@ func steadyWrites(ctx context.Context, cfg *rest.Config, a childArgs, tr *tracke
 			return writes, ctx.Err()
 		}
 		key, value := objectName(i%a.Objects), "s"+strconv.Itoa(i)
-		patch, _ := json.Marshal(map[string]any{"data": map[string]string{valueKey: value}})
 		tr.wrote(key, value)
 		writes++
-		if _, err := cms.Patch(ctx, key, types.MergePatchType, patch, metav1PatchOptions); err != nil {
+		if err := patchValue(ctx, ri, a.Resource, key, value); err != nil {
 			return writes, fmt.Errorf("steady write %s: %w", key, err)
 		}
 	}

@@ -37,36 +37,81 @@ func TestMain(m *testing.M) {
 	)
 }
 
-// A small run of every implementation on the real server: each reconciles
-// every object once with one request each, and each steady write within
+// A small run of every implementation on the real server, over each
+// resource: each reconciles every object once and each steady write within
 // seconds, so that the full measurement measures working controllers.
+// Writing an annotation takes one request per reconcile; writing a custom
+// resource's status takes controller-runtime one and converge's
+// kube.Store two (a PUT of the object, which changes nothing, then one of
+// the status).
 func TestEveryImplementationShouldReconcileEachObjectAndEachSteadyWriteOnTheRealServer(t *testing.T) {
+	kubeconfig := testserver.Kubeconfig(t)
+	for _, resource := range resources {
+		t.Run(resource, func(t *testing.T) {
+			o := options{
+				kubeconfig: kubeconfig,
+				resource:   resource,
+				objects:    []int{30},
+				workers:    []int{0},
+				reps:       1,
+				rate:       20,
+				steady:     time.Second,
+				timeout:    2 * time.Minute,
+			}
+			o.impls = defaultImpls(o)
+			var out, log bytes.Buffer
+			require.NoError(t, measure(t.Context(), o, &out, &log), "log:\n%s", log.String())
+			for _, impl := range o.impls {
+				line := lineOf(t, log.String(), resource+" n=30 workers=0 rep=1 "+impl+":")
+				m := reqPerReconcile.FindStringSubmatch(line)
+				require.NotNil(t, m, line)
+				writes := 1.0
+				if resource == resourceCRD && impl != implControllerRuntime {
+					writes = 2
+				}
+				once, _ := strconv.ParseFloat(m[1], 64)
+				// The writes of each reconcile, and the start's list and
+				// watch requests (at most 5 with discovery) shared by the 30.
+				assert.True(t, once >= writes && once <= writes+5.0/30, "requests per reconcile once: %s", line)
+				// The writes of each steady reconcile; on a loaded machine
+				// now and then a conflict's retry or a new watch (2 in the 20).
+				steady, _ := strconv.ParseFloat(m[2], 64)
+				assert.True(t, steady >= writes && steady <= writes+2.0/20, "requests per steady reconcile: %s", line)
+				assert.Contains(t, line, "(20 samples, 0 missed)", "every steady write reconciled: %s", line)
+			}
+			assert.Contains(t, out.String(), "| sync + reconcile once |")
+		})
+	}
+}
+
+// One fail-over of each library with the short lease timing: the
+// standby, a process of its own with a synced cache, reconciles only once
+// the leader's SIGKILL has let the lease run out, and within the
+// fail-over's bound. The lease runs from the last renewal the standby saw,
+// up to a retry wait before the kill, and client-go sees renewals only
+// when the second of renewTime changes (see leaseTimings).
+func TestEachLibrarysStandbyShouldReconcileOnlyAfterTheLeadersSIGKILLLetTheLeaseRunOut(t *testing.T) {
 	o := options{
 		kubeconfig: testserver.Kubeconfig(t),
-		objects:    []int{30},
-		impls:      implementations,
+		resource:   resourceConfigMaps,
+		failover:   []string{"short"},
 		reps:       1,
-		rate:       20,
-		steady:     time.Second,
 		timeout:    2 * time.Minute,
 	}
+	o.impls = defaultImpls(o)
 	var out, log bytes.Buffer
-	require.NoError(t, measure(t.Context(), o, &out, &log), "log:\n%s", log.String())
-	for _, impl := range implementations {
-		line := lineOf(t, log.String(), "n=30 rep=1 "+impl+":")
-		m := reqPerReconcile.FindStringSubmatch(line)
-		require.NotNil(t, m, line)
-		once, _ := strconv.ParseFloat(m[1], 64)
-		// One write per reconcile, and the start's list and watch requests
-		// (at most 5 with discovery) shared by the 30.
-		assert.True(t, once >= 1 && once <= 1+5.0/30, "requests per reconcile once: %s", line)
-		// One write per steady reconcile; on a loaded machine now and then
-		// a conflict's retry or a new watch (2 in the 20).
-		steady, _ := strconv.ParseFloat(m[2], 64)
-		assert.True(t, steady >= 1 && steady <= 1+2.0/20, "requests per steady reconcile: %s", line)
-		assert.Contains(t, line, "(20 samples, 0 missed)", "every steady write reconciled: %s", line)
+	require.NoError(t, measureFailover(t.Context(), o, &out, &log), "log:\n%s", log.String())
+	tm := leaseTimings["short"]
+	for _, impl := range o.impls {
+		line := lineOf(t, log.String(), "fail-over lease 2s rep=1 "+impl+":")
+		ms, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(line), " ms"), 64)
+		require.NoError(t, err, line)
+		took := time.Duration(ms * float64(time.Millisecond))
+		earliest := tm.lease - time.Second - time.Duration(clientGoMaxWait*float64(tm.retry))
+		assert.Greater(t, took, earliest, "%s: the standby led before the lease could have run out", impl)
+		assert.Less(t, took, failoverTimeout(tm), impl)
 	}
-	assert.Contains(t, out.String(), "| sync + reconcile once |")
+	assert.Contains(t, out.String(), "| 2s / 1.4s / 200ms (short) |")
 }
 
 var reqPerReconcile = regexp.MustCompile(`req/rec ([0-9.]+)/([0-9.]+)`)

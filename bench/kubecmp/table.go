@@ -21,6 +21,8 @@ var metrics = []metric{
 	{"sync + reconcile once", func(r result) float64 { return r.OnceSeconds }, "s"},
 	{"client CPU per object (sync + once)", func(r result) float64 { return r.OnceCPUPerObject }, "µs"},
 	{"heap per cached object", func(r result) float64 { return r.HeapPerObject }, "B"},
+	{"server time per PUT (once)", func(r result) float64 { return r.ServerPutMs }, "ms"},
+	{"server PUT time ÷ (workers × once)", func(r result) float64 { return r.ServerPutShare }, ""},
 	{"requests per reconcile (once)", func(r result) float64 { return r.OnceRequests }, ""},
 	{"requests per reconcile (steady)", func(r result) float64 { return r.SteadyRequests }, ""},
 	{"write → reconcile p50", func(r result) float64 { return r.LatencyP50 }, "ms"},
@@ -30,18 +32,18 @@ var metrics = []metric{
 // printTable prints, per object count, one row per metric: each
 // implementation's median [min..max], and each converge variant's median
 // divided by controller-runtime's (below 1: converge is faster or smaller).
-func printTable(w io.Writer, o options, all map[int]map[string][]result) {
-	fmt.Fprintf(w, "Same ConfigMap controller, same kube-apiserver, one run at a time; median [min..max] of %d runs; %s, GOMAXPROCS=%d.\n", o.reps, runtime.Version(), runtime.GOMAXPROCS(0))
-	fmt.Fprintf(w, "Steady phase: %.0f writes/s for %s. Command: go -C bench run ./kubecmp -objects %s -reps %d -rate %.0f -steady %s\n\n",
-		o.rate, o.steady, joinInts(o.objects), o.reps, o.rate, o.steady)
+func printTable(w io.Writer, o options, all map[section]map[string][]result) {
+	fmt.Fprintf(w, "Same controller over %s, same kube-apiserver, one run at a time; median [min..max] of %d runs; %s, GOMAXPROCS=%d.\n", resourceTitle(o.resource), o.reps, runtime.Version(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(w, "Steady phase: %.0f writes/s for %s. Command: go -C bench run ./kubecmp -resource %s -objects %s -workers %s -impl %s -reps %d -rate %.0f -steady %s\n\n",
+		o.rate, o.steady, o.resource, joinInts(o.objects), joinInts(o.workers), strings.Join(o.impls, ","), o.reps, o.rate, o.steady)
 	var others []string
 	for _, impl := range o.impls {
 		if impl != implControllerRuntime {
 			others = append(others, impl)
 		}
 	}
-	for _, n := range o.objects {
-		fmt.Fprintf(w, "**%d ConfigMaps**\n\n| metric | %s |", n, strings.Join(o.impls, " | "))
+	for _, sec := range sections(o) {
+		fmt.Fprintf(w, "**%d %s, %s**\n\n| metric | %s |", sec.objects, resourceTitle(o.resource), workersTitle(sec.workers), strings.Join(o.impls, " | "))
 		for _, impl := range others {
 			fmt.Fprintf(w, " %s ÷ cr |", impl)
 		}
@@ -49,12 +51,12 @@ func printTable(w io.Writer, o options, all map[int]map[string][]result) {
 		for _, m := range metrics {
 			fmt.Fprintf(w, "| %s |", m.name)
 			for _, impl := range o.impls {
-				med, lo, hi := summary(all[n][impl], m.get)
+				med, lo, hi := summary(all[sec][impl], m.get)
 				fmt.Fprintf(w, " %s [%s..%s]%s |", num(med), num(lo), num(hi), unit(m.unit))
 			}
-			cr, _, _ := summary(all[n][implControllerRuntime], m.get)
+			cr, _, _ := summary(all[sec][implControllerRuntime], m.get)
 			for _, impl := range others {
-				med, _, _ := summary(all[n][impl], m.get)
+				med, _, _ := summary(all[sec][impl], m.get)
 				if cr == 0 {
 					fmt.Fprint(w, " – |")
 					continue
@@ -67,6 +69,36 @@ func printTable(w io.Writer, o options, all map[int]map[string][]result) {
 	}
 }
 
+func sections(o options) []section {
+	var out []section
+	for _, n := range o.objects {
+		for _, w := range o.workers {
+			out = append(out, section{n, w})
+		}
+	}
+	return out
+}
+
+func resourceTitle(resource string) string {
+	switch resource {
+	case resourceCRD:
+		return "BenchItems (a custom resource; the reconciler writes its status subresource)"
+	case resourceCRDAnnotation:
+		return "BenchItems (a custom resource; the reconciler writes an annotation)"
+	}
+	return "ConfigMaps"
+}
+
+func workersTitle(w int) string {
+	switch w {
+	case 0:
+		return "each library's default workers (1)"
+	case 1:
+		return "1 worker each"
+	}
+	return fmt.Sprintf("%d workers each", w)
+}
+
 func summary(rs []result, get func(result) float64) (med, lo, hi float64) {
 	if len(rs) == 0 {
 		return 0, 0, 0
@@ -74,6 +106,15 @@ func summary(rs []result, get func(result) float64) (med, lo, hi float64) {
 	xs := make([]float64, len(rs))
 	for i, r := range rs {
 		xs[i] = get(r)
+	}
+	return medianRange(xs)
+}
+
+// medianRange returns the median, least and greatest of xs (0s for none);
+// it sorts xs.
+func medianRange(xs []float64) (med, lo, hi float64) {
+	if len(xs) == 0 {
+		return 0, 0, 0
 	}
 	slices.Sort(xs)
 	med = xs[len(xs)/2]
