@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -266,4 +267,89 @@ func TestADeploymentReadAsProtobufShouldKeepItsStatusAndFinalizers(t *testing.T)
 	_, _, ok, err = s.Get(ctx, "d")
 	require.NoError(t, err)
 	assert.False(t, ok, "removing the last finalizer deleted the object")
+}
+
+// protoWidget is a Widget that claims a protobuf decoder: the server has
+// no protobuf for a custom resource, and answers JSON.
+type protoWidget struct{ Widget }
+
+func (w *protoWidget) Unmarshal([]byte) error { return errors.New("a custom resource has no protobuf") }
+
+// A Store asked for protobuf reads a custom resource as JSON, through the
+// codec, since the server sends JSON: WithProtobuf changes nothing there.
+func TestAStoreWithProtobufShouldReadACustomResourceAsJSON(t *testing.T) {
+	cfg := restConfig(t)
+	js := widgets(t, cfg)
+	ctx := t.Context()
+	w := Widget{Spec: WidgetSpec{Replicas: 2}, Status: WidgetStatus{Ready: 1}}
+	w.AddFinalizer(finalizer)
+	rev, err := js.Create(ctx, "w", w)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = js.Delete(context.Background(), "w", 0) })
+	pb, err := kube.New[protoWidget](cfg, widgetsGVR, kube.WithNamespace[protoWidget](js.Namespace()), kube.WithProtobuf[protoWidget]())
+	require.NoError(t, err)
+
+	want, _, _, err := js.Get(ctx, "w")
+	require.NoError(t, err)
+	got, gotRev, ok, err := pb.Get(ctx, "w")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, rev, gotRev)
+	assert.Equal(t, want, got.Widget)
+	entries, _, err := pb.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.NoError(t, entries[0].Err)
+	assert.Equal(t, want, entries[0].Value.Widget)
+	st := pb.Stats()
+	assert.Zero(t, st.ProtobufReads)
+	assert.Positive(t, st.JSONReads)
+}
+
+// pickyConfigMap fails to decode a ConfigMap with data["bad"].
+type pickyConfigMap struct{ protoConfigMap }
+
+func (c *pickyConfigMap) Unmarshal(b []byte) error {
+	if err := c.protoConfigMap.Unmarshal(b); err != nil {
+		return err
+	}
+	if _, bad := c.Data["bad"]; bad {
+		return errors.New("bad data")
+	}
+	return nil
+}
+
+// An object that does not decode from protobuf is a bad key, keyed from
+// its metadata: the list goes on, as from JSON.
+func TestAnObjectThatDoesNotDecodeFromProtobufShouldBeABadKeyOfTheList(t *testing.T) {
+	cfg := restConfig(t)
+	ctx := t.Context()
+	s, err := kube.New[pickyConfigMap](cfg, configMapsGVR,
+		kube.WithNamespace[pickyConfigMap](namespace(t, cfg)), kube.WithProtobuf[pickyConfigMap]())
+	require.NoError(t, err)
+	checkProtobufReads(t).add(t, s)
+	_, err = s.Create(ctx, "good", pickyConfigMap{protoConfigMap{Data: map[string]string{"n": "1"}}})
+	require.NoError(t, err)
+	badRev, err := s.Create(ctx, "bad", pickyConfigMap{protoConfigMap{Data: map[string]string{"bad": "1"}}})
+	require.NoError(t, err)
+
+	entries, _, err := s.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	for _, e := range entries {
+		if e.Key == "good" {
+			assert.NoError(t, e.Err)
+			assert.Equal(t, "1", e.Value.Data["n"])
+			continue
+		}
+		var de *kube.DecodeError
+		require.ErrorAs(t, e.Err, &de)
+		assert.Equal(t, "bad", de.Key)
+		assert.Equal(t, badRev, de.Revision)
+		assert.EqualError(t, de.Err, "bad data")
+	}
+	_, _, _, err = s.Get(ctx, "bad")
+	var de *kube.DecodeError
+	assert.ErrorAs(t, err, &de, "Get of an object that does not decode")
+	assert.Equal(t, uint64(2), s.Stats().DecodeErrors)
 }
