@@ -40,8 +40,9 @@ type status struct {
 	Message string `json:"message"`
 }
 
-// client sends the Store's requests: plain HTTP with JSON bodies over the
-// transport (TLS, credentials) that client-go builds from a rest.Config.
+// client sends the Store's requests: plain HTTP with JSON bodies (and
+// protobuf answers to a Store's reads, WithProtobuf) over the transport
+// (TLS, credentials) that client-go builds from a rest.Config.
 // It has no client-side rate limit, as controller-runtime's default; the
 // server's priority and fairness is the limit.
 type client struct {

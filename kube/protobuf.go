@@ -48,7 +48,10 @@ type ProtoMessage[T any] interface {
 // sends as JSON anyway (a custom resource) is decoded by the codec.
 // A value read from protobuf has no apiVersion and kind (TypeMeta): the
 // server puts them in the envelope, not in the object. For a Store of
-// pointers (*corev1.ConfigMap), see WithProtobufPointer. Default: JSON.
+// pointers (*corev1.ConfigMap), see WithProtobufPointer. Unmarshal gets
+// a part of a whole response, which it should not keep (the generated code
+// copies what it keeps): a value that did would hold the page in memory.
+// Default: JSON.
 func WithProtobuf[T any, P ProtoMessage[T]]() Option[T] {
 	return func(o *options[T]) {
 		o.protobuf = func(b []byte) (T, error) {

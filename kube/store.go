@@ -54,7 +54,8 @@ type options[V any] struct {
 
 // WithCodec sets how values are encoded and decoded. Default:
 // informer.JSON[V]. See the package doc for what the Store adds to and
-// takes from the JSON.
+// takes from the JSON. With WithProtobuf the codec still encodes every
+// write and decodes what the server sends as JSON.
 func WithCodec[V any](c informer.Codec[V]) Option[V] {
 	return func(o *options[V]) {
 		if c == nil {
