@@ -40,8 +40,9 @@ type status struct {
 	Message string `json:"message"`
 }
 
-// client sends the Store's requests: plain HTTP with JSON bodies over the
-// transport (TLS, credentials) that client-go builds from a rest.Config.
+// client sends the Store's requests: plain HTTP with JSON bodies (and
+// protobuf answers to a Store's reads, WithProtobuf) over the transport
+// (TLS, credentials) that client-go builds from a rest.Config.
 // It has no client-side rate limit, as controller-runtime's default; the
 // server's priority and fairness is the limit.
 type client struct {
@@ -86,6 +87,12 @@ const applyPatch = "application/apply-patch+yaml"
 // the body read and closed. A body is JSON unless the method is PATCH,
 // which is a server-side apply (JSON is YAML).
 func (c *client) do(ctx context.Context, method, path string, query url.Values, body []byte) (*http.Response, error) {
+	return c.doAccept(ctx, method, path, query, body, "application/json")
+}
+
+// doAccept is do with the Accept header given: a response may then be
+// protobuf, an error's Status included.
+func (c *client) doAccept(ctx context.Context, method, path string, query url.Values, body []byte, accept string) (*http.Response, error) {
 	u := *c.base
 	u.Path += path
 	u.RawQuery = query.Encode()
@@ -97,7 +104,7 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 	if err != nil {
 		return nil, fmt.Errorf("kube: %s %s: %w", method, path, err)
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	switch {
 	case body != nil && method == http.MethodPatch:
 		req.Header.Set("Content-Type", applyPatch)
@@ -118,7 +125,12 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	e := &APIError{Method: method, Path: path, Code: resp.StatusCode}
 	var st status
-	if json.Unmarshal(data, &st) == nil && st.Kind == "Status" {
+	if isProtobuf(resp.Header) {
+		st, _ = protoStatus(data)
+	} else {
+		_ = json.Unmarshal(data, &st)
+	}
+	if st.Kind == "Status" {
 		e.Reason, e.Message = st.Reason, st.Message
 	} else {
 		e.Message = strings.TrimSpace(string(data))
@@ -138,15 +150,35 @@ func (c *client) callCode(ctx context.Context, method, path string, query url.Va
 	if err != nil {
 		return nil, 0, err
 	}
+	data, err := readBody(ctx, method, path, resp)
+	if err != nil {
+		return nil, 0, err
+	}
+	return data, resp.StatusCode, nil
+}
+
+// get sends a GET with the Accept header given and returns the whole
+// response body and whether it is protobuf.
+func (c *client) get(ctx context.Context, path string, query url.Values, accept string) ([]byte, bool, error) {
+	resp, err := c.doAccept(ctx, http.MethodGet, path, query, nil, accept)
+	if err != nil {
+		return nil, false, err
+	}
+	data, err := readBody(ctx, http.MethodGet, path, resp)
+	return data, err == nil && isProtobuf(resp.Header), err
+}
+
+// readBody reads and closes a response's body.
+func readBody(ctx context.Context, method, path string, resp *http.Response) ([]byte, error) {
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, 0, fmt.Errorf("kube: %s %s: %w", method, path, ctxErr)
+			return nil, fmt.Errorf("kube: %s %s: %w", method, path, ctxErr)
 		}
-		return nil, 0, fmt.Errorf("kube: %s %s: read the response: %w", method, path, err)
+		return nil, fmt.Errorf("kube: %s %s: read the response: %w", method, path, err)
 	}
-	return data, resp.StatusCode, nil
+	return data, nil
 }
 
 // apiResource is the part of a discovery document's resource the Store

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -60,6 +61,29 @@ func Example() {
 		log.Fatal(err)
 	}
 	if err := inf.Run(ctx); err != nil { // until ctx is done
+		log.Fatal(err)
+	}
+}
+
+// A Store of a built-in resource that reads its lists, watches and gets as
+// protobuf, decoded by the generated code of k8s.io/api, as client-go's
+// typed clients read; writes stay JSON.
+func ExampleWithProtobuf() {
+	cfg, err := clientcmd.BuildConfigFromFlags("", clientcmd.RecommendedHomeFile)
+	if err != nil {
+		log.Fatal(err)
+	}
+	configMaps, err := kube.New[corev1.ConfigMap](cfg, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+		kube.WithNamespace[corev1.ConfigMap]("default"),
+		kube.WithProtobuf[corev1.ConfigMap]())
+	if err != nil {
+		log.Fatal(err)
+	}
+	inf, err := informer.New("configmaps", informer.Source[string, corev1.ConfigMap](configMaps))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := inf.Run(context.Background()); err != nil { // until the context is done
 		log.Fatal(err)
 	}
 }

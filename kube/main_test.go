@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 
 // restConfig returns the config of the real kube-apiserver (skipped
 // without one, failed with CONVERGE_INTEGRATION=1).
-func restConfig(t *testing.T) *rest.Config {
+func restConfig(t testing.TB) *rest.Config {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", testserver.Kubeconfig(t))
 	require.NoError(t, err, "kubeconfig")
@@ -53,7 +53,7 @@ var (
 // namespace creates a namespace no other test uses and returns its name.
 // Without a namespace controller nothing deletes it; the server's data is
 // thrown away after the run.
-func namespace(t *testing.T, cfg *rest.Config) string {
+func namespace(t testing.TB, cfg *rest.Config) string {
 	t.Helper()
 	b := make([]byte, 5)
 	_, _ = rand.Read(b)

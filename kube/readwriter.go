@@ -24,14 +24,20 @@ func (s *Store[V]) Get(ctx context.Context, key string) (V, informer.Revision, b
 	if err != nil {
 		return zero, 0, false, err
 	}
-	data, err := s.c.call(ctx, http.MethodGet, s.objectPath(ns, name), nil, nil)
+	data, pb, err := s.c.get(ctx, s.objectPath(ns, name), nil, s.accept())
 	if isCode(err, http.StatusNotFound) {
 		return zero, 0, false, nil
 	}
 	if err != nil {
 		return zero, 0, false, err
 	}
-	e, _, err := s.decode(data, false)
+	s.read(pb)
+	if pb {
+		if data, err = unwrapProtobuf(data); err != nil {
+			return zero, 0, false, err
+		}
+	}
+	e, _, err := s.decode(data, pb, false)
 	if err != nil {
 		return zero, 0, false, err
 	}
@@ -326,7 +332,7 @@ func (s *Store[V]) deletedRevision(ctx context.Context, ns, name string, rev inf
 			}
 			return parseRevision(env.Metadata.ResourceVersion)
 		case "ERROR":
-			return 0, fmt.Errorf("kube: delete %s: watch for its deletion: %w", name, watchError(f.Object))
+			return 0, fmt.Errorf("kube: delete %s: watch for its deletion: %w", name, watchError(f.Object, false))
 		}
 	}
 }

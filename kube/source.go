@@ -39,35 +39,66 @@ type frame struct {
 // list's initial events.
 const initialEventsEnd = "k8s.io/initial-events-end"
 
-// decode reads one object: its key and revision, and its value, with
-// Err set if the codec fails. An object without a name or a valid
+// decode reads one object, JSON or (pb) protobuf without its envelope:
+// its key and revision, and its value, with Err set if the codec (or the
+// protobuf decoder) fails. An object without a name or a valid
 // resourceVersion is an error (it cannot be keyed). transform applies the
 // Store's transform.
-func (s *Store[V]) decode(raw []byte, transform bool) (informer.Entry[string, V], *objectMeta, error) {
-	var env envelope
-	if err := json.Unmarshal(raw, &env); err != nil {
-		return informer.Entry[string, V]{}, nil, fmt.Errorf("kube: %s: an object that is not JSON: %w", s.gvr.Resource, err)
+func (s *Store[V]) decode(raw []byte, pb, transform bool) (informer.Entry[string, V], *objectMeta, error) {
+	var (
+		m      *objectMeta
+		v      V
+		decErr error
+	)
+	if pb && s.opts.protobuf != nil {
+		var err error
+		if m, err = protoMeta(raw, false); err != nil {
+			return informer.Entry[string, V]{}, nil, fmt.Errorf("kube: %s: %w", s.gvr.Resource, err)
+		}
+		v, decErr = s.opts.protobuf(raw)
+	} else {
+		if pb {
+			return informer.Entry[string, V]{}, nil, fmt.Errorf("kube: %s: a protobuf object to a Store without WithProtobuf", s.gvr.Resource)
+		}
+		var env envelope
+		if err := json.Unmarshal(raw, &env); err != nil {
+			return informer.Entry[string, V]{}, nil, fmt.Errorf("kube: %s: an object that is not JSON: %w", s.gvr.Resource, err)
+		}
+		m = &env.Metadata
+		v, decErr = s.opts.codec.Unmarshal(raw)
 	}
-	rev, err := parseRevision(env.Metadata.ResourceVersion)
+	rev, err := parseRevision(m.ResourceVersion)
 	if err != nil {
 		return informer.Entry[string, V]{}, nil, err
 	}
-	if env.Metadata.Name == "" {
+	if m.Name == "" {
 		return informer.Entry[string, V]{}, nil, fmt.Errorf("kube: %s: an object without a name", s.gvr.Resource)
 	}
-	e := informer.Entry[string, V]{Key: s.key(&env.Metadata), Revision: rev}
-	v, err := s.opts.codec.Unmarshal(raw)
-	if err != nil {
+	e := informer.Entry[string, V]{Key: s.key(m), Revision: rev}
+	if decErr != nil {
 		s.decodeErrors.Add(1)
-		e.Err = &DecodeError{Key: e.Key, Revision: rev, Err: err}
-		return e, &env.Metadata, nil
+		e.Err = &DecodeError{Key: e.Key, Revision: rev, Err: decErr}
+		return e, m, nil
 	}
-	fromServer(&v, &env.Metadata)
+	fromServer(&v, m)
 	if transform && s.opts.transform != nil {
 		s.opts.transform(e.Key, &v)
 	}
 	e.Value = v
-	return e, &env.Metadata, nil
+	return e, m, nil
+}
+
+// eventMeta reads the metadata of a watch event's object (a bookmark's),
+// annotations included.
+func eventMeta(obj []byte, pb bool) (*objectMeta, error) {
+	if pb {
+		return protoMeta(obj, true)
+	}
+	var env envelope
+	if err := json.Unmarshal(obj, &env); err != nil {
+		return nil, err
+	}
+	return &env.Metadata, nil
 }
 
 // List returns every object (that the selectors match) and the
@@ -131,39 +162,63 @@ func (s *Store[V]) listPages(ctx context.Context) ([]informer.Entry[string, V], 
 	var entries []informer.Entry[string, V]
 	path := s.collectionPath(s.opts.namespace)
 	for {
-		data, err := s.c.call(ctx, http.MethodGet, path, q, nil)
+		data, pb, err := s.c.get(ctx, path, q, s.accept())
 		if err != nil {
 			return nil, 0, fmt.Errorf("kube: list %s: %w", s.gvr.Resource, err)
 		}
-		var page struct {
-			Metadata struct {
-				ResourceVersion string `json:"resourceVersion"`
-				Continue        string `json:"continue"`
-			} `json:"metadata"`
-			Items []json.RawMessage `json:"items"`
-		}
-		if err := json.Unmarshal(data, &page); err != nil {
+		s.read(pb)
+		rv, cont, items, err := decodePage(data, pb)
+		if err != nil {
 			return nil, 0, fmt.Errorf("kube: list %s: %w", s.gvr.Resource, err)
 		}
-		for _, raw := range page.Items {
-			e, _, err := s.decode(raw, true)
+		if entries == nil {
+			entries = make([]informer.Entry[string, V], 0, len(items))
+		}
+		for _, raw := range items {
+			e, _, err := s.decode(raw, pb, true)
 			if err != nil {
 				return nil, 0, fmt.Errorf("kube: list %s: %w", s.gvr.Resource, err)
 			}
 			entries = append(entries, e)
 		}
-		if page.Metadata.Continue == "" {
-			rev, err := parseRevision(page.Metadata.ResourceVersion)
+		if cont == "" {
+			rev, err := parseRevision(rv)
 			if err != nil {
 				return nil, 0, fmt.Errorf("kube: list %s: %w", s.gvr.Resource, err)
 			}
 			return entries, rev, nil
 		}
-		q.Set("continue", page.Metadata.Continue)
+		q.Set("continue", cont)
 		// The continue token carries the first page's revision.
 		q.Del("resourceVersion")
 		q.Del("resourceVersionMatch")
 	}
+}
+
+// decodePage reads a page of a list, JSON or (pb) protobuf: its
+// resourceVersion, continue token and items, each as decode reads it.
+func decodePage(data []byte, pb bool) (rv, cont string, items [][]byte, err error) {
+	if pb {
+		if data, err = unwrapProtobuf(data); err != nil {
+			return "", "", nil, err
+		}
+		return protoList(data)
+	}
+	var page struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+			Continue        string `json:"continue"`
+		} `json:"metadata"`
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(data, &page); err != nil {
+		return "", "", nil, err
+	}
+	items = make([][]byte, len(page.Items))
+	for i, it := range page.Items {
+		items[i] = it
+	}
+	return page.Metadata.ResourceVersion, page.Metadata.Continue, items, nil
 }
 
 // streamingRefused is listStreaming's error when the server does not
@@ -188,7 +243,7 @@ func (s *Store[V]) listStreaming(ctx context.Context) ([]informer.Entry[string, 
 	q.Set("allowWatchBookmarks", "true")
 	q.Set("resourceVersionMatch", "NotOlderThan")
 	q.Set("resourceVersion", "")
-	resp, err := s.c.do(ctx, http.MethodGet, s.collectionPath(s.opts.namespace), q, nil)
+	resp, err := s.c.doAccept(ctx, http.MethodGet, s.collectionPath(s.opts.namespace), q, nil, s.accept())
 	if err != nil {
 		var apiErr *APIError
 		if errors.As(err, &apiErr) {
@@ -197,44 +252,46 @@ func (s *Store[V]) listStreaming(ctx context.Context) ([]informer.Entry[string, 
 		return nil, 0, fmt.Errorf("kube: list %s: %w", s.gvr.Resource, err)
 	}
 	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
+	pb := isProtobuf(resp.Header)
+	s.read(pb)
+	evs := newEvents(resp)
 	var entries []informer.Entry[string, V]
 	for first := true; ; first = false {
-		var f frame
-		if err := dec.Decode(&f); err != nil {
+		typ, obj, err := evs.next()
+		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				err = ctxErr
 			}
 			return nil, 0, fmt.Errorf("kube: list %s: streaming: %w", s.gvr.Resource, err)
 		}
-		switch f.Type {
+		switch typ {
 		case "ADDED":
-			e, _, err := s.decode(f.Object, true)
+			e, _, err := s.decode(obj, pb, true)
 			if err != nil {
 				return nil, 0, fmt.Errorf("kube: list %s: %w", s.gvr.Resource, err)
 			}
 			entries = append(entries, e)
 		case "BOOKMARK":
-			var env envelope
-			if err := json.Unmarshal(f.Object, &env); err != nil {
+			m, err := eventMeta(obj, pb)
+			if err != nil {
 				return nil, 0, fmt.Errorf("kube: list %s: bookmark: %w", s.gvr.Resource, err)
 			}
-			if env.Metadata.Annotations[initialEventsEnd] != "true" {
+			if m.Annotations[initialEventsEnd] != "true" {
 				continue
 			}
-			rev, err := parseRevision(env.Metadata.ResourceVersion)
+			rev, err := parseRevision(m.ResourceVersion)
 			if err != nil {
 				return nil, 0, fmt.Errorf("kube: list %s: %w", s.gvr.Resource, err)
 			}
 			return entries, rev, nil
 		case "ERROR":
-			err := fmt.Errorf("kube: list %s: streaming: %w", s.gvr.Resource, watchError(f.Object))
+			err := fmt.Errorf("kube: list %s: streaming: %w", s.gvr.Resource, watchError(obj, pb))
 			if first {
 				return nil, 0, &streamingRefused{err}
 			}
 			return nil, 0, err
 		default:
-			return nil, 0, fmt.Errorf("kube: list %s: streaming: a %s event before the initial events ended", s.gvr.Resource, f.Type)
+			return nil, 0, fmt.Errorf("kube: list %s: streaming: a %s event before the initial events ended", s.gvr.Resource, typ)
 		}
 	}
 }
@@ -242,9 +299,13 @@ func (s *Store[V]) listStreaming(ctx context.Context) ([]informer.Entry[string, 
 // watchError turns a watch's ERROR event (a metav1.Status) into an error:
 // 410 Gone (the resourceVersion is too old) matches
 // informer.ErrRevisionExpired.
-func watchError(obj json.RawMessage) error {
+func watchError(obj []byte, pb bool) error {
 	var st status
-	_ = json.Unmarshal(obj, &st)
+	if pb {
+		st, _ = protoStatus(obj)
+	} else {
+		_ = json.Unmarshal(obj, &st)
+	}
 	e := &APIError{Method: "WATCH", Code: st.Code, Reason: st.Reason, Message: st.Message}
 	// 410: the revision is compacted, or gone from the watch cache; "Too
 	// large resource version" (504): beyond what the cache has.
@@ -307,7 +368,7 @@ func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func
 	q.Set("watch", "1")
 	q.Set("allowWatchBookmarks", "true")
 	q.Set("resourceVersion", formatRevision(after))
-	resp, err := s.c.do(ctx, http.MethodGet, s.collectionPath(s.opts.namespace), q, nil)
+	resp, err := s.c.doAccept(ctx, http.MethodGet, s.collectionPath(s.opts.namespace), q, nil, s.accept())
 	if err != nil {
 		if isCode(err, http.StatusGone) {
 			return fmt.Errorf("kube: watch %s after %d: %w: %w", s.gvr.Resource, after, informer.ErrRevisionExpired, err)
@@ -315,33 +376,35 @@ func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func
 		return fmt.Errorf("kube: watch %s after %d: %w", s.gvr.Resource, after, err)
 	}
 	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
+	pb := isProtobuf(resp.Header)
+	s.read(pb)
+	evs := newEvents(resp)
 	last := after
 	for {
-		var f frame
-		if err := dec.Decode(&f); err != nil {
+		typ, obj, err := evs.next()
+		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return ctxErr
 			}
 			return fmt.Errorf("kube: watch %s: the stream ended: %w", s.gvr.Resource, err)
 		}
 		var ev informer.Event[string, V]
-		switch f.Type {
+		switch typ {
 		case "ADDED", "MODIFIED", "DELETED":
-			e, _, err := s.decode(f.Object, true)
+			e, _, err := s.decode(obj, pb, true)
 			if err != nil {
 				return fmt.Errorf("kube: watch %s: %w", s.gvr.Resource, err)
 			}
 			ev = informer.Event[string, V]{Type: informer.Put, Key: e.Key, Value: e.Value, Revision: e.Revision, Err: e.Err}
-			if f.Type == "DELETED" {
+			if typ == "DELETED" {
 				ev.Type, ev.Err = informer.Delete, nil
 			}
 		case "BOOKMARK":
-			var env envelope
-			if err := json.Unmarshal(f.Object, &env); err != nil {
+			m, err := eventMeta(obj, pb)
+			if err != nil {
 				return fmt.Errorf("kube: watch %s: bookmark: %w", s.gvr.Resource, err)
 			}
-			rev, err := parseRevision(env.Metadata.ResourceVersion)
+			rev, err := parseRevision(m.ResourceVersion)
 			if err != nil {
 				return fmt.Errorf("kube: watch %s: bookmark: %w", s.gvr.Resource, err)
 			}
@@ -350,9 +413,9 @@ func (s *Store[V]) Watch(ctx context.Context, after informer.Revision, emit func
 			}
 			ev = informer.Event[string, V]{Type: informer.Bookmark, Revision: rev}
 		case "ERROR":
-			return fmt.Errorf("kube: watch %s after %d: %w", s.gvr.Resource, last, watchError(f.Object))
+			return fmt.Errorf("kube: watch %s after %d: %w", s.gvr.Resource, last, watchError(obj, pb))
 		default:
-			return fmt.Errorf("kube: watch %s: unknown event type %q", s.gvr.Resource, f.Type)
+			return fmt.Errorf("kube: watch %s: unknown event type %q", s.gvr.Resource, typ)
 		}
 		last = max(last, ev.Revision)
 		s.seen(ev.Revision, nil)

@@ -46,12 +46,16 @@ type options[V any] struct {
 	transform     func(key string, v *V)
 	listMode      ListMode
 	pageSize      int
-	err           error
+	// protobuf decodes an object's protobuf (WithProtobuf); nil: reads
+	// are JSON.
+	protobuf func([]byte) (V, error)
+	err      error
 }
 
 // WithCodec sets how values are encoded and decoded. Default:
 // informer.JSON[V]. See the package doc for what the Store adds to and
-// takes from the JSON.
+// takes from the JSON. With WithProtobuf the codec still encodes every
+// write and decodes what the server sends as JSON.
 func WithCodec[V any](c informer.Codec[V]) Option[V] {
 	return func(o *options[V]) {
 		if c == nil {
@@ -150,6 +154,8 @@ type Store[V any] struct {
 	streamedLists        atomic.Uint64
 	paginatedLists       atomic.Uint64
 	decodeErrors         atomic.Uint64
+	protobufReads        atomic.Uint64
+	jsonReads            atomic.Uint64
 }
 
 var _ informer.Store[string, struct{}] = (*Store[struct{}])(nil)
@@ -213,6 +219,10 @@ type Stats struct {
 	// ListAuto lists in pages from then on.
 	StreamingUnsupported bool
 	DecodeErrors         uint64
+	// ProtobufReads and JSONReads count the responses of List (a page or
+	// a stream each), Watch and Get by the encoding the server sent:
+	// JSON only, unless WithProtobuf.
+	ProtobufReads, JSONReads uint64
 }
 
 // Stats returns the Store's counts so far.
@@ -222,6 +232,8 @@ func (s *Store[V]) Stats() Stats {
 		PaginatedLists:       s.paginatedLists.Load(),
 		StreamingUnsupported: s.streamingUnsupported.Load(),
 		DecodeErrors:         s.decodeErrors.Load(),
+		ProtobufReads:        s.protobufReads.Load(),
+		JSONReads:            s.jsonReads.Load(),
 	}
 }
 
@@ -302,6 +314,24 @@ func (s *Store[V]) selectors() url.Values {
 		q.Set("fieldSelector", s.opts.fieldSelector)
 	}
 	return q
+}
+
+// accept is the Accept header of a read: protobuf first with
+// WithProtobuf.
+func (s *Store[V]) accept() string {
+	if s.opts.protobuf != nil {
+		return acceptProtobuf
+	}
+	return "application/json"
+}
+
+// read counts a response read, by its encoding.
+func (s *Store[V]) read(protobuf bool) {
+	if protobuf {
+		s.protobufReads.Add(1)
+	} else {
+		s.jsonReads.Add(1)
+	}
 }
 
 // apiVersion is the apiVersion of the resource's objects.

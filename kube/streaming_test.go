@@ -93,7 +93,7 @@ func TestListShouldStreamWhereTheServerCan(t *testing.T) {
 	got, rev := listed(t, s)
 	assert.Equal(t, map[string]uint64{"a": 5, "b": 7}, got)
 	assert.Equal(t, uint64(9), rev)
-	assert.Equal(t, kube.Stats{StreamedLists: 1}, s.Stats())
+	assert.Equal(t, kube.Stats{StreamedLists: 1, JSONReads: 1}, s.Stats())
 	assert.Zero(t, f.paginated.Load())
 }
 
@@ -106,6 +106,6 @@ func TestListShouldFallBackToPagesWhereTheServerRefusesToStream(t *testing.T) {
 		assert.Equal(t, map[string]uint64{"a": 5, "b": 7}, got)
 		assert.Equal(t, uint64(9), rev)
 	}
-	assert.Equal(t, kube.Stats{PaginatedLists: 2, StreamingUnsupported: true}, s.Stats())
+	assert.Equal(t, kube.Stats{PaginatedLists: 2, StreamingUnsupported: true, JSONReads: 2}, s.Stats())
 	assert.Equal(t, int32(1), f.streamed.Load(), "one refusal is enough")
 }
