@@ -42,11 +42,12 @@ const (
 // The implementations a run can measure.
 const (
 	implControllerRuntime = "controller-runtime"
-	implConverge          = "converge"      // V = corev1.ConfigMap, the type controller-runtime caches
-	implConvergeSlim      = "converge-slim" // V = slimConfigMap, only the fields the reconciler reads
+	implConverge          = "converge"          // V = corev1.ConfigMap, the type controller-runtime caches
+	implConvergeSlim      = "converge-slim"     // V = slimConfigMap, only the fields the reconciler reads
+	implConvergeProtobuf  = "converge-protobuf" // V = corev1.ConfigMap, lists, watches and gets read as protobuf
 )
 
-var implementations = []string{implControllerRuntime, implConverge, implConvergeSlim}
+var implementations = []string{implControllerRuntime, implConverge, implConvergeSlim, implConvergeProtobuf}
 
 var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
@@ -98,6 +99,10 @@ func runnerOf(impl, resource string) (runner, error) {
 		return runConverge(typedConfigMap{}), nil
 	case impl == implConvergeSlim && !crd:
 		return runConverge(slimAccess{}), nil
+	case impl == implConvergeProtobuf && !crd:
+		return runConverge(typedConfigMap{}, kube.WithProtobuf[corev1.ConfigMap]()), nil
+	case impl == implConvergeProtobuf:
+		return nil, fmt.Errorf("%s runs over %s only: the server serves custom resources as JSON", impl, resourceConfigMaps)
 	case impl == implConvergeSlim:
 		return nil, fmt.Errorf("%s runs over %s only: a slim custom resource's update would drop the spec fields it does not declare", impl, resourceConfigMaps)
 	}
@@ -263,13 +268,13 @@ type access[V any] interface {
 // cache and writes at the revision it read, as controller-runtime's
 // client.Update does. With an election, a Manager with kube.Lock over a
 // Lease.
-func runConverge[V any](a access[V]) runner {
+func runConverge[V any](a access[V], opts ...kube.Option[V]) runner {
 	return func(ctx context.Context, cfg *rest.Config, spec runSpec) (func(), error) {
 		gvr, err := resourceGVR(spec.resource)
 		if err != nil {
 			return nil, err
 		}
-		store, err := kube.New[V](cfg, gvr, kube.WithNamespace[V](spec.ns))
+		store, err := kube.New[V](cfg, gvr, append(opts, kube.WithNamespace[V](spec.ns))...)
 		if err != nil {
 			return nil, err
 		}
