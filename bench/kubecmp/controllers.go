@@ -263,6 +263,11 @@ type access[V any] interface {
 	resourceVersion(v V) string
 }
 
+// statusOnly is implemented by an access whose withDone changes only the
+// status: the controller then writes with kube.Store.UpdateStatus, one
+// request, as controller-runtime's Status().Update.
+type statusOnly interface{ statusOnly() bool }
+
 // runConverge is the same controller on converge: an informer over
 // kube.Store, a reconciler with the defaults (one worker), which reads the
 // cache and writes at the revision it read, as controller-runtime's
@@ -302,7 +307,11 @@ func runConverge[V any](a access[V], opts ...kube.Option[V]) runner {
 			if err != nil {
 				return reconcile.Result{}, reconcile.Terminal(err)
 			}
-			if _, err := store.Update(ctx, key, a.withDone(v, want), informer.Revision(rev)); err != nil {
+			write := store.Update
+			if so, ok := a.(statusOnly); ok && so.statusOnly() {
+				write = store.UpdateStatus
+			}
+			if _, err := write(ctx, key, a.withDone(v, want), informer.Revision(rev)); err != nil {
 				return reconcile.Result{}, err
 			}
 			spec.done(key, want)
@@ -382,6 +391,7 @@ func withEntry(m map[string]string, k, v string) map[string]string {
 // annotation.
 type typedBenchItem struct{ status bool }
 
+func (t typedBenchItem) statusOnly() bool                 { return t.status }
 func (typedBenchItem) value(v BenchItem) string           { return v.Spec.V }
 func (typedBenchItem) resourceVersion(v BenchItem) string { return v.ResourceVersion }
 func (t typedBenchItem) done(v BenchItem) string {

@@ -40,10 +40,10 @@ func TestMain(m *testing.M) {
 // A small run of every implementation on the real server, over each
 // resource: each reconciles every object once and each steady write within
 // seconds, so that the full measurement measures working controllers.
-// Writing an annotation takes one request per reconcile; writing a custom
-// resource's status takes controller-runtime one and converge's
-// kube.Store two (a PUT of the object, which changes nothing, then one of
-// the status).
+// Each reconcile takes one request: a PUT of the object to write an
+// annotation, a PUT of the status subresource to write a custom
+// resource's status (controller-runtime's Status().Update, converge's
+// kube.Store.UpdateStatus).
 func TestEveryImplementationShouldReconcileEachObjectAndEachSteadyWriteOnTheRealServer(t *testing.T) {
 	kubeconfig := testserver.Kubeconfig(t)
 	for _, resource := range resources {
@@ -65,10 +65,7 @@ func TestEveryImplementationShouldReconcileEachObjectAndEachSteadyWriteOnTheReal
 				line := lineOf(t, log.String(), resource+" n=30 workers=0 rep=1 "+impl+":")
 				m := reqPerReconcile.FindStringSubmatch(line)
 				require.NotNil(t, m, line)
-				writes := 1.0
-				if resource == resourceCRD && impl != implControllerRuntime {
-					writes = 2
-				}
+				const writes = 1.0
 				once, _ := strconv.ParseFloat(m[1], 64)
 				// The writes of each reconcile, and the start's list and
 				// watch requests (at most 5 with discovery) shared by the 30.
