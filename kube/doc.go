@@ -33,7 +33,7 @@
 //   - A resource with a status subresource ignores .status on a PUT of the
 //     object; Create and Update write a changed status with a second PUT,
 //     to the subresource, so that no write drops half a change (see
-//     Update).
+//     Update). UpdateStatus writes only the status, with one request.
 //   - Deletion: informer.RequestDelete of an object with finalizers writes
 //     DeletionRequested, which the Store turns into a DELETE that the
 //     server records as deletionTimestamp; the Update that removes the last
