@@ -119,8 +119,9 @@ type countedOnTheWire struct{}
 // (/store/<kind>/watch) counted in the kind's counters as they are sent.
 func (sc storeCounts) countWatches(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		kind, ok := strings.CutPrefix(r.URL.Path, "/store/")
-		if kind, ok = strings.CutSuffix(kind, "/watch"); ok && sc[kind] != nil {
+		kind, isStore := strings.CutPrefix(r.URL.Path, "/store/")
+		kind, isWatch := strings.CutSuffix(kind, "/watch")
+		if isStore && isWatch && sc[kind] != nil {
 			r = r.WithContext(context.WithValue(r.Context(), countedOnTheWire{}, true))
 			w = &countingWriter{ResponseWriter: w, c: sc[kind]}
 		}
