@@ -44,6 +44,8 @@ type demoReport struct {
 	NodeDeath *NodeDeathTimes `json:"nodeDeath,omitempty"`
 	// Rollout is a rolling update's time and the bounds it kept.
 	Rollout *RolloutFigures `json:"rollout,omitempty"`
+	// Broken is a rollout that never becomes available.
+	Broken *BrokenRolloutFigures `json:"broken,omitempty"`
 	// Undo is `rollout undo`'s.
 	Undo *UndoFigures `json:"undo,omitempty"`
 	// Delete is a foreground delete's.
@@ -179,6 +181,7 @@ func (d *demo) script() error {
 		{"a Deployment of 6", d.applyDeployment},
 		{"a node dies", d.nodeDeath},
 		{"a rolling update", d.rollingUpdate},
+		{"a broken rollout", d.brokenRollout},
 		{"rollout undo", d.rolloutUndo},
 		{"a foreground delete", d.foregroundDelete},
 	}
