@@ -279,7 +279,9 @@ func (d *demo) rolloutUndo() error {
 }
 
 // minReady is d's minReadySeconds.
-func minReady(d api.Deployment) time.Duration { return time.Duration(d.Spec.MinReadySeconds) * time.Second }
+func minReady(d api.Deployment) time.Duration {
+	return time.Duration(d.Spec.MinReadySeconds) * time.Second
+}
 
 func rsRevision(rs api.ReplicaSet) int64 {
 	n, _ := strconv.ParseInt(rs.Annotations[api.RevisionAnnotation], 10, 64)
