@@ -48,6 +48,11 @@ type demoReport struct {
 	Broken *BrokenRolloutFigures `json:"broken,omitempty"`
 	// Undo is `rollout undo`'s.
 	Undo *UndoFigures `json:"undo,omitempty"`
+	// Herd is the thundering herd's: many pods, two nodes lost at once.
+	Herd *HerdFigures `json:"herd,omitempty"`
+	// Background and Orphan are those deletes'.
+	Background *CascadeFigures `json:"background,omitempty"`
+	Orphan     *CascadeFigures `json:"orphan,omitempty"`
 	// Delete is a foreground delete's.
 	Delete    *DeleteFigures `json:"delete,omitempty"`
 	PIDs      []int          `json:"pids"`
@@ -183,6 +188,9 @@ func (d *demo) script() error {
 		{"a rolling update", d.rollingUpdate},
 		{"a broken rollout", d.brokenRollout},
 		{"rollout undo", d.rolloutUndo},
+		{"a thundering herd", d.thunderingHerd},
+		{"a background delete", func() error { return d.backgroundDelete(herdName) }},
+		{"an orphan delete", d.orphanScene},
 		{"a foreground delete", d.foregroundDelete},
 	}
 	for _, s := range steps {
