@@ -38,8 +38,7 @@ type HerdFigures struct {
 	EvictionRate float64       `json:"evictionRate"`
 	TaintGap     time.Duration `json:"taintGapNanos"`
 	// Waves are the replacements' creations, grouped where 250 ms or more
-	// pass without one; each with the slow-start batches the replicaset
-	// controller's rule gives for that many missing pods.
+	// pass without one, as a watch saw them arrive.
 	Waves []HerdWave `json:"waves"`
 	// Running is when the last replacement was Running and Ready.
 	Running time.Duration `json:"runningNanos"`
@@ -63,7 +62,11 @@ type HerdWave struct {
 	At      time.Duration `json:"atNanos"`
 	Span    time.Duration `json:"spanNanos"`
 	Created int           `json:"created"`
-	Batches []int         `json:"slowStartBatches"`
+	// Batches are the replicaset controller's slow-start batches (1, 2,
+	// 4, …) for that many creates in one sync. They are the rule's, not
+	// observed: the batches run one after another and every create
+	// succeeded, so nothing outside the controller tells them apart.
+	Batches []int `json:"slowStartBatches"`
 }
 
 // thunderingHerd brings n3 back and two more nodes in, runs herdReplicas
@@ -149,8 +152,11 @@ func (d *demo) thunderingHerd() error {
 				mark(&hn.Detected, "status", "node %s Ready=Unknown", hn.Name)
 			}
 			for _, t := range node.Spec.Taints {
-				if t.Effect == api.TaintNoExecute {
-					mark(&hn.Tainted, "taint", "node %s tainted %s:%s", hn.Name, t.Key, t.Effect)
+				// The taint's timeAdded, not when a poll first saw it: a
+				// poll of many pods may take longer than the rate's period.
+				if t.Effect == api.TaintNoExecute && hn.Tainted == 0 {
+					hn.Tainted = t.TimeAdded.Sub(t0)
+					d.logf("taint", "node %s tainted %s:%s, added %v after the kill", hn.Name, t.Key, t.Effect, hn.Tainted.Round(time.Millisecond))
 				}
 			}
 		}
@@ -198,7 +204,7 @@ func (d *demo) thunderingHerd() error {
 	}
 	f.Waves = waves(watch.createdTimes(), t0)
 	for _, w := range f.Waves {
-		d.logf("pods", "%d replacements created within %v, from %v after the kill (slow-start batches %v)", w.Created,
+		d.logf("pods", "%d replacements created within %v, from %v after the kill (slow-start batches %v, if in one sync)", w.Created,
 			w.Span.Round(100*time.Microsecond), w.At.Round(time.Millisecond), w.Batches)
 	}
 	f.TaintGap = (f.Nodes[1].Tainted - f.Nodes[0].Tainted).Abs()

@@ -9,16 +9,37 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 func TestDemoShouldObserveEveryStepAndLeaveNoProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	testDemo(t, "mem")
+}
+
+// The controllers, real agent processes and the demo's user on etcd: the
+// end-to-end test of the whole cluster on etcd.
+func TestDemoShouldObserveEveryStepAndLeaveNoProcessOnEtcd(t *testing.T) {
+	ep := etcdEndpoints(t)
+	// A fresh etcd: the control plane's keys are fixed (/cluster/...).
+	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(ep, ","), Logger: zap.NewNop()})
+	require.NoError(t, err)
+	_, err = cli.Delete(t.Context(), "/cluster/", clientv3.WithPrefix())
+	require.NoError(t, err)
+	require.NoError(t, cli.Close())
+	testDemo(t, "etcd://"+ep)
+}
+
+// testDemo runs the demo on store and checks what it printed and
+// reported.
+func testDemo(t *testing.T, store string) {
 	t.Setenv(asMainEnv, "1") // the agents and their workers are this test binary
 	report := t.TempDir() + "/report.json"
 	var out strings.Builder
-	err := runDemo(t.Context(), "mem", "fast", report, &out)
+	err := runDemo(t.Context(), store, "fast", report, &out)
 	require.NoError(t, err, out.String())
 	for _, want := range []string{"nodes n1, n2, n3 Ready", "restarted in place", "back-off grows", "n2's containers died with it",
 		"n2 renews its lease again", "no node has more than 2", "replacements Running", "rolled out to a new ReplicaSet",
