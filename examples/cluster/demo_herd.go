@@ -108,7 +108,7 @@ func (d *demo) thunderingHerd() error {
 		return err
 	}
 	d.logf("apply", "deployment.apps/%s created: %d replicas, tolerating a lost node for %ds", herdName, herdReplicas, herdTolerationSeconds)
-	before, err := d.appRunning(herdName, herdReplicas, 60*time.Second)
+	before, err := d.appRunning(herdName, herdReplicas, 90*time.Second)
 	if err != nil {
 		return err
 	}
