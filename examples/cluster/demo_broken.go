@@ -101,7 +101,7 @@ func (d *demo) brokenRollout() error {
 		deadline := int32(brokenProgressDeadline)
 		d.Spec.ProgressDeadlineSeconds = &deadline
 		return nil
-	}); err != nil {
+	}, demoUpdateAttempts); err != nil {
 		return err
 	}
 	d.logf("apply", "deployment.apps/web configured: command %v, a readiness probe after 1s, minReadySeconds %d, progressDeadlineSeconds %d",

@@ -37,6 +37,11 @@ type RolloutFigures struct {
 
 var errObserved = errors.New("observed")
 
+// demoUpdateAttempts bounds the demo's edits of the Deployment, which the
+// deployment controller writes too (its status): on a loaded machine over
+// etcd, the default number of attempts was seen to conflict every time.
+var demoUpdateAttempts = informer.WithAttempts(20)
+
 // watchWebPods calls check with the Deployment's pods (app=web, by name)
 // as listed, then after every pod event of a watch from that list, until
 // check says done or fails, ctx ends, or timeout passes.
@@ -171,7 +176,7 @@ func (d *demo) rollingUpdate() error {
 		containers[0].Command = command
 		d.Spec.Template.Spec.Containers = containers
 		return nil
-	}); err != nil {
+	}, demoUpdateAttempts); err != nil {
 		return err
 	}
 	d.logf("apply", "deployment.apps/web configured: command %v (maxSurge %s = %d, maxUnavailable %s = %d)",
