@@ -119,8 +119,12 @@ func (d *demo) backgroundDelete(name string) error {
 		return fmt.Errorf("deployment %s is still there after a background delete returned", name)
 	}
 	err = d.waitFor(30*time.Second, func() (bool, string, error) {
-		// Owners are read before their dependents: a dependent seen gone
-		// is gone after its owner was last seen.
+		// Dependents are read before their owners: an owner seen after
+		// some of its dependents were seen gone outlived them.
+		left, err := d.appPods(name)
+		if err != nil {
+			return false, "", err
+		}
 		rsLeft := 0
 		for _, rs := range rss {
 			_, _, ok, err := d.st.ReplicaSets.Get(d.ctx, api.Key(rs.Namespace, rs.Name))
@@ -130,10 +134,6 @@ func (d *demo) backgroundDelete(name string) error {
 			if ok {
 				rsLeft++
 			}
-		}
-		left, err := d.appPods(name)
-		if err != nil {
-			return false, "", err
 		}
 		seen := fmt.Sprintf("%d ReplicaSets, %d pods", rsLeft, len(left))
 		if rsLeft > 0 && len(left) < len(pods) {
