@@ -44,8 +44,15 @@ type demoReport struct {
 	NodeDeath *NodeDeathTimes `json:"nodeDeath,omitempty"`
 	// Rollout is a rolling update's time and the bounds it kept.
 	Rollout *RolloutFigures `json:"rollout,omitempty"`
+	// Broken is a rollout that never becomes available.
+	Broken *BrokenRolloutFigures `json:"broken,omitempty"`
 	// Undo is `rollout undo`'s.
 	Undo *UndoFigures `json:"undo,omitempty"`
+	// Herd is the thundering herd's: many pods, two nodes lost at once.
+	Herd *HerdFigures `json:"herd,omitempty"`
+	// Background and Orphan are those deletes'.
+	Background *CascadeFigures `json:"background,omitempty"`
+	Orphan     *CascadeFigures `json:"orphan,omitempty"`
 	// Delete is a foreground delete's.
 	Delete    *DeleteFigures `json:"delete,omitempty"`
 	PIDs      []int          `json:"pids"`
@@ -179,7 +186,11 @@ func (d *demo) script() error {
 		{"a Deployment of 6", d.applyDeployment},
 		{"a node dies", d.nodeDeath},
 		{"a rolling update", d.rollingUpdate},
+		{"a broken rollout", d.brokenRollout},
 		{"rollout undo", d.rolloutUndo},
+		{"a thundering herd", d.thunderingHerd},
+		{"a background delete", func() error { return d.backgroundDelete(herdName) }},
+		{"an orphan delete", d.orphanScene},
 		{"a foreground delete", d.foregroundDelete},
 	}
 	for _, s := range steps {

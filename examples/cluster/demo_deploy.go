@@ -45,14 +45,17 @@ type DeployTimes struct {
 }
 
 // webPods returns the pods of the demo's Deployment (app=web), by name.
-func (d *demo) webPods() (map[string]api.Pod, error) {
+func (d *demo) webPods() (map[string]api.Pod, error) { return d.appPods("web") }
+
+// appPods returns the pods labelled app=app, by name.
+func (d *demo) appPods(app string) (map[string]api.Pod, error) {
 	entries, _, err := d.st.Pods.List(d.ctx)
 	if err != nil {
 		return nil, err
 	}
 	pods := map[string]api.Pod{}
 	for _, e := range entries {
-		if e.Err == nil && e.Value.Labels["app"] == "web" {
+		if e.Err == nil && e.Value.Labels["app"] == app {
 			pods[e.Value.Name] = e.Value
 		}
 	}
@@ -60,8 +63,11 @@ func (d *demo) webPods() (map[string]api.Pod, error) {
 }
 
 // webReplicaSets returns the ReplicaSets the demo's Deployment controls.
-func (d *demo) webReplicaSets() ([]api.ReplicaSet, error) {
-	dep, _, ok, err := d.st.Deployments.Get(d.ctx, demoDeployKey)
+func (d *demo) webReplicaSets() ([]api.ReplicaSet, error) { return d.replicaSetsOf(demoDeployKey) }
+
+// replicaSetsOf returns the ReplicaSets Deployment key controls.
+func (d *demo) replicaSetsOf(key string) ([]api.ReplicaSet, error) {
+	dep, _, ok, err := d.st.Deployments.Get(d.ctx, key)
 	if err != nil || !ok {
 		return nil, err
 	}

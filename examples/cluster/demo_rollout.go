@@ -14,6 +14,7 @@ import (
 	"github.com/converge-go/converge/examples/cluster/controllers/deployment"
 	"github.com/converge-go/converge/examples/cluster/ctl"
 	"github.com/converge-go/converge/informer"
+	"github.com/converge-go/converge/object"
 )
 
 // RolloutFigures are a rolling update's, as the demo observed it through
@@ -36,11 +37,16 @@ type RolloutFigures struct {
 
 var errObserved = errors.New("observed")
 
+// demoUpdateAttempts bounds the demo's edits of the Deployment, which the
+// deployment controller writes too (its status): on a loaded machine over
+// etcd, the default number of attempts was seen to conflict every time.
+var demoUpdateAttempts = informer.WithAttempts(20)
+
 // watchWebPods calls check with the Deployment's pods (app=web, by name)
 // as listed, then after every pod event of a watch from that list, until
-// check says done or fails, or timeout passes.
-func (d *demo) watchWebPods(timeout time.Duration, check func(pods map[string]api.Pod) (done bool, seen string, err error)) error {
-	ctx, cancel := context.WithTimeout(d.ctx, timeout)
+// check says done or fails, ctx ends, or timeout passes.
+func (d *demo) watchWebPods(ctx context.Context, timeout time.Duration, check func(pods map[string]api.Pod) (done bool, seen string, err error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	entries, rev, err := d.st.Pods.List(ctx)
 	if err != nil {
@@ -79,41 +85,60 @@ func (d *demo) watchWebPods(timeout time.Duration, check func(pods map[string]ap
 		return nil
 	}
 	if ctx.Err() != nil && d.ctx.Err() == nil {
-		return fmt.Errorf("not observed within %v; last seen: %s", timeout, seen)
+		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+			return fmt.Errorf("not observed within %v; last seen: %s", timeout, seen)
+		}
+		return nil // the caller ended the watch
 	}
 	return err
 }
 
-// watchRollout watches the Deployment's pods until replicas of them, all
-// isNew, are Running and Ready, and fails as soon as it sees more than
-// replicas+f.MaxSurge pods or fewer than replicas-f.MaxUnavailable
-// available. It records the largest surge and unavailability in f.
-func (d *demo) watchRollout(f *RolloutFigures, replicas int32, isNew func(api.Pod) bool) error {
-	return d.watchWebPods(60*time.Second, func(pods map[string]api.Pod) (bool, string, error) {
+// available reports whether p counts as available at now: Ready for at
+// least minReady, as the ReplicaSet controller counts it.
+func available(p api.Pod, minReady time.Duration, now time.Time) bool {
+	c, ok := object.FindCondition(p.Status.Conditions, api.PodReady)
+	return p.Status.Phase == api.PodRunning && ok && c.Status == object.ConditionTrue &&
+		!c.LastTransitionTime.Add(minReady).After(now)
+}
+
+// rolloutBounds returns a check for watchWebPods that fails as soon as it
+// sees more than replicas+f.MaxSurge pods or fewer than
+// replicas-f.MaxUnavailable available (Ready for minReady), records the
+// largest surge and unavailability in f and the pods' processes in pids,
+// and is done once replicas pods, all isNew, are Ready and no other is
+// left.
+func rolloutBounds(f *RolloutFigures, replicas int32, minReady time.Duration, isNew func(api.Pod) bool, pids map[int]bool) func(map[string]api.Pod) (bool, string, error) {
+	return func(pods map[string]api.Pod) (bool, string, error) {
 		f.Events++
-		available, updated := int32(0), int32(0)
+		now := time.Now()
+		avail, updated := int32(0), int32(0)
 		for _, p := range pods {
 			if len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].PID > 0 {
-				d.pids[p.Status.ContainerStatuses[0].PID] = true
+				pids[p.Status.ContainerStatuses[0].PID] = true
 			}
-			ready := p.Status.Phase == api.PodRunning && p.IsReady()
-			if ready {
-				available++
+			if available(p, minReady, now) {
+				avail++
 			}
-			if ready && isNew(p) {
+			if p.Status.Phase == api.PodRunning && p.IsReady() && isNew(p) {
 				updated++
 			}
 		}
 		total := int32(len(pods))
 		f.Surge = max(f.Surge, total-replicas)
-		f.Unavailable = max(f.Unavailable, replicas-available)
-		seen := fmt.Sprintf("%d pods, %d available, %d new available", total, available, updated)
-		if total > replicas+f.MaxSurge || available < replicas-f.MaxUnavailable {
+		f.Unavailable = max(f.Unavailable, replicas-avail)
+		seen := fmt.Sprintf("%d pods, %d available, %d new ready", total, avail, updated)
+		if total > replicas+f.MaxSurge || avail < replicas-f.MaxUnavailable {
 			return false, seen, fmt.Errorf("the rollout broke its bounds: %s (at most %d pods, at least %d available)",
 				seen, replicas+f.MaxSurge, replicas-f.MaxUnavailable)
 		}
 		return total == replicas && updated == replicas, seen, nil
-	})
+	}
+}
+
+// watchRollout watches the Deployment's pods with rolloutBounds until
+// the rollout is done or breaks its bounds.
+func (d *demo) watchRollout(f *RolloutFigures, replicas int32, minReady time.Duration, isNew func(api.Pod) bool) error {
+	return d.watchWebPods(d.ctx, 60*time.Second, rolloutBounds(f, replicas, minReady, isNew, d.pids))
 }
 
 // rollingUpdate changes the template's command, as `cluster ctl apply`
@@ -151,13 +176,13 @@ func (d *demo) rollingUpdate() error {
 		containers[0].Command = command
 		d.Spec.Template.Spec.Containers = containers
 		return nil
-	}); err != nil {
+	}, demoUpdateAttempts); err != nil {
 		return err
 	}
 	d.logf("apply", "deployment.apps/web configured: command %v (maxSurge %s = %d, maxUnavailable %s = %d)",
 		command, ru.MaxSurge, surge, ru.MaxUnavailable, unavailable)
 	f := RolloutFigures{MaxSurge: surge, MaxUnavailable: unavailable}
-	if err := d.watchRollout(&f, replicas, func(p api.Pod) bool { return !old[p.Name] }); err != nil {
+	if err := d.watchRollout(&f, replicas, minReady(dep), func(p api.Pod) bool { return !old[p.Name] }); err != nil {
 		return err
 	}
 	f.Duration = time.Since(t0)
@@ -177,7 +202,7 @@ func (d *demo) rollingUpdate() error {
 // UndoFigures are a `rollout undo`'s.
 type UndoFigures struct {
 	// Duration is from the undo to the old ReplicaSet's pods all Running
-	// and Ready, none of the other left.
+	// and Ready, none of the others left, and the Deployment complete.
 	Duration   time.Duration `json:"durationNanos"`
 	ReplicaSet string        `json:"replicaSet"`
 	// Revision is the old ReplicaSet's revision before and after.
@@ -200,18 +225,18 @@ func (d *demo) ctl(args ...string) error {
 }
 
 // rolloutUndo runs `cluster ctl rollout undo` and watches the rollout back
-// to the first ReplicaSet, within the same bounds; that ReplicaSet gets
-// the next revision.
+// to the previous revision's ReplicaSet, within the same bounds; that
+// ReplicaSet gets the next revision, and the Deployment is complete again.
 func (d *demo) rolloutUndo() error {
 	rss, err := d.webReplicaSets()
 	if err != nil {
 		return err
 	}
-	if len(rss) != 2 {
-		return fmt.Errorf("want 2 ReplicaSets, have %d", len(rss))
+	if len(rss) < 2 {
+		return fmt.Errorf("want at least 2 ReplicaSets, have %d", len(rss))
 	}
 	slices.SortFunc(rss, func(a, b api.ReplicaSet) int { return int(rsRevision(a) - rsRevision(b)) })
-	target, current := rss[0], rss[1]
+	target, current := rss[len(rss)-2], rss[len(rss)-1]
 	dep, _, _, err := d.st.Deployments.Get(d.ctx, demoDeployKey)
 	if err != nil {
 		return err
@@ -228,27 +253,39 @@ func (d *demo) rolloutUndo() error {
 	}
 	f := RolloutFigures{MaxSurge: surge, MaxUnavailable: unavailable}
 	hash := target.Labels[api.PodTemplateHashLabel]
-	if err := d.watchRollout(&f, replicas, func(p api.Pod) bool { return p.Labels[api.PodTemplateHashLabel] == hash }); err != nil {
+	if err := d.watchRollout(&f, replicas, minReady(dep), func(p api.Pod) bool { return p.Labels[api.PodTemplateHashLabel] == hash }); err != nil {
 		return err
 	}
-	u := UndoFigures{Duration: time.Since(t0), ReplicaSet: target.Name, RevisionBefore: rsRevision(target),
-		Surge: f.Surge, Unavailable: f.Unavailable}
-	err = d.waitFor(10*time.Second, func() (bool, string, error) {
+	u := UndoFigures{ReplicaSet: target.Name, RevisionBefore: rsRevision(target), Surge: f.Surge, Unavailable: f.Unavailable}
+	err = d.waitFor(10*time.Second+minReady(dep), func() (bool, string, error) {
 		rs, _, _, err := d.st.ReplicaSets.Get(d.ctx, api.Key(target.Namespace, target.Name))
 		if err != nil {
 			return false, "", err
 		}
+		dep, _, _, err := d.st.Deployments.Get(d.ctx, demoDeployKey)
+		if err != nil {
+			return false, "", err
+		}
 		u.Revision = rsRevision(rs)
-		return u.Revision > rsRevision(current) && api.Replicas(rs.Spec.Replicas) == replicas,
-			fmt.Sprintf("%s: revision %d, %d replicas", rs.Name, u.Revision, api.Replicas(rs.Spec.Replicas)), nil
+		c, _ := object.FindCondition(dep.Status.Conditions, api.DeploymentProgressing)
+		return u.Revision > rsRevision(current) && api.Replicas(rs.Spec.Replicas) == replicas && c.Reason == api.ReasonNewReplicaSetAvailable,
+			fmt.Sprintf("%s: revision %d, %d replicas; deployment Progressing=%s %s", rs.Name, u.Revision,
+				api.Replicas(rs.Spec.Replicas), c.Status, c.Reason), nil
 	})
 	if err != nil {
 		return err
 	}
+	u.Duration = time.Since(t0)
 	d.rep.Undo = &u
-	d.logf("ok", "back to %s (%d replicas, revision %d → %d) in %v: at most %d pods above %d, at most %d unavailable",
-		target.Name, replicas, u.RevisionBefore, u.Revision, u.Duration.Round(time.Millisecond), u.Surge, replicas, u.Unavailable)
+	d.logf("ok", "back to %s (%d replicas, revision %d → %d), Progressing=True %s, in %v: at most %d pods above %d, at most %d unavailable",
+		target.Name, replicas, u.RevisionBefore, u.Revision, api.ReasonNewReplicaSetAvailable, u.Duration.Round(time.Millisecond),
+		u.Surge, replicas, u.Unavailable)
 	return nil
+}
+
+// minReady is d's minReadySeconds.
+func minReady(d api.Deployment) time.Duration {
+	return time.Duration(d.Spec.MinReadySeconds) * time.Second
 }
 
 func rsRevision(rs api.ReplicaSet) int64 {
