@@ -120,7 +120,7 @@ lint: $(STATICCHECK) ## gofmt (must list nothing), go vet and staticcheck on all
 demo: ## Run the self-healing ReplicaSet demo (examples/replicaset): real processes, kill -9, scale, crash loop, delete.
 	$(GO) run ./examples/replicaset demo
 
-cluster-demo: ## Run the cluster demo (examples/cluster): three agents, a Deployment spread, a node killed and its pods replaced, rollouts, undo, cascading delete.
+cluster-demo: ## Run the cluster demo (examples/cluster): agents join, a Deployment spread, a node killed and its pods replaced, a rolling and a broken rollout, undo, a thundering herd, foreground, background and orphan deletes.
 	$(GO) run ./examples/cluster demo
 
 $(STATICCHECK):
