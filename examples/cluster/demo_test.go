@@ -9,8 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 func TestDemoShouldObserveEveryStepAndLeaveNoProcess(t *testing.T) {
@@ -23,14 +21,7 @@ func TestDemoShouldObserveEveryStepAndLeaveNoProcess(t *testing.T) {
 // The controllers, real agent processes and the demo's user on etcd: the
 // end-to-end test of the whole cluster on etcd.
 func TestDemoShouldObserveEveryStepAndLeaveNoProcessOnEtcd(t *testing.T) {
-	ep := etcdEndpoints(t)
-	// A fresh etcd: the control plane's keys are fixed (/cluster/...).
-	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(ep, ","), Logger: zap.NewNop()})
-	require.NoError(t, err)
-	_, err = cli.Delete(t.Context(), "/cluster/", clientv3.WithPrefix())
-	require.NoError(t, err)
-	require.NoError(t, cli.Close())
-	testDemo(t, "etcd://"+ep)
+	testDemo(t, "etcd://"+freshEtcd(t))
 }
 
 // testDemo runs the demo on store and checks what it printed and

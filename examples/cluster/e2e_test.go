@@ -5,15 +5,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/converge-go/converge/examples/cluster/api"
 	"github.com/converge-go/converge/examples/cluster/apiserver"
@@ -66,14 +63,7 @@ func TestAgentsShouldRunPodsAsProcessesRestartThemAndTakeThemDownWhenKilled(t *t
 }
 
 func TestAgentsShouldRunPodsOnEtcd(t *testing.T) {
-	ep := etcdEndpoints(t)
-	// A fresh etcd: the control plane's keys are fixed (/cluster/...).
-	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(ep, ","), Logger: zap.NewNop()})
-	require.NoError(t, err)
-	_, err = cli.Delete(t.Context(), "/cluster/", clientv3.WithPrefix())
-	require.NoError(t, err)
-	require.NoError(t, cli.Close())
-	testAgents(t, "etcd://"+ep)
+	testAgents(t, "etcd://"+freshEtcd(t))
 }
 
 func testAgents(t *testing.T, store string) {

@@ -29,6 +29,18 @@ import (
 // etcdEndpoints returns the integration etcd, or skips the test.
 func etcdEndpoints(t *testing.T) string { return strings.Join(testserver.Etcd(t), ",") }
 
+// freshEtcd returns the test etcd's endpoints with the control plane's
+// keys (fixed: /cluster/...) deleted, for a run that starts from nothing.
+func freshEtcd(t *testing.T) string {
+	ep := etcdEndpoints(t)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(ep, ","), Logger: zap.NewNop()})
+	require.NoError(t, err)
+	_, err = cli.Delete(t.Context(), "/cluster/", clientv3.WithPrefix())
+	require.NoError(t, err)
+	require.NoError(t, cli.Close())
+	return ep
+}
+
 // leaderContext runs an elector on lock until it leads, and returns the
 // context of its term (values only: it outlives the term) and a function
 // that ends the term.
