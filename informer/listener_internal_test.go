@@ -154,21 +154,7 @@ func TestAReplayShouldGiveEachKeyItsAddBeforeItsChanges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newListener[string, int](HandlerFuncs[string, int]{}, nil)
 		l.replaying = true
-		got := make(chan string, 10)
-		go func() {
-			for {
-				k, c, ok := l.next()
-				if !ok {
-					close(got)
-					return
-				}
-				got <- fmt.Sprintf("%s %v %d->%d", k, c.kind, c.old, c.cur)
-				l.mu.Lock()
-				l.taken++
-				l.checkSyncLocked()
-				l.mu.Unlock()
-			}
-		}()
+		got := replayed(l)
 
 		// Changes made before the replay reached their keys: the handler
 		// never had a, so its update is an add; d's delete is nothing.
@@ -215,6 +201,28 @@ func TestAReplayShouldGiveEachKeyItsAddBeforeItsChanges(t *testing.T) {
 	})
 }
 
+// replayed takes l's changes as its dispatcher would, counting each as
+// taken, and sends each as "key kind old->cur" on the channel it returns,
+// closed when l halts.
+func replayed(l *listener[string, int]) <-chan string {
+	got := make(chan string, 10)
+	go func() {
+		for {
+			k, c, ok := l.next()
+			if !ok {
+				close(got)
+				return
+			}
+			got <- fmt.Sprintf("%s %v %d->%d", k, c.kind, c.old, c.cur)
+			l.mu.Lock()
+			l.taken++
+			l.checkSyncLocked()
+			l.mu.Unlock()
+		}
+	}()
+	return got
+}
+
 // drain returns what is in ch now.
 func drain(ch <-chan string) []string {
 	var out []string
@@ -232,21 +240,7 @@ func TestAReplayShouldBuildItsSetOfReplayedKeysOnlyWhenAChangeComesAndStillGiveE
 	synctest.Test(t, func(t *testing.T) {
 		l := newListener[string, int](HandlerFuncs[string, int]{}, nil)
 		l.replaying = true
-		got := make(chan string, 10)
-		go func() {
-			for {
-				k, c, ok := l.next()
-				if !ok {
-					close(got)
-					return
-				}
-				got <- fmt.Sprintf("%s %v %d->%d", k, c.kind, c.old, c.cur)
-				l.mu.Lock()
-				l.taken++
-				l.checkSyncLocked()
-				l.mu.Unlock()
-			}
-		}()
+		got := replayed(l)
 
 		l.mu.Lock()
 		l.replayLocked("a", item[int]{value: 1})
