@@ -261,27 +261,30 @@ type access[V any] interface {
 	// the cache holds.
 	withDone(v V, value string) V
 	resourceVersion(v V) string
+	// statusOnly reports whether withDone changes only the status: the
+	// controller then writes with kube.Store.UpdateStatus, one request,
+	// as controller-runtime's Status().Update.
+	statusOnly() bool
 }
-
-// statusOnly is implemented by an access whose withDone changes only the
-// status: the controller then writes with kube.Store.UpdateStatus, one
-// request, as controller-runtime's Status().Update.
-type statusOnly interface{ statusOnly() bool }
 
 // runConverge is the same controller on converge: an informer over
 // kube.Store, a reconciler with the defaults (one worker), which reads the
 // cache and writes at the revision it read, as controller-runtime's
 // client.Update does. With an election, a Manager with kube.Lock over a
 // Lease.
-func runConverge[V any](a access[V], opts ...kube.Option[V]) runner {
+func runConverge[V any](a access[V], storeOpts ...kube.Option[V]) runner {
 	return func(ctx context.Context, cfg *rest.Config, spec runSpec) (func(), error) {
 		gvr, err := resourceGVR(spec.resource)
 		if err != nil {
 			return nil, err
 		}
-		store, err := kube.New[V](cfg, gvr, append(opts, kube.WithNamespace[V](spec.ns))...)
+		store, err := kube.New[V](cfg, gvr, append(storeOpts, kube.WithNamespace[V](spec.ns))...)
 		if err != nil {
 			return nil, err
+		}
+		write := store.Update
+		if a.statusOnly() {
+			write = store.UpdateStatus
 		}
 		inf, err := informer.New(gvr.Resource, informer.Source[string, V](store))
 		if err != nil {
@@ -306,10 +309,6 @@ func runConverge[V any](a access[V], opts ...kube.Option[V]) runner {
 			rev, err := strconv.ParseUint(a.resourceVersion(v), 10, 64)
 			if err != nil {
 				return reconcile.Result{}, reconcile.Terminal(err)
-			}
-			write := store.Update
-			if so, ok := a.(statusOnly); ok && so.statusOnly() {
-				write = store.UpdateStatus
 			}
 			if _, err := write(ctx, key, a.withDone(v, want), informer.Revision(rev)); err != nil {
 				return reconcile.Result{}, err
@@ -349,6 +348,7 @@ func runConverge[V any](a access[V], opts ...kube.Option[V]) runner {
 
 type typedConfigMap struct{}
 
+func (typedConfigMap) statusOnly() bool                          { return false }
 func (typedConfigMap) value(v corev1.ConfigMap) string           { return v.Data[valueKey] }
 func (typedConfigMap) done(v corev1.ConfigMap) string            { return v.Annotations[doneAnnotation] }
 func (typedConfigMap) resourceVersion(v corev1.ConfigMap) string { return v.ResourceVersion }
@@ -370,6 +370,7 @@ type slimConfigMap struct {
 
 type slimAccess struct{}
 
+func (slimAccess) statusOnly() bool                       { return false }
 func (slimAccess) value(v slimConfigMap) string           { return v.Data[valueKey] }
 func (slimAccess) done(v slimConfigMap) string            { return v.Metadata.Annotations[doneAnnotation] }
 func (slimAccess) resourceVersion(v slimConfigMap) string { return v.Metadata.ResourceVersion }
