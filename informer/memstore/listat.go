@@ -42,7 +42,7 @@ func (s *Store[K, V]) ListAt(ctx context.Context, rev informer.Revision) ([]info
 	unsure := map[K]bool{}
 	var gone []K
 	for r := rev + 1; r <= s.rev; r++ {
-		c := &s.log[s.slot(r)]
+		c := s.log.at(s.slot(r))
 		if _, seen := then[c.key]; seen || unsure[c.key] {
 			continue
 		}
@@ -61,7 +61,7 @@ func (s *Store[K, V]) ListAt(ctx context.Context, rev informer.Revision) ([]info
 	// An updated key's value at rev is its latest change at or before
 	// rev, which the history holds unless it is older than floor.
 	for r := rev; r > floor && len(unsure) > 0; r-- {
-		c := &s.log[s.slot(r)]
+		c := s.log.at(s.slot(r))
 		if unsure[c.key] {
 			then[c.key] = state{value: c.value, live: c.typ == informer.Put}
 			delete(unsure, c.key)
@@ -70,8 +70,8 @@ func (s *Store[K, V]) ListAt(ctx context.Context, rev informer.Revision) ([]info
 	for k := range unsure {
 		return nil, fmt.Errorf("memory: list at revision %d: %v was last written before the history's start at %d: %w", rev, k, floor, informer.ErrRevisionExpired)
 	}
-	entries := make([]informer.Entry[K, V], 0, len(s.items)+len(gone))
-	for _, it := range s.items {
+	entries := make([]informer.Entry[K, V], 0, s.items.len()+len(gone))
+	for it := range s.items.all() {
 		st, changed := then[it.key]
 		switch {
 		case !changed:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -34,16 +33,17 @@ type Store[K comparable, V any] struct {
 	// that an informer caches, and a controller visits, keys in the order
 	// they are laid out in memory: a list in map order costs every later
 	// stage a cache miss per key (measured: twice the time to reconcile
-	// 100k listed keys once). Every item's modRev is <= rev.
-	items []item[K, V]
+	// 100k listed keys once). Every item's modRev is <= rev. It is kept in
+	// blocks, as is log, so that no write copies it whole.
+	items blocks[item[K, V]]
 	index map[K]int
 	// rev is the revision of the latest change, 0 before the first.
 	rev informer.Revision
 	// log is a ring of the latest changes: the change at revision r is at
-	// log[(r-1)%size] for every r in (floor(), rev]. It grows by append up
-	// to size, then wraps, so a store that is never written costs nothing.
+	// log.at((r-1)%size) for every r in (floor(), rev]. It grows up to
+	// size, then wraps, so a store that is never written costs nothing.
 	// Slots at or below floor() hold stale or zeroed changes.
-	log []change[K, V]
+	log blocks[change[K, V]]
 	// compacted is the highest revision passed to Compact (clamped to rev
 	// at the time); changes at or below it are gone from the history.
 	compacted informer.Revision
@@ -133,7 +133,7 @@ func (s *Store[K, V]) get(key K) (item[K, V], bool) {
 	if !ok {
 		return item[K, V]{}, false
 	}
-	return s.items[i], true
+	return *s.items.at(i), true
 }
 
 // Put sets key to v, whatever its current state, and returns the new
@@ -225,7 +225,7 @@ func (s *Store[K, V]) Revision() informer.Revision {
 func (s *Store[K, V]) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.items)
+	return s.items.len()
 }
 
 // Compact discards the history at and below revision upTo. Afterwards a
@@ -252,7 +252,7 @@ func (s *Store[K, V]) Compact(upTo informer.Revision) {
 	}
 	var zero change[K, V]
 	for r := floor + 1; r <= upTo; r++ {
-		s.log[s.slot(r)] = zero
+		*s.log.at(s.slot(r)) = zero
 	}
 	s.compacted = upTo
 }
@@ -267,9 +267,14 @@ func (s *Store[K, V]) List(ctx context.Context) ([]informer.Entry[K, V], informe
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	entries := make([]informer.Entry[K, V], len(s.items))
-	for i, it := range s.items {
-		entries[i] = informer.Entry[K, V]{Key: it.key, Value: it.value, Revision: it.modRev}
+	entries := make([]informer.Entry[K, V], s.items.len())
+	i := 0
+	for _, blk := range s.items.b {
+		for j := range blk {
+			it := &blk[j]
+			entries[i] = informer.Entry[K, V]{Key: it.key, Value: it.value, Revision: it.modRev}
+			i++
+		}
 	}
 	return entries, s.rev, nil
 }
@@ -294,10 +299,11 @@ func (s *Store[K, V]) put(key K, v V) informer.Revision {
 	i, ok := s.index[key]
 	rev := s.record(change[K, V]{typ: informer.Put, created: !ok, key: key, value: v})
 	if ok {
-		s.items[i].value, s.items[i].modRev = v, rev
+		it := s.items.at(i)
+		it.value, it.modRev = v, rev
 	} else {
-		s.index[key] = len(s.items)
-		s.items = append(s.items, item[K, V]{key: key, value: v, modRev: rev})
+		s.index[key] = s.items.len()
+		s.items.push(item[K, V]{key: key, value: v, modRev: rev})
 	}
 	return rev
 }
@@ -306,17 +312,14 @@ func (s *Store[K, V]) put(key K, v V) informer.Revision {
 // for writing.
 func (s *Store[K, V]) remove(key K, v V) informer.Revision {
 	rev := s.record(change[K, V]{typ: informer.Delete, key: key, value: v})
-	i, last := s.index[key], len(s.items)-1
+	i, last := s.index[key], s.items.len()-1
 	if i != last {
-		s.items[i] = s.items[last]
-		s.index[s.items[i].key] = i
+		moved := *s.items.at(last)
+		*s.items.at(i) = moved
+		s.index[moved.key] = i
 	}
-	s.items[last] = item[K, V]{} // let the key and value be collected
-	s.items = s.items[:last]
+	s.items.pop() // lets the key and value be collected, and empty blocks
 	delete(s.index, key)
-	if cap(s.items) > 64 && len(s.items) < cap(s.items)/4 {
-		s.items = slices.Clone(s.items) // give memory back after mass deletes
-	}
 	return rev
 }
 
@@ -325,10 +328,10 @@ func (s *Store[K, V]) remove(key K, v V) informer.Revision {
 func (s *Store[K, V]) record(c change[K, V]) informer.Revision {
 	s.rev++
 	c.rev = s.rev
-	if i := s.slot(s.rev); i == uint64(len(s.log)) {
-		s.log = append(s.log, c)
+	if i := s.slot(s.rev); i == s.log.len() {
+		s.log.push(c)
 	} else {
-		s.log[i] = c
+		*s.log.at(i) = c
 	}
 	if s.waiting.Load() {
 		s.waiting.Store(false)
@@ -339,8 +342,8 @@ func (s *Store[K, V]) record(c change[K, V]) informer.Revision {
 }
 
 // slot is where the change at revision r lives in log.
-func (s *Store[K, V]) slot(r informer.Revision) uint64 {
-	return (uint64(r) - 1) % s.size
+func (s *Store[K, V]) slot(r informer.Revision) int {
+	return int((uint64(r) - 1) % s.size)
 }
 
 // floor is the highest revision no longer in the history: Watch can start

@@ -79,7 +79,7 @@ func (s *Store[K, V]) next(after informer.Revision, batch []change[K, V]) ([]cha
 	}
 	last := min(s.rev, after+watchBatch)
 	for r := after + 1; r <= last; r++ {
-		batch = append(batch, s.log[s.slot(r)])
+		batch = append(batch, *s.log.at(s.slot(r)))
 	}
 	return batch, nil, nil
 }
