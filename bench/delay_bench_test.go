@@ -223,11 +223,39 @@ func reportLatencyMicros(b *testing.B, lat []int64) {
 func waitUntil(base time.Time, at int64) { (*clockGaps)(nil).waitUntil(base, at) }
 
 // clockGaps notes the longest time between two consecutive clock reads of
-// a waitUntil loop that never slept (nil: notes nothing). The loop only
-// yields between reads, so a long gap is time in which the writer's thread
-// did not run: the host kept the process off the CPU, or the garbage
-// collector stopped the world (gc-pause-max-µs tells which).
-type clockGaps struct{ max time.Duration }
+// a writer that did not sleep between them (nil: notes nothing). The
+// writer only yields or writes between such reads, so a long gap is time
+// in which its thread did not run: the host kept the process off the CPU,
+// or the garbage collector stopped the world (gc-pause-max-µs tells
+// which). The zero value is ready to use.
+type clockGaps struct {
+	max time.Duration
+	// last is sleepUntil's latest clock read, in ns since its base; valid
+	// is false before the first and after a sleep.
+	last  int64
+	valid bool
+}
+
+// sleepUntil returns at base+at or later (at in nanoseconds), sleeping
+// until then: with ~1 ms timers it returns up to about a millisecond
+// late, so that consecutive calls for writes due meanwhile return at once,
+// one after the other. Unlike waitUntil, it leaves the processor to the
+// goroutines under test. Gaps are noted across calls: between two calls
+// that did not sleep, a gap also holds the caller's write.
+func (g *clockGaps) sleepUntil(base time.Time, at int64) {
+	for {
+		now := int64(time.Since(base))
+		if g.valid {
+			g.max = max(g.max, time.Duration(now-g.last))
+		}
+		g.last, g.valid = now, true
+		if at <= now {
+			return
+		}
+		time.Sleep(time.Duration(at - now))
+		g.valid = false // a gap that slept is not a stall
+	}
+}
 
 func (g *clockGaps) waitUntil(base time.Time, at int64) {
 	last := int64(-1)

@@ -74,8 +74,9 @@
 //
 // Scenarios 5 and 12 also report, per repetition, what the host and the
 // runtime did to the process meanwhile (hoststall_test.go): stall-max-µs,
-// the longest gap between two clock reads of the writer's loop, which
-// only yields between them, so a gap is time its thread was off the CPU
+// the longest gap between two clock reads of the writer's loop that did
+// not sleep between them (it only yields or writes there), so a gap is
+// time its thread was off the CPU
 // (or the world stopped for the GC: gc-pause-max-µs, gcs); runq-wait-ms,
 // the time the process's threads waited for a CPU; steal-ms. The report
 // leaves out of an "in every rep" target a repetition that missed while
@@ -156,6 +157,9 @@
 // disagree from one repetition to the next. ReconcileLatency (12) writes 20k
 // updates at a paced 10k/s over 10k keys, 4 workers, and measures each
 // version from just before its write to the first reconcile that reads it.
+// Its writer sleeps between writes and writes what is due when it wakes,
+// about ten at a time (timers here wake about once a millisecond), so
+// that it leaves the processors to the pipeline under test.
 //
 // The stores' rows (13-17, 19, 21) run against the servers make bench
 // starts. PgstoreTableToInformer (15) is the path of a program or psql

@@ -40,8 +40,8 @@ type hostWatch struct {
 	runq0, steal0 time.Duration
 	gc0           uint32
 	fr            *trace.FlightRecorder
-	// gaps is the writer's waitUntil: its longest gap is the longest
-	// stall of the writer's thread during the repetition.
+	// gaps is the writer's clock (waitUntil or sleepUntil): its longest
+	// gap is the longest stall of the writer's thread during the repetition.
 	gaps clockGaps
 	// worst, set by the benchmark, is logged beside a written trace: which
 	// event was slowest and when, from the "base" mark.

@@ -26,9 +26,12 @@ func init() {
 	Targets[Key{"ReconcileThroughput1M", "ns/op"}] = Target{"≤ 0.3x client-go", []check{vs(clientGo, "<=", 0.3)}}
 	Scenarios = append(Scenarios, Scenario{"ReconcileThroughput1M",
 		"11. controller: 1M stored objects listed and each reconciled once, 4 workers", srcMemstore})
-	// The latency target: in the median and in at least 4 of 5 reps.
+	// The latency target: in the median and in at least 4 of 5 reps. A
+	// stall of the writer's thread explains a maximum, not a p99: the
+	// writer's stalls (tens to hundreds of µs once it sleeps between
+	// writes) are as long as the p99s themselves.
 	Targets[Key{"ReconcileLatency", "p99-µs"}] = Target{"≤ 0.5x client-go, and in all reps but one at most",
-		[]check{vs(clientGo, "<=", 0.5).inAllRepsButOne().exceptHostStalls()}}
+		[]check{vs(clientGo, "<=", 0.5).inAllRepsButOne()}}
 	Targets[Key{"ReconcileLatency", "max-µs"}] = Target{"≤ 1x client-go, and in all reps but one at most",
 		[]check{vs(clientGo, "<=", 1).inAllRepsButOne().exceptHostStalls()}}
 	Targets[Key{"ReconcileLatency", "p999-µs"}] = Target{"≤ 0.7x client-go, and in all reps but one at most",
