@@ -94,7 +94,7 @@ test: ## Start etcd, PostgreSQL and a kube-apiserver (installing or building the
 	$(if $(KUBE_PKGS),$(TEST_ENV) $(GO) -C $(KUBE_MOD) test $(TEST_FLAGS) $(KUBE_PKGS);) \
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) -p 1 $(SERVER_PKGS)
 
-bench: ## Start etcd and PostgreSQL, run the benchmarks (client-go/controller-runtime, memstore, etcdstore, pgstore), print the table, write it with the machine and date to docs/benchmarks-table.md (and docs/benchmarks.md between its bench:begin/end markers), draw docs/images/bench-*.svg (BENCH_COUNT=3).
+bench: ## Start etcd and PostgreSQL, run the benchmarks (client-go/controller-runtime, memstore, etcdstore, pgstore), print the table, write it with the machine and date into docs/benchmarks.md (between its bench:begin/end markers) and a few of its rows into README.md (between bench:headline:begin/end), draw docs/images/bench-*.svg (BENCH_COUNT=3).
 	trap '$(SERVERS) stop' EXIT; \
 	$(SERVERS) start; \
 	eval "$$($(SERVERS) env)"; \

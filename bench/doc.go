@@ -27,14 +27,15 @@
 // version, GOMAXPROCS, CPU model, the date and the command, and a last
 // column naming the Source converge's side was fed by (memstore,
 // etcdstore, pgstore, or a diagnostic Source of the benchmark). It also
-// writes the report to bench/out/queue.md (not committed), and the table
-// with the machine and date to docs/benchmarks-table.md and between the
-// markers <!-- bench:begin --> and <!-- bench:end --> of
-// docs/benchmarks.md (committed: the documentation's table is the last
-// run's). A run takes about 10 minutes at
-// BENCH_COUNT=3 and 4 at BENCH_COUNT=1: the informer scenarios and the
-// leader fail-overs at client-go's default timings (a 15 s lease) take most
-// of it.
+// writes the report to bench/out/queue.md (not committed), the table
+// with the machine and date between the markers <!-- bench:begin --> and
+// <!-- bench:end --> of docs/benchmarks.md, and a few of its rows as
+// ratios, with the date and machine, between <!-- bench:headline:begin -->
+// and <!-- bench:headline:end --> of the README (both committed: the
+// documentation's tables are the last run's). A run at BENCH_COUNT=5
+// took 39 minutes on the project's 2-core machine with nothing else
+// running: the informer scenarios and the leader fail-overs at
+// client-go's default timings (a 15 s lease) take most of it.
 //
 // # What is measured
 //

@@ -14,10 +14,11 @@
 // dependencies (client-go, controller-runtime) so that the library's go.mod
 // does not. The go test output streams to stderr while it runs and is saved
 // in bench/out/bench.txt; the report goes to stdout and to
-// bench/out/queue.md; the machine, date and table go to
-// docs/benchmarks-table.md, and between the markers <!-- bench:begin -->
-// and <!-- bench:end --> of docs/benchmarks.md when it has them
-// (doctable.go); the charts of the medians (gonum.org/v1/plot) go to
+// bench/out/queue.md; the machine, date and table go between the markers
+// <!-- bench:begin --> and <!-- bench:end --> of docs/benchmarks.md
+// (doctable.go); a few of its rows, with the date and machine, go between
+// <!-- bench:headline:begin --> and <!-- bench:headline:end --> of the
+// README (headline.go); the charts of the medians (gonum.org/v1/plot) go to
 // docs/images/bench-*.svg.
 package main
 
@@ -101,7 +102,14 @@ func run() error {
 	if *from != "" {
 		count = strconv.Itoa(res.Runs())
 	}
-	report := render(res, command, count, took, runErr)
+	// The run's date: now, or when the saved output was written.
+	ran := time.Now()
+	if *from != "" {
+		if fi, err := os.Stat(*from); err == nil {
+			ran = fi.ModTime()
+		}
+	}
+	report := render(res, command, count, took, runErr, ran)
 	fmt.Print(report)
 
 	path := filepath.Join(dir, "queue.md")
@@ -109,9 +117,16 @@ func run() error {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "report: written to", path)
-	written, err := writeTable(root, renderBody(res, command, count, took, runErr))
+	written, err := writeTable(root, renderBody(res, command, count, took, runErr, ran))
 	for _, w := range written {
 		fmt.Fprintln(os.Stderr, "report: table written to", w)
+	}
+	if err != nil {
+		return err
+	}
+	written, err = writeHeadline(root, headline(res, count, ran))
+	for _, w := range written {
+		fmt.Fprintln(os.Stderr, "report: headline table written to", w)
 	}
 	if err != nil {
 		return err
@@ -144,14 +159,14 @@ func runBenchmarks(root string, args []string, command string) ([]byte, time.Dur
 }
 
 // render is the report make bench prints: a title, then renderBody.
-func render(res *Results, command, count string, took time.Duration, runErr error) string {
+func render(res *Results, command, count string, took time.Duration, runErr error, ran time.Time) string {
 	return "# Benchmarks: converge vs client-go (workqueue, SharedIndexInformer, controller loop) vs controller-runtime (priority queue, controller)\n\n" +
-		renderBody(res, command, count, took, runErr)
+		renderBody(res, command, count, took, runErr, ran)
 }
 
 // renderBody is the machine, the command, the date and the table: what
 // writeTable puts in the documentation.
-func renderBody(res *Results, command, count string, took time.Duration, runErr error) string {
+func renderBody(res *Results, command, count string, took time.Duration, runErr error, ran time.Time) string {
 	var b strings.Builder
 	procs := res.Procs
 	if procs == 0 {
@@ -167,7 +182,7 @@ func renderBody(res *Results, command, count string, took time.Duration, runErr 
 	fmt.Fprintf(&b, "- CPU: %s (%d logical CPUs)\n", cpu, runtime.NumCPU())
 	fmt.Fprintf(&b, "- command: `%s` (took %v)\n", command, took)
 	fmt.Fprintf(&b, "- values: median of %s run(s) per benchmark; ratios are converge ÷ the other implementation, from one run on one machine\n", count)
-	fmt.Fprintf(&b, "- date: %s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "- date: %s\n", ran.UTC().Format(time.RFC3339))
 	fmt.Fprintf(&b, "- Source: the last column names what fed converge's side of each row; client-go and controller-runtime are fed the same objects by an in-memory fake ListWatch (no decoding), unless the row says otherwise\n\n")
 	b.WriteString(table)
 	fmt.Fprintf(&b, "\nTargets met: %d of %d.\n", met, total)
