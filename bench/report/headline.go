@@ -44,12 +44,13 @@ var headlineRows = []headlineRow{
 	{"burst of 200k updates over 10k keys, time to drain", "ReconcileBurst", []string{"drain-ms"}},
 }
 
-// headline renders the README's table from res: its rows, then a line
+// headline renders the README's table from res: its rows, each with the
+// Source that fed converge's side (as in the full table), then a line
 // with the run's size, date and machine and how many targets it met.
 func headline(res *Results, count string, now time.Time) string {
 	var b strings.Builder
-	b.WriteString("| scenario | converge ÷ client-go | converge ÷ controller-runtime |\n")
-	b.WriteString("| --- | --: | --: |\n")
+	b.WriteString("| scenario | converge ÷ client-go | converge ÷ controller-runtime | converge's Source |\n")
+	b.WriteString("| --- | --: | --: | --- |\n")
 	for _, r := range headlineRows {
 		third := controllerRuntime
 		if _, ok := res.Samples[r.scenario][r.metrics[0]][controllerRuntime]; !ok {
@@ -67,7 +68,7 @@ func headline(res *Results, count string, now time.Time) string {
 		} else if third == priorityQueue {
 			o += " (its priority queue)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.label, strings.Join(cg, " / "), o)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.label, strings.Join(cg, " / "), o, sourceOf(r.scenario))
 	}
 	_, met, total := res.Table()
 	cpu := res.Header["cpu"]
