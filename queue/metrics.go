@@ -59,11 +59,3 @@ func NewMetrics(reg prometheus.Registerer, name, controller string) (*Metrics, e
 // collector, which reports nothing: an unchecked collector cannot be
 // removed from a prometheus.Registry.)
 func (m *Metrics) Unregister() bool { return m.e.Unregister() }
-
-// engine returns the engine's Metrics, nil for a nil m.
-func (m *Metrics) engine() *workqueue.Metrics {
-	if m == nil {
-		return nil
-	}
-	return m.e
-}

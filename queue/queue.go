@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/converge-go/converge/internal/workqueue"
@@ -45,15 +47,21 @@ type Queue[K comparable] struct {
 
 // New returns an empty queue configured by opts.
 //
-// New returns an error, naming the option, for options that cannot work: a
-// rate limiter or group function built for another key type. Nil options
-// are ignored.
+// New returns an error naming the option, and a nil Queue, for options that
+// cannot work: a nil Option, a nil value given to an option (see each
+// option), a rate limiter or group function built for another key type.
+// Options left out keep their documented defaults. New starts no goroutine;
+// on an error it has not attached the queue to any Metrics.
 func New[K comparable](opts ...Option) (*Queue[K], error) {
 	var c config
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("queue.New: option %d is nil", i)
 		}
+		o(&c)
+	}
+	if err := errors.Join(c.bad...); err != nil {
+		return nil, fmt.Errorf("queue.New: %w", err)
 	}
 	q := new(Queue[K])
 	if err := workqueue.Init(&q.e, c.opts...); err != nil {

@@ -316,15 +316,6 @@ func TestNewShouldReturnAClearErrorForOptionsThatCannotWork(t *testing.T) {
 		"queue.New: WithGroup: got func(int) string, want func(string) string: the option was built for another key type")
 }
 
-func TestNewShouldIgnoreNilOptionsLikeNilValues(t *testing.T) {
-	var unset queue.Option
-	q := must.Do(queue.New[string](nil, unset, queue.WithClock(nil), queue.WithRateLimiter[string](nil),
-		queue.WithGroup[string](nil), queue.WithMetrics(nil)))
-	defer q.ShutDown()
-	q.Add("a")
-	assert.Equal(t, 1, q.Len())
-}
-
 func TestPrioritiesBeyondInt32ShouldBeClamped(t *testing.T) {
 	q, _ := newTestQueue(t)
 	q.AddWithOptions(queue.AddOptions{Priority: 1 << 40}, "huge")

@@ -12,7 +12,10 @@ import (
 )
 
 // Option configures a Queue in New. A nil Option is ignored, like a nil
-// limiter or group function, so that options can be chosen conditionally.
+// limiter or group function, so that this module's callers can choose
+// options conditionally (package reconcile passes its metrics, nil or not).
+// Package queue's options refuse nil values before they get here, as the
+// module's constructors do for their users.
 //
 // Options are not generic: with Option[K], every option that carries no
 // key-typed value (WithClock, WithMetrics, WithAgeing) would need its type
