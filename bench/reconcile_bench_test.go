@@ -125,9 +125,11 @@ func BenchmarkReconcileThroughput1M(b *testing.B) {
 // watch response. A writer that waited by yielding (runtime.Gosched)
 // instead kept its processor busy, and the threads of the pipeline it woke
 // queued behind it for the CPU: 1.9 s of runq-wait-ms in a 2 s run, and
-// maxima of one 4 ms scheduler tick on both pipelines. A version's latency is from just before its write (memory
-// Store.Put; FakeWatcher.Modify, a channel send, for the SharedIndexInformer)
-// to the start of the first reconcile that read it from the cache. The run
+// maxima of one 4 ms scheduler tick on both pipelines
+// (docs/design/steady-latency.md). A version's latency is from just before
+// its write (memory Store.Put; FakeWatcher.Modify, a channel send, for the
+// SharedIndexInformer) to the start of the first reconcile that read it
+// from the cache. The run
 // ends once every key's last version has been reconciled. Reports the
 // latency percentiles in µs over all b.N runs, the write rate achieved and
 // coalesced: versions never seen by a reconcile because a newer one of the
