@@ -197,7 +197,9 @@ func TestARESTPodWatchShouldSendAPodThatLeavesTheSelectionAsItLastMatched(t *tes
 		var ev event
 		require.NoError(t, json.Unmarshal(lines.Bytes(), &ev))
 		var meta struct {
-			Object struct{ Metadata struct{ ResourceVersion string } }
+			Object struct {
+				Metadata struct{ ResourceVersion string }
+			}
 		}
 		require.NoError(t, json.Unmarshal(lines.Bytes(), &meta))
 		ev.RV = meta.Object.Metadata.ResourceVersion
