@@ -17,6 +17,7 @@ import (
 
 	"github.com/converge-go/converge/examples/cluster/api"
 	"github.com/converge-go/converge/examples/cluster/apiserver"
+	osproc "github.com/converge-go/converge/examples/internal/proc"
 	"github.com/converge-go/converge/informer/httpstore"
 )
 
@@ -79,7 +80,9 @@ type demo struct {
 	rep     demoReport
 	pids    map[int]bool
 	agents  map[string]*exec.Cmd
-	logDir  string
+	// children starts the agents, so that they die with the demo.
+	children *osproc.Children
+	logDir   string
 }
 
 func demoMode(args []string, stdout, stderr io.Writer) int {
@@ -113,7 +116,8 @@ func runDemo(ctx context.Context, store, timingsName, report string, out io.Writ
 	}
 	defer os.RemoveAll(logDir)
 	d := &demo{ctx: ctx, timings: timings, out: out, start: time.Now(), pids: map[int]bool{},
-		agents: map[string]*exec.Cmd{}, logDir: logDir, rep: demoReport{Timings: timingsName}}
+		agents: map[string]*exec.Cmd{}, children: osproc.NewChildren(), logDir: logDir, rep: demoReport{Timings: timingsName}}
+	defer d.children.Close() // after the agents have been waited for, below
 
 	upCtx, stopUp := context.WithCancel(ctx)
 	defer stopUp()
@@ -228,7 +232,8 @@ func (d *demo) waitFor(timeout time.Duration, cond func() (done bool, seen strin
 	}
 }
 
-// startAgent starts node's agent as a child process of this binary.
+// startAgent starts node's agent as a child process of this binary, one
+// that dies with the demo even if the demo is killed by SIGKILL (on Linux).
 func (d *demo) startAgent(node, cpu, memory string) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -237,7 +242,7 @@ func (d *demo) startAgent(node, cpu, memory string) error {
 	timings := d.rep.Timings
 	cmd := exec.Command(self, "agent", "--node", node, "--cpu", cpu, "--memory", memory, "--api", d.url,
 		"--timings", timings, "--log-dir", d.logDir, "--log-level", "none")
-	if err := cmd.Start(); err != nil {
+	if err := d.children.Start(cmd); err != nil {
 		return err
 	}
 	d.agents[node] = cmd

@@ -24,6 +24,7 @@ import (
 	"github.com/converge-go/converge/examples/cluster/api"
 	"github.com/converge-go/converge/examples/cluster/apiserver"
 	"github.com/converge-go/converge/examples/cluster/ctl"
+	osproc "github.com/converge-go/converge/examples/internal/proc"
 	"github.com/converge-go/converge/informer/httpstore"
 	"github.com/converge-go/converge/object"
 )
@@ -127,13 +128,17 @@ func runMeasure(ctx context.Context, cfg measureConfig, out io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 
+	// The control plane and the agents die with this process, even if it
+	// is killed by SIGKILL (on Linux).
+	children := osproc.NewChildren()
+	defer children.Close() // after the deferred wait below
 	cp := exec.Command(self, "measure", "--control-plane", "--timings", cfg.timings)
 	cp.Stderr = os.Stderr
 	pipe, err := cp.StdoutPipe()
 	if err != nil {
 		return err
 	}
-	if err := cp.Start(); err != nil {
+	if err := children.Start(cp); err != nil {
 		return err
 	}
 	var procs []*exec.Cmd
@@ -167,7 +172,7 @@ func runMeasure(ctx context.Context, cfg measureConfig, out io.Writer) error {
 		node := fmt.Sprintf("n%d", i+1)
 		p := exec.Command(self, "agent", "--node", node, "--api", apiURL, "--timings", cfg.timings,
 			"--log-dir", dir, "--log-level", "none", fmt.Sprintf("--fake-containers=%t", cfg.fake))
-		if err := p.Start(); err != nil {
+		if err := children.Start(p); err != nil {
 			return err
 		}
 		procs = append(procs, p)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"testing"
 	"time"
 
@@ -171,6 +172,52 @@ func TestARESTPodWatchWithANodeFieldSelectorShouldSendAddedAndDeletedAsPodsEnter
 	f.put(t, boundPod("c", "n3"))
 	f.put(t, boundPod("b", "n1"))
 	assert.Equal(t, "MODIFIED b", next(), "c, on another node, sent nothing")
+}
+
+// Kubernetes' watch cache sends an object that stops matching as DELETED
+// with the state that last matched and the revision of the write that made
+// it leave, so that the watcher can resume from that revision.
+func TestARESTPodWatchShouldSendAPodThatLeavesTheSelectionAsItLastMatched(t *testing.T) {
+	f := newFixture(t)
+	f.put(t, boundPod("a", "n1"))
+	req, err := http.NewRequestWithContext(t.Context(), "GET", f.srv.URL+"/api/v1/namespaces/default/pods?watch=1&fieldSelector="+url.QueryEscape("spec.nodeName=n1"), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer ro")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	type event struct {
+		Type   string
+		Object api.Pod
+		RV     string
+	}
+	next := func() event {
+		require.True(t, lines.Scan())
+		var ev event
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &ev))
+		var meta struct {
+			Object struct {
+				Metadata struct{ ResourceVersion string }
+			}
+		}
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &meta))
+		ev.RV = meta.Object.Metadata.ResourceVersion
+		return ev
+	}
+	require.Equal(t, "ADDED", next().Type)
+	labelled := boundPod("a", "n1")
+	labelled.Metadata.Labels = map[string]string{"app": "web"}
+	f.put(t, labelled)
+	require.Equal(t, "MODIFIED", next().Type)
+
+	moved := boundPod("a", "n2")
+	rev := f.put(t, moved)
+	ev := next()
+	assert.Equal(t, "DELETED", ev.Type)
+	assert.Equal(t, "n1", ev.Object.Spec.NodeName, "the pod as it last matched, not as it is now")
+	assert.Equal(t, map[string]string{"app": "web"}, ev.Object.Metadata.Labels, "its last matching state, not its first")
+	assert.Equal(t, strconv.FormatUint(uint64(rev), 10), ev.RV, "the revision of the write that moved it")
 }
 
 func TestAFieldSelectorTheServerCannotTakeShouldBeRefused(t *testing.T) {

@@ -297,7 +297,11 @@ func (r *resource[V]) delete(w http.ResponseWriter, req *http.Request) {
 // store's watch fails: an object that comes to be selected is ADDED, one
 // that no longer is (deleted, or a field changed) DELETED, as Kubernetes'
 // watch cache sends them (staging/src/k8s.io/apiserver/pkg/storage/cacher/
-// cache_watcher.go, convertToWatchEvent).
+// cache_watcher.go, convertToWatchEvent). A DELETED event carries the
+// object as it last matched, with the resourceVersion of the write that
+// made it leave, so that a client resuming from that version skips the
+// write and a client that filters on the field still recognises the object.
+// The watch holds the last matching state of each selected object for that.
 func (r *resource[V]) watch(w http.ResponseWriter, req *http.Request, selects func(*V) bool) {
 	ctx := req.Context()
 	entries, rev, err := r.store.List(ctx)
@@ -309,7 +313,7 @@ func (r *resource[V]) watch(w http.ResponseWriter, req *http.Request, selects fu
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriter(w)
 	flusher, _ := w.(http.Flusher)
-	seen := map[string]bool{}
+	seen := map[string]V{} // the selected objects, as they last matched
 	send := func(typ string, obj any) error {
 		b, _ := json.Marshal(map[string]any{"type": typ, "object": obj})
 		if _, err := bw.Write(append(b, '\n')); err != nil {
@@ -325,7 +329,7 @@ func (r *resource[V]) watch(w http.ResponseWriter, req *http.Request, selects fu
 	}
 	for _, e := range entries {
 		if e.Err == nil && selects(&e.Value) {
-			seen[e.Key] = true
+			seen[e.Key] = e.Value
 			if send("ADDED", r.render(e.Value, e.Revision)) != nil {
 				return
 			}
@@ -333,23 +337,22 @@ func (r *resource[V]) watch(w http.ResponseWriter, req *http.Request, selects fu
 	}
 	err = r.store.Watch(ctx, rev, func(ev informer.Event[string, V]) error {
 		switch {
-		case ev.Type == informer.Put && ev.Err == nil && !selects(&ev.Value):
-			if !seen[ev.Key] {
-				return nil
-			}
-			delete(seen, ev.Key)
-			return send("DELETED", r.render(ev.Value, ev.Revision))
-		case ev.Type == informer.Put && ev.Err == nil:
+		case ev.Err != nil || (ev.Type != informer.Put && ev.Type != informer.Delete):
+			return nil
+		case ev.Type == informer.Put && selects(&ev.Value):
 			typ := "MODIFIED"
-			if !seen[ev.Key] {
-				typ, seen[ev.Key] = "ADDED", true
+			if _, ok := seen[ev.Key]; !ok {
+				typ = "ADDED"
 			}
+			seen[ev.Key] = ev.Value
 			return send(typ, r.render(ev.Value, ev.Revision))
-		case ev.Type == informer.Delete && seen[ev.Key]:
-			delete(seen, ev.Key)
-			return send("DELETED", r.render(ev.Value, ev.Revision))
 		}
-		return nil
+		last, ok := seen[ev.Key]
+		if !ok {
+			return nil
+		}
+		delete(seen, ev.Key)
+		return send("DELETED", r.render(last, ev.Revision))
 	})
 	if err != nil && ctx.Err() == nil {
 		_ = send("ERROR", map[string]any{"kind": "Status", "status": "Failure", "message": err.Error()})

@@ -17,7 +17,8 @@
 // ?fieldSelector=spec.nodeName=NODE (or another of Kubernetes' selectable
 // fields: metadata.name, metadata.namespace, and for pods spec.nodeName,
 // spec.restartPolicy and status.phase) of the matching objects only, an
-// object that stops matching being DELETED for the watcher. The store
+// object that stops matching being DELETED for the watcher, as it last
+// matched, with the resourceVersion of the write that changed it. The store
 // protocol takes the same selectors as its selector parameter; POST creates, PUT
 // replaces, DELETE deletes with ?propagationPolicy=Background|Foreground|Orphan.
 //

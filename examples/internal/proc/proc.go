@@ -1,6 +1,8 @@
 // Package proc runs the examples' pods as OS processes: each in a process
 // group of its own, killed by the kernel when the agent that started it dies
 // (on Linux, even by SIGKILL), and the small worker program the pods run.
+// Children starts a program's other helper processes so that they, too, die
+// with it.
 package proc
 
 import (

@@ -10,8 +10,14 @@ import (
 // sysProcAttr puts a pod's process in its own process group, and has the
 // kernel SIGKILL it when the agent dies, even by SIGKILL.
 func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	a := &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(a)
+	return a
 }
+
+// dieWithParent has the kernel SIGKILL the process when the thread that
+// started it ends, which a spawner makes the end of this process.
+func dieWithParent(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }
 
 // spawner starts processes from one goroutine locked to its OS thread.
 // The parent-death signal fires when the thread that started the child

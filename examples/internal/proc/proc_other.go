@@ -11,6 +11,9 @@ import (
 // parent-death signal, the worker notices its parent's death itself.
 func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
+// dieWithParent does nothing: there is no parent-death signal here.
+func dieWithParent(*syscall.SysProcAttr) {}
+
 type spawner struct{}
 
 func newSpawner() *spawner                 { return &spawner{} }
