@@ -87,7 +87,8 @@ func run() error {
 		command = "(saved) " + *from
 	} else {
 		out, took, runErr = runBenchmarks(root, args, command)
-		if err := os.WriteFile(filepath.Join(dir, "bench.txt"), out, 0o644); err != nil {
+		saved := append([]byte(savedHeader(command, took, time.Now())), out...)
+		if err := os.WriteFile(filepath.Join(dir, "bench.txt"), saved, 0o644); err != nil {
 			return err
 		}
 	}
@@ -99,15 +100,10 @@ func run() error {
 	if len(res.Order) == 0 {
 		return fmt.Errorf("%s: no benchmark results (%v)", command, runErr)
 	}
-	if *from != "" {
-		count = strconv.Itoa(res.Runs())
-	}
-	// The run's date: now, or when the saved output was written.
 	ran := time.Now()
 	if *from != "" {
-		if fi, err := os.Stat(*from); err == nil {
-			ran = fi.ModTime()
-		}
+		count = strconv.Itoa(res.Runs())
+		command, took, ran = savedRun(res, *from)
 	}
 	report := render(res, command, count, took, runErr, ran)
 	fmt.Print(report)
@@ -183,6 +179,9 @@ func renderBody(res *Results, command, count string, took time.Duration, runErr 
 	fmt.Fprintf(&b, "- command: `%s` (took %v)\n", command, took)
 	fmt.Fprintf(&b, "- values: median of %s run(s) per benchmark; ratios are converge ÷ the other implementation, from one run on one machine\n", count)
 	fmt.Fprintf(&b, "- date: %s\n", ran.UTC().Format(time.RFC3339))
+	if note := res.Header[headerNote]; note != "" {
+		fmt.Fprintf(&b, "- note: %s\n", note)
+	}
 	fmt.Fprintf(&b, "- Source: the last column names what fed converge's side of each row; client-go and controller-runtime are fed the same objects by an in-memory fake ListWatch (no decoding), unless the row says otherwise\n\n")
 	b.WriteString(table)
 	fmt.Fprintf(&b, "\nTargets met: %d of %d.\n", met, total)
