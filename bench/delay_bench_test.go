@@ -167,7 +167,7 @@ func steadyOnce(b *testing.B, q Queue, keys []string, sched []int64) ([]int64, f
 		})
 	}
 	for i, k := range keys {
-		hw.gaps.waitUntil(base, sched[i])
+		hw.gaps.sleepUntil(base, sched[i])
 		added[i] = int64(time.Since(base))
 		q.Add(k)
 	}
@@ -216,18 +216,12 @@ func reportLatencyMicros(b *testing.B, lat []int64) {
 	b.ReportMetric(us(lat[len(lat)-1]), "max-µs")
 }
 
-// waitUntil returns at base+at (at in nanoseconds), as precisely as this
-// machine allows. Timers have ~1 ms resolution here, so it sleeps only when
-// far ahead and otherwise yields, so that the goroutines under test can run
-// on this P while the caller waits.
-func waitUntil(base time.Time, at int64) { (*clockGaps)(nil).waitUntil(base, at) }
-
 // clockGaps notes the longest time between two consecutive clock reads of
-// a writer that did not sleep between them (nil: notes nothing). The
-// writer only yields or writes between such reads, so a long gap is time
-// in which its thread did not run: the host kept the process off the CPU,
-// or the garbage collector stopped the world (gc-pause-max-µs tells
-// which). The zero value is ready to use.
+// a writer that did not sleep between them. The writer only writes
+// between such reads, so a long gap is time in which its thread did not
+// run: the host kept the process off the CPU, or the garbage collector
+// stopped the world (gc-pause-max-µs tells which). The zero value is
+// ready to use.
 type clockGaps struct {
 	max time.Duration
 	// last is sleepUntil's latest clock read, in ns since its base; valid
@@ -240,7 +234,8 @@ type clockGaps struct {
 // until then: with ~1 ms timers it returns up to about a millisecond
 // late, so that consecutive calls for writes due meanwhile return at once,
 // one after the other. Unlike waitUntil, it leaves the processor to the
-// goroutines under test. Gaps are noted across calls: between two calls
+// goroutines under test, and the threads they wake need not queue behind
+// the writer's for a CPU. Gaps are noted across calls: between two calls
 // that did not sleep, a gap also holds the caller's write.
 func (g *clockGaps) sleepUntil(base time.Time, at int64) {
 	for {
@@ -257,21 +252,19 @@ func (g *clockGaps) sleepUntil(base time.Time, at int64) {
 	}
 }
 
-func (g *clockGaps) waitUntil(base time.Time, at int64) {
-	last := int64(-1)
+// waitUntil returns at base+at (at in nanoseconds), as precisely as this
+// machine allows. Timers have ~1 ms resolution here, so it sleeps only when
+// far ahead and otherwise yields, so that the goroutines under test can run
+// on this P while the caller waits; it holds a processor while it yields
+// (see sleepUntil for a writer that must not).
+func waitUntil(base time.Time, at int64) {
 	for {
-		now := int64(time.Since(base))
-		if g != nil && last >= 0 {
-			g.max = max(g.max, time.Duration(now-last))
-		}
-		last = now
-		wait := at - now
+		wait := at - int64(time.Since(base))
 		if wait <= 0 {
 			return
 		}
 		if wait > int64(2*time.Millisecond) {
 			time.Sleep(time.Duration(wait) - time.Millisecond)
-			last = -1 // a gap that slept is not a stall
 		} else {
 			runtime.Gosched()
 		}

@@ -40,7 +40,7 @@ type hostWatch struct {
 	runq0, steal0 time.Duration
 	gc0           uint32
 	fr            *trace.FlightRecorder
-	// gaps is the writer's clock (waitUntil or sleepUntil): its longest
+	// gaps is the writer's clock (sleepUntil): its longest
 	// gap is the longest stall of the writer's thread during the repetition.
 	gaps clockGaps
 	// worst, set by the benchmark, is logged beside a written trace: which
