@@ -305,8 +305,11 @@ var Targets = map[Key]Target{
 	{"AddAfter", "p99-late-ms"}: {"≤ 1 ms", []check{vs("", "<=", 1)}},
 	{"AddAfter", "addafter-ns"}: {"≤ 0.25x client-go", []check{vs(clientGo, "<=", 0.25)}},
 	{"Steady", "p99-µs"}:        {"≤ 1x client-go", []check{vs(clientGo, "<=", 1)}},
-	{"Steady", "p999-µs"}: {"≤ 1x client-go in every rep not stalled by the host",
-		[]check{vs(clientGo, "<=", 1).inEveryRep().exceptHostStalls()}},
+	// A stall of the producer's thread explains a maximum, not a p99.9:
+	// its stalls, between two adds of one clump, are as long as the
+	// p99.9s themselves.
+	{"Steady", "p999-µs"}: {"≤ 1x client-go in every rep",
+		[]check{vs(clientGo, "<=", 1).inEveryRep()}},
 	{"Steady", "max-µs"}: {"≤ 1x client-go in every rep not stalled by the host",
 		[]check{vs(clientGo, "<=", 1).inEveryRep().exceptHostStalls()}},
 	{"Storm", "storm-gets"}: {"> 0 (workers keep receiving)", []check{vs("", ">", 0)}},
