@@ -154,11 +154,15 @@ func (c *nodeCache) removePod(key string) {
 // podHandler and nodeHandler feed the informers' changes to the cache.
 type podHandler struct{ s *scheduler }
 
-func (h podHandler) OnAdd(key string, p api.Pod, _ bool) { h.s.locked(func(c *nodeCache) { c.setPod(key, p) }) }
+func (h podHandler) OnAdd(key string, p api.Pod, _ bool) {
+	h.s.locked(func(c *nodeCache) { c.setPod(key, p) })
+}
 func (h podHandler) OnUpdate(key string, _, p api.Pod, _ bool) {
 	h.s.locked(func(c *nodeCache) { c.setPod(key, p) })
 }
-func (h podHandler) OnDelete(key string, _ api.Pod) { h.s.locked(func(c *nodeCache) { c.removePod(key) }) }
+func (h podHandler) OnDelete(key string, _ api.Pod) {
+	h.s.locked(func(c *nodeCache) { c.removePod(key) })
+}
 
 type nodeHandler struct{ s *scheduler }
 
