@@ -32,7 +32,6 @@ func runningScheduler(tb testing.TB, nodes, pods int) *scheduler {
 		require.NoError(tb, err)
 	}
 	inf := must.Do(api.NewInformers(st))
-	require.NoError(tb, api.AddPodNodeNameIndex(inf.Pods))
 	s := &scheduler{pods: inf.Pods, nodes: inf.Nodes, store: st.Pods, attempts: map[string]int{}}
 	require.NoError(tb, s.watchCache())
 	done := make(chan struct{}, 2)

@@ -16,10 +16,17 @@
 // Timings.SchedulerBackOff to SchedulerBackOffMax, or at once when a node
 // is added or changes in a way that may let it fit, or a bound pod goes.
 //
-// The scheduler assumes a pod on its node from the moment it decides, as
-// kube-scheduler's cache does (k8s@v1.37.2:pkg/scheduler/backend/cache/cache.go
-// AssumePod), so that the next pod is scheduled against the resources the
-// first took, also before the pods informer has seen the bind.
+// The scheduler keeps a cache of every node's totals (pods, requests,
+// host ports, pods per owner), updated change by change from the pods and
+// nodes informers, as kube-scheduler's cache is
+// (k8s@v1.37.2:pkg/scheduler/backend/cache): a cycle costs O(nodes), not
+// O(pods). A cycle first waits until the cache has been given every change
+// the informers held when it began, so a pod deleted, ended or moved has
+// freed its node for the very next cycle. The scheduler assumes a pod on
+// its node from the moment it decides (AssumePod there), so that the next
+// pod is scheduled against the resources the first took, also before the
+// pods informer has seen the bind; the assumption gives way to the bound
+// pod when the informer shows it, or is dropped if the bind fails.
 package scheduler
 
 import (
@@ -74,10 +81,15 @@ func Add(m *reconcile.Manager, c *api.Cluster) error {
 }
 
 // New builds the scheduler's controller without adding it to a
-// Manager. It adds api.PodNodeNameIndex to c.Informers.Pods if missing.
-// c must have its Pods and Nodes informers and stores, and a clock that
-// also implements reconcile.Clock (k8s.io/utils/clock's real and fake
-// clocks do); a nil c.Clock is the real clock.
+// Manager. c must have its Pods and Nodes informers and stores, and a
+// clock that also implements reconcile.Clock (k8s.io/utils/clock's real
+// and fake clocks do); a nil c.Clock is the real clock.
+//
+// New adds the handlers that keep the scheduler's node cache to the pods
+// and nodes informers at once, so it fails on informers that have
+// stopped. They stay for the informers' lifetime, across the
+// controller's runs, as the cache does; a controller that is never run
+// still keeps its cache up to date.
 func New(c *api.Cluster, opts Options) (*reconcile.Controller[string], error) {
 	if c == nil || c.Informers.Pods == nil || c.Informers.Nodes == nil || c.Stores.Pods == nil {
 		return nil, errors.New("scheduler: the cluster needs its pods and nodes informers and the pods store")
@@ -93,9 +105,6 @@ func New(c *api.Cluster, opts Options) (*reconcile.Controller[string], error) {
 	if t.SchedulerBackOff <= 0 || t.SchedulerBackOffMax < t.SchedulerBackOff {
 		return nil, fmt.Errorf("scheduler: back-off %v to %v: want 0 < SchedulerBackOff <= SchedulerBackOffMax",
 			t.SchedulerBackOff, t.SchedulerBackOffMax)
-	}
-	if err := api.AddPodNodeNameIndex(c.Informers.Pods); err != nil {
-		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	s := &scheduler{
 		pods: c.Informers.Pods, nodes: c.Informers.Nodes, store: c.Stores.Pods,
