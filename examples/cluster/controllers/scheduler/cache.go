@@ -30,12 +30,18 @@ type nodeCache struct {
 
 // cachedPod is one pod counted on a node. An assumed pod is one the
 // scheduler has bound (or is binding) that the pods informer has not
-// shown bound yet.
+// shown bound yet. info holds the sums only (its pod is zero): the cache
+// needs no more, and keeps no second copy of every pod's fields.
 type cachedPod struct {
 	node    string
 	uid     string
 	info    podInfo
 	assumed bool
+}
+
+func newCachedPod(node, uid string, pi podInfo, assumed bool) cachedPod {
+	pi.pod = api.Pod{}
+	return cachedPod{node: node, uid: uid, info: pi, assumed: assumed}
 }
 
 func newNodeCache() *nodeCache {
@@ -107,15 +113,15 @@ func (c *nodeCache) setPod(key string, p api.Pod) {
 	}
 	pi, err := newPodInfo(p)
 	if err != nil {
-		pi = podInfo{pod: p} // bound anyway: it takes a pod slot
+		pi = podInfo{} // bound anyway: it takes a pod slot
 	}
-	c.addPod(key, cachedPod{node: p.Spec.NodeName, uid: p.UID, info: pi})
+	c.addPod(key, newCachedPod(p.Spec.NodeName, p.UID, pi, false))
 }
 
 // assume counts a pod on node before the informer shows it bound there.
 func (c *nodeCache) assume(key, node string, pi podInfo) {
 	c.removePod(key)
-	c.addPod(key, cachedPod{node: node, uid: pi.pod.UID, info: pi, assumed: true})
+	c.addPod(key, newCachedPod(node, pi.pod.UID, pi, true))
 }
 
 // forget undoes assume for a pod whose bind failed; a pod the informer
