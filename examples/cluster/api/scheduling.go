@@ -3,8 +3,8 @@ package api
 import "github.com/converge-go/converge/informer"
 
 // PodNodeNameIndex is the name of the pods informer's index by
-// Spec.NodeName: the pods bound to a node, which the scheduler counts and
-// the node lifecycle controller evicts. Unbound pods are not filed.
+// Spec.NodeName: the pods bound to a node, which the node lifecycle
+// controller evicts. Unbound pods are not filed.
 const PodNodeNameIndex = "spec.nodeName"
 
 // AddPodNodeNameIndex adds PodNodeNameIndex to the pods informer unless it

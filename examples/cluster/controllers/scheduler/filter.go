@@ -75,20 +75,33 @@ func milliOrZero(q api.Quantity) (int64, error) {
 	return q.Milli()
 }
 
-// nodeInfo is a node with the pods bound to it (and those assumed bound)
-// that still hold resources, and their sums.
+// nodeInfo is a node with the sums of the pods bound to it (and of those
+// assumed bound) that still hold resources. The scheduler's cache keeps
+// one per node and updates it pod by pod (add, remove), so that a cycle
+// reads each node's totals without looking at its pods.
 type nodeInfo struct {
 	node               api.Node
-	pods               []podInfo
-	cpu, mem           int64 // sums of the pods' requests
-	nonZeroCPU, nonMem int64 // the same with request-less pods counted as nonZero*
-	ports              map[int32]bool
+	pods               int64          // how many pods
+	cpu, mem           int64          // sums of the pods' requests
+	nonZeroCPU, nonMem int64          // the same with request-less pods counted as nonZero*
+	ports              map[int32]int  // host port -> pods using it
+	owners             map[string]int // owner UID -> pods it owns here
 	allocCPU, allocMem int64
 	allocPods          int64
 }
 
 func newNodeInfo(n api.Node, pods []podInfo) nodeInfo {
-	ni := nodeInfo{node: n, pods: pods, ports: map[int32]bool{}}
+	ni := nodeInfo{ports: map[int32]int{}, owners: map[string]int{}}
+	ni.setNode(n)
+	for i := range pods {
+		ni.add(&pods[i])
+	}
+	return ni
+}
+
+// setNode replaces the node and what it can hold; its pods stay.
+func (ni *nodeInfo) setNode(n api.Node) {
+	ni.node = n
 	ni.allocCPU, _ = allocatable(n, api.ResourceCPU)
 	ni.allocMem, _ = allocatable(n, api.ResourceMemory)
 	if p, ok := allocatable(n, api.ResourcePods); ok {
@@ -96,17 +109,31 @@ func newNodeInfo(n api.Node, pods []podInfo) nodeInfo {
 	} else {
 		ni.allocPods = defaultMaxPods
 	}
-	for _, p := range pods {
-		ni.cpu += p.cpu
-		ni.mem += p.mem
-		c, m := p.nonZero()
-		ni.nonZeroCPU += c
-		ni.nonMem += m
-		for _, hp := range p.hostPorts {
-			ni.ports[hp] = true
+}
+
+// add counts p on the node.
+func (ni *nodeInfo) add(p *podInfo) { ni.count(p, 1) }
+
+// remove undoes add(p); p must be the podInfo that was added.
+func (ni *nodeInfo) remove(p *podInfo) { ni.count(p, -1) }
+
+func (ni *nodeInfo) count(p *podInfo, sign int64) {
+	ni.pods += sign
+	ni.cpu += sign * p.cpu
+	ni.mem += sign * p.mem
+	c, m := p.nonZero()
+	ni.nonZeroCPU += sign * c
+	ni.nonMem += sign * m
+	for _, hp := range p.hostPorts {
+		if ni.ports[hp] += int(sign); ni.ports[hp] <= 0 {
+			delete(ni.ports, hp)
 		}
 	}
-	return ni
+	if p.owner != "" {
+		if ni.owners[p.owner] += int(sign); ni.owners[p.owner] <= 0 {
+			delete(ni.owners, p.owner)
+		}
+	}
 }
 
 // allocatable returns a resource's allocatable amount in thousandths,
@@ -228,7 +255,7 @@ func filterTaints(p *podInfo, n *nodeInfo) []string {
 // (k8s@v1.37.2:pkg/scheduler/framework/plugins/nodeports/node_ports.go).
 func filterNodePorts(p *podInfo, n *nodeInfo) []string {
 	for _, hp := range p.hostPorts {
-		if n.ports[hp] {
+		if n.ports[hp] > 0 {
 			return []string{reasonNodePorts}
 		}
 	}
@@ -242,7 +269,7 @@ func filterNodePorts(p *podInfo, n *nodeInfo) []string {
 // fitsRequest).
 func filterFit(p *podInfo, n *nodeInfo) []string {
 	var out []string
-	if int64(len(n.pods))+1 > n.allocPods {
+	if n.pods+1 > n.allocPods {
 		out = append(out, reasonTooManyPods)
 	}
 	if p.cpu > 0 && n.cpu+p.cpu > n.allocCPU {

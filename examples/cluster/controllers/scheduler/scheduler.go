@@ -16,10 +16,17 @@
 // Timings.SchedulerBackOff to SchedulerBackOffMax, or at once when a node
 // is added or changes in a way that may let it fit, or a bound pod goes.
 //
-// The scheduler assumes a pod on its node from the moment it decides, as
-// kube-scheduler's cache does (k8s@v1.37.2:pkg/scheduler/backend/cache/cache.go
-// AssumePod), so that the next pod is scheduled against the resources the
-// first took, also before the pods informer has seen the bind.
+// The scheduler keeps a cache of every node's totals (pods, requests,
+// host ports, pods per owner), updated change by change from the pods and
+// nodes informers, as kube-scheduler's cache is
+// (k8s@v1.37.2:pkg/scheduler/backend/cache): a cycle costs O(nodes), not
+// O(pods). A cycle first waits until the cache has been given every change
+// the informers held when it began, so a pod deleted, ended or moved has
+// freed its node for the very next cycle. The scheduler assumes a pod on
+// its node from the moment it decides (AssumePod there), so that the next
+// pod is scheduled against the resources the first took, also before the
+// pods informer has seen the bind; the assumption gives way to the bound
+// pod when the informer shows it, or is dropped if the bind fails.
 package scheduler
 
 import (
@@ -27,7 +34,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -75,10 +81,15 @@ func Add(m *reconcile.Manager, c *api.Cluster) error {
 }
 
 // New builds the scheduler's controller without adding it to a
-// Manager. It adds api.PodNodeNameIndex to c.Informers.Pods if missing.
-// c must have its Pods and Nodes informers and stores, and a clock that
-// also implements reconcile.Clock (k8s.io/utils/clock's real and fake
-// clocks do); a nil c.Clock is the real clock.
+// Manager. c must have its Pods and Nodes informers and stores, and a
+// clock that also implements reconcile.Clock (k8s.io/utils/clock's real
+// and fake clocks do); a nil c.Clock is the real clock.
+//
+// New adds the handlers that keep the scheduler's node cache to the pods
+// and nodes informers at once, so it fails on informers that have
+// stopped. They stay for the informers' lifetime, across the
+// controller's runs, as the cache does; a controller that is never run
+// still keeps its cache up to date.
 func New(c *api.Cluster, opts Options) (*reconcile.Controller[string], error) {
 	if c == nil || c.Informers.Pods == nil || c.Informers.Nodes == nil || c.Stores.Pods == nil {
 		return nil, errors.New("scheduler: the cluster needs its pods and nodes informers and the pods store")
@@ -95,13 +106,13 @@ func New(c *api.Cluster, opts Options) (*reconcile.Controller[string], error) {
 		return nil, fmt.Errorf("scheduler: back-off %v to %v: want 0 < SchedulerBackOff <= SchedulerBackOffMax",
 			t.SchedulerBackOff, t.SchedulerBackOffMax)
 	}
-	if err := api.AddPodNodeNameIndex(c.Informers.Pods); err != nil {
-		return nil, fmt.Errorf("scheduler: %w", err)
-	}
 	s := &scheduler{
 		pods: c.Informers.Pods, nodes: c.Informers.Nodes, store: c.Stores.Pods,
 		clock: clk, seed: opts.Seed, backOff: t.SchedulerBackOff, backOffMax: t.SchedulerBackOffMax,
-		assumed: map[string]assumedPod{}, attempts: map[string]int{},
+		attempts: map[string]int{},
+	}
+	if err := s.watchCache(); err != nil {
+		return nil, err
 	}
 	if c.Recorder != nil {
 		s.events = c.Recorder(Name)
@@ -125,14 +136,12 @@ func New(c *api.Cluster, opts Options) (*reconcile.Controller[string], error) {
 	if opts.Wrap != nil {
 		rec = opts.Wrap(rec)
 	}
-	return reconcile.New(Name, rec, append(ro, opts.Controller...)...)
-}
-
-// assumedPod is a pod the scheduler has bound (or is binding) that the
-// pods informer does not show bound yet.
-type assumedPod struct {
-	node string
-	info podInfo
+	ctrl, err := reconcile.New(Name, rec, append(ro, opts.Controller...)...)
+	if err != nil {
+		s.unwatchCache()
+		return nil, err
+	}
+	return ctrl, nil
 }
 
 type scheduler struct {
@@ -145,11 +154,15 @@ type scheduler struct {
 
 	backOff, backOffMax time.Duration
 
+	// The cache's handlers on the informers.
+	podReg  *informer.Registration[string, api.Pod]
+	nodeReg *informer.Registration[string, api.Node]
+
 	// mu makes a scheduling cycle, from reading the nodes to assuming the
 	// pod, one step, as kube-scheduler schedules one pod at a time.
 	mu       sync.Mutex
-	assumed  map[string]assumedPod // by pod key; guarded by mu
-	attempts map[string]int        // failed cycles in a row, by the key of a pod waiting to fit; guarded by mu
+	cache    *nodeCache     // guarded by mu
+	attempts map[string]int // failed cycles in a row, by the key of a pod waiting to fit; guarded by mu
 }
 
 // podChanged lets through the changes that matter to a pod's scheduling:
@@ -234,14 +247,17 @@ func (s *scheduler) reconcile(ctx context.Context, key string) (reconcile.Result
 		return reconcile.Result{}, reconcile.Terminal(err)
 	}
 
+	if err := s.cacheCaughtUp(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
 	s.mu.Lock()
-	if a, ok := s.assumed[key]; ok && a.info.pod.UID == pod.UID {
-		// Bound (or being bound) by an earlier cycle; the informer has not
-		// shown it yet and will reconcile the key when it does.
+	if s.cache.counted(key, pod.UID) {
+		// Bound (or being bound) by an earlier cycle; the informer will
+		// reconcile the key when it shows the bind, if it has not yet.
 		s.mu.Unlock()
 		return reconcile.Result{}, nil
 	}
-	nodes := s.nodeInfos()
+	nodes := s.cache.list()
 	feasible, reasons := filterNodes(&pi, nodes)
 	if len(feasible) == 0 {
 		s.attempts[key]++
@@ -251,13 +267,13 @@ func (s *scheduler) reconcile(ctx context.Context, key string) (reconcile.Result
 	}
 	best := feasible[pickNode(scoreNodes(&pi, feasible), s.seed, key, pod.UID)]
 	node := best.node.Name
-	s.assumed[key] = assumedPod{node: node, info: pi}
+	s.cache.assume(key, node, pi)
 	s.mu.Unlock()
 
 	rev, err := s.bind(ctx, key, pod.UID, node)
 	if err != nil {
 		s.mu.Lock()
-		delete(s.assumed, key)
+		s.cache.forget(key, pod.UID)
 		s.mu.Unlock()
 		if errors.Is(err, errGone) {
 			return reconcile.Result{}, nil
@@ -272,11 +288,10 @@ func (s *scheduler) reconcile(ctx context.Context, key string) (reconcile.Result
 	return reconcile.Result{}, nil
 }
 
-// forget drops what the scheduler holds about a pod that is bound, gone
-// or deleting.
+// forget drops the back-off of a pod that is bound, gone or deleting.
+// What the cache counts of it follows the informer's changes.
 func (s *scheduler) forget(key string) {
 	s.mu.Lock()
-	delete(s.assumed, key)
 	delete(s.attempts, key)
 	s.mu.Unlock()
 }
@@ -291,46 +306,6 @@ func (s *scheduler) backOffFor(n int) time.Duration {
 		d *= 2
 	}
 	return min(d, s.backOffMax)
-}
-
-// nodeInfos returns every node with the pods that hold resources on it:
-// those the informer shows bound there and those assumed there that it
-// does not show bound yet. Call with mu held.
-func (s *scheduler) nodeInfos() []*nodeInfo {
-	byNode := map[string][]podInfo{}
-	for key, a := range s.assumed {
-		if p, ok := s.pods.Get(key); ok && p.Spec.NodeName != "" {
-			continue // the informer has it: counted below
-		}
-		byNode[a.node] = append(byNode[a.node], a.info)
-	}
-	entries := s.nodes.List()
-	slices.SortFunc(entries, func(a, b informer.Entry[string, api.Node]) int {
-		switch {
-		case a.Key < b.Key:
-			return -1
-		case a.Key > b.Key:
-			return 1
-		}
-		return 0
-	})
-	out := make([]*nodeInfo, 0, len(entries))
-	for _, e := range entries {
-		pods := byNode[e.Key]
-		for _, pe := range s.pods.ByIndex(api.PodNodeNameIndex, e.Key) {
-			if !holdsResources(pe.Value) {
-				continue
-			}
-			pi, err := newPodInfo(pe.Value)
-			if err != nil {
-				pi = podInfo{pod: pe.Value} // bound anyway: it takes a pod slot
-			}
-			pods = append(pods, pi)
-		}
-		ni := newNodeInfo(e.Value, pods)
-		out = append(out, &ni)
-	}
-	return out
 }
 
 // filterNodes returns the nodes that fit p, and how many nodes gave each

@@ -146,11 +146,7 @@ func scoreSpread(p *podInfo, nodes []*nodeInfo) []int64 {
 	perZone := map[string]int64{}
 	perHost := make([]int64, len(nodes))
 	for i, n := range nodes {
-		for _, q := range n.pods {
-			if q.owner == p.owner {
-				perHost[i]++
-			}
-		}
+		perHost[i] = int64(n.owners[p.owner])
 		if z, ok := n.node.Labels[api.LabelTopologyZone]; ok {
 			perZone[z] += perHost[i]
 		}
