@@ -148,13 +148,7 @@ func TestARESTPodWatchWithANodeFieldSelectorShouldSendAddedAndDeletedAsPodsEnter
 	f := newFixture(t)
 	f.put(t, boundPod("a", "n1"))
 	f.put(t, boundPod("b", "n2"))
-	req, err := http.NewRequestWithContext(t.Context(), "GET", f.srv.URL+"/api/v1/namespaces/default/pods?watch=1&fieldSelector="+url.QueryEscape("spec.nodeName=n1"), nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer ro")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	lines := bufio.NewScanner(resp.Body)
+	lines := watchPodsOnN1(t, f)
 	next := func() string {
 		require.True(t, lines.Scan())
 		var ev struct {
@@ -180,13 +174,7 @@ func TestARESTPodWatchWithANodeFieldSelectorShouldSendAddedAndDeletedAsPodsEnter
 func TestARESTPodWatchShouldSendAPodThatLeavesTheSelectionAsItLastMatched(t *testing.T) {
 	f := newFixture(t)
 	f.put(t, boundPod("a", "n1"))
-	req, err := http.NewRequestWithContext(t.Context(), "GET", f.srv.URL+"/api/v1/namespaces/default/pods?watch=1&fieldSelector="+url.QueryEscape("spec.nodeName=n1"), nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer ro")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	lines := bufio.NewScanner(resp.Body)
+	lines := watchPodsOnN1(t, f)
 	type event struct {
 		Type   string
 		Object api.Pod
@@ -231,4 +219,18 @@ func TestAFieldSelectorTheServerCannotTakeShouldBeRefused(t *testing.T) {
 	}
 	code, _ := f.do(t, "GET", "/api/v1/nodes?fieldSelector="+url.QueryEscape("spec.nodeName=n1"), "ro", "")
 	assert.Equal(t, http.StatusBadRequest, code, "nodes have no such field")
+}
+
+// watchPodsOnN1 opens a REST watch of the default namespace's pods with
+// the field selector spec.nodeName=n1, closed when the test ends, and
+// returns its event lines.
+func watchPodsOnN1(t *testing.T, f *fixture) *bufio.Scanner {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), "GET", f.srv.URL+"/api/v1/namespaces/default/pods?watch=1&fieldSelector="+url.QueryEscape("spec.nodeName=n1"), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer ro")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	return bufio.NewScanner(resp.Body)
 }
