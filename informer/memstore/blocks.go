@@ -53,7 +53,8 @@ func (s *blocks[T]) pop() {
 	var zero T
 	s.b[k][i] = zero
 	s.b[k] = s.b[k][:i]
-	if keep := k + 2; len(s.b) > keep {
+	// The blocks holding elements, and one empty block after them.
+	if keep := (s.n+blockLen-1)/blockLen + 1; len(s.b) > keep {
 		clear(s.b[keep:])
 		s.b = s.b[:keep]
 	}

@@ -38,14 +38,25 @@ func TestBlocksShouldKeepOrderAcrossBlockEdgesAndZeroWhatIsPopped(t *testing.T) 
 		s.pop()
 	}
 	assert.Nil(t, *last)
-	assert.Len(t, s.b, 3)
+	assert.Equal(t, 3, len(s.b))
 	for s.len() > 1 {
 		s.pop()
 	}
-	assert.Len(t, s.b, 2)
+	assert.Equal(t, 2, len(s.b))
 	s.push(&vals[7])
 	assert.Equal(t, 7, **s.at(1))
 	assert.Equal(t, 0, **s.at(0))
+
+	// Popping back onto a block's edge leaves that block empty: it is
+	// the spare, and the one after it goes.
+	for s.len() < 3*blockLen+1 {
+		s.push(&vals[0])
+	}
+	require.Equal(t, 4, len(s.b))
+	for s.len() > 2*blockLen {
+		s.pop()
+	}
+	assert.Equal(t, 3, len(s.b), "two full blocks and one empty")
 }
 
 // A store in a controller's hot path must not make one write in thousands
@@ -60,9 +71,15 @@ func TestNoWriteShouldAllocateMoreThanABlockHoweverLargeTheStoreGrows(t *testing
 	for i := range keys {
 		keys[i] = "key-" + strconv.Itoa(i)
 	}
-	// One block of the history and one of the items, and room for the
-	// key index's growth, which Go's maps do a table at a time.
-	limit := uint64(blockLen)*uint64(unsafe.Sizeof(change[string, int]{})+unsafe.Sizeof(item[string, int]{})) + 256<<10
+	// A write may allocate a block of the history and one of the items
+	// (144 KB for these types) and a table of the key index, which Go's
+	// maps grow a table at a time; and the runtime counts small objects a
+	// span at a time, when it hands the span out. Together that stays
+	// under 512 KB (measured), a megabyte with room to spare. Copying the
+	// history or the items of this store whole costs several megabytes.
+	blocksBytes := uint64(blockLen) * uint64(unsafe.Sizeof(change[string, int]{})+unsafe.Sizeof(item[string, int]{}))
+	const limit uint64 = 1 << 20
+	require.Less(t, blocksBytes, limit/4, "the limit leaves room for a block of each")
 	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	allocated := func() uint64 {
 		metrics.Read(sample)
