@@ -49,13 +49,7 @@ func runningScheduler(tb testing.TB, nodes, pods int) *scheduler {
 
 func TestSchedulingCycleShouldNotCostMoreWithMorePods(t *testing.T) {
 	cycleAllocs := func(s *scheduler) float64 {
-		return testing.AllocsPerRun(20, func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if len(s.cache.list()) != 50 {
-				panic("not 50 nodes")
-			}
-		})
+		return testing.AllocsPerRun(20, func() { oneCycle(t, s) })
 	}
 	empty := cycleAllocs(runningScheduler(t, 50, 0))
 	s := runningScheduler(t, 50, 1000)
@@ -65,7 +59,9 @@ func TestSchedulingCycleShouldNotCostMoreWithMorePods(t *testing.T) {
 		pods += n.pods
 	}
 	require.Equal(t, int64(1000), pods, "the cache counts every bound pod")
-	assert.Equal(t, empty, full, "reading the nodes for a cycle allocates as much with 1,000 pods as with none")
+	// A cycle that walked the pods allocated hundreds more with 1,000 of
+	// them; waiting for the cache may cost a few, with or without pods.
+	assert.InDelta(t, empty, full, 4, "a cycle allocates about as much with 1,000 pods as with none")
 }
 
 func TestSchedulerShouldFreeTheSlotOfAPodThatEndedForTheNextPod(t *testing.T) {
