@@ -33,9 +33,9 @@
 // ratios, with the date and machine, between <!-- bench:headline:begin -->
 // and <!-- bench:headline:end --> of the README (both committed: the
 // documentation's tables are the last run's). A run at BENCH_COUNT=5
-// took 39 minutes on the project's 2-core machine with nothing else
-// running: the informer scenarios and the leader fail-overs at
-// client-go's default timings (a 15 s lease) take most of it.
+// takes about 40 minutes on a 2-core machine: the informer scenarios and
+// the leader fail-overs at client-go's default timings (a 15 s lease)
+// take most of it.
 //
 // # What is measured
 //
@@ -80,13 +80,13 @@
 // Scenarios 5 and 12 also report, per repetition, what the host and the
 // runtime did to the process meanwhile (hoststall_test.go): stall-max-µs,
 // the longest gap between two clock reads of the writer's loop that did
-// not sleep between them (it only writes there), so a gap is
-// time its thread was off the CPU
-// (or the world stopped for the GC: gc-pause-max-µs, gcs); runq-wait-ms,
-// the time the process's threads waited for a CPU; steal-ms. The report
-// leaves out of an "in every rep" target a repetition that missed while
-// converge's stall-max-µs was at least as long as its value, and says how
-// many it left out. With BENCH_TRACE_DIR set, a runtime/trace flight
+// not sleep between them: it only writes there, so a gap is its own write
+// or time its thread was off the CPU (or the world stopped for the GC:
+// gc-pause-max-µs, gcs); runq-wait-ms, the time the process's threads
+// waited for a CPU; steal-ms. The report leaves out of the max-µs targets
+// of scenarios 5 and 12 a repetition that missed while converge's
+// stall-max-µs was at least as long as its value, and says how many it
+// left out. With BENCH_TRACE_DIR set, a runtime/trace flight
 // recorder writes the execution trace of every repetition whose p99.9 is
 // above BENCH_TRACE_P999_US (1000 by default) to that directory. Traced at
 // a load of 5-14 on 2 cores, a 64 ms p99.9 of scenario 5 was a window in

@@ -13,7 +13,7 @@ import (
 // full table in spliceFile, so that the README never quotes another run
 // than the documentation's.
 const (
-	// headlineFile is relative to the bench module, like tableFile.
+	// headlineFile is relative to the bench module, like spliceFile.
 	headlineFile  = "../README.md"
 	headlineBegin = "<!-- bench:headline:begin -->"
 	headlineEnd   = "<!-- bench:headline:end -->"

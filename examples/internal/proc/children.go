@@ -33,7 +33,9 @@ func (c *Children) Start(cmd *exec.Cmd) error {
 	return c.sp.start(cmd)
 }
 
-// Close releases the thread the processes were started from. On Linux a
-// process still running then is killed: its parent-death signal follows
-// that thread.
+// Close releases the thread the processes were started from. Call it
+// once they have all been waited for: on Linux the kernel may then kill
+// any still running, as their parent-death signal follows that thread
+// (unless Go keeps the thread, which it does for the process's main
+// thread; they still die with the process).
 func (c *Children) Close() { c.sp.close() }
