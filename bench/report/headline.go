@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"time"
 )
@@ -71,14 +70,7 @@ func headline(res *Results, count string, now time.Time) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.label, strings.Join(cg, " / "), o, sourceOf(r.scenario))
 	}
 	_, met, total := res.Table()
-	cpu := res.Header["cpu"]
-	if cpu == "" {
-		cpu = cpuModel()
-	}
-	procs := res.Procs
-	if procs == 0 {
-		procs = runtime.GOMAXPROCS(0)
-	}
+	cpu, procs := res.machine()
 	fmt.Fprintf(&b, "\nMedians of %s repetitions, from the run of %s on %s, GOMAXPROCS %d; %d of its %d targets met.\n",
 		count, now.UTC().Format("2006-01-02"), cpu, procs, met, total)
 	return b.String()

@@ -164,14 +164,7 @@ func render(res *Results, command, count string, took time.Duration, runErr erro
 // writeTable puts in the documentation.
 func renderBody(res *Results, command, count string, took time.Duration, runErr error, ran time.Time) string {
 	var b strings.Builder
-	procs := res.Procs
-	if procs == 0 {
-		procs = runtime.GOMAXPROCS(0)
-	}
-	cpu := res.Header["cpu"]
-	if cpu == "" {
-		cpu = cpuModel()
-	}
+	cpu, procs := res.machine()
 	table, met, total := res.Table()
 	fmt.Fprintf(&b, "- go: %s\n", goVersion())
 	fmt.Fprintf(&b, "- GOMAXPROCS: %d\n", procs)
@@ -215,6 +208,19 @@ func goVersion() string {
 		return runtime.Version()
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// machine is the CPU model and GOMAXPROCS of the run res holds, as go
+// test printed them, or else this machine's.
+func (res *Results) machine() (cpu string, procs int) {
+	cpu, procs = res.Header["cpu"], res.Procs
+	if cpu == "" {
+		cpu = cpuModel()
+	}
+	if procs == 0 {
+		procs = runtime.GOMAXPROCS(0)
+	}
+	return cpu, procs
 }
 
 // cpuModel reads the model name from /proc/cpuinfo (Linux).
